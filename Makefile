@@ -1,0 +1,47 @@
+# tileserver-ts: `make run` and `make test` work on a fresh Debian machine with Node 20.
+SHELL := /bin/bash
+.DEFAULT_GOAL := run
+CONFIG ?= config/default.toml
+
+# Debian packages the service and its tests need: GDAL (gdal-async links the system library, gdalinfo opens
+# our WMTS in a test), Chromium (the rendering backend and browser tests), sqlite3 headers for better-sqlite3.
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++
+
+.PHONY: run test bench build deps system-deps fixtures typecheck clean goldens
+
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+# Install without scripts first, then build the native modules the way this machine needs them:
+# gdal-async against Debian's libgdal, better-sqlite3 from source when no prebuilt binary can be fetched.
+node_modules/.installed: package.json package-lock.json | system-deps
+	npm install --no-audit --no-fund --ignore-scripts
+	npm_config_build_from_source=true npm_config_shared_gdal=true npm rebuild gdal-async better-sqlite3
+	npm rebuild esbuild sharp
+	touch $@
+
+deps: system-deps node_modules/.installed
+
+build: deps
+	node scripts/build.mjs
+
+typecheck: deps
+	npx tsc --noEmit
+
+run: build
+	node dist/cli.js --config $(CONFIG)
+
+test: build
+	npx tsc --noEmit
+	node --import tsx --test --test-concurrency=1 --test-reporter=spec 'test/**/*.test.ts'
+
+bench: build
+	node --import tsx bench/run.ts
+
+clean:
+	rm -rf dist node_modules

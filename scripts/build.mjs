@@ -1,0 +1,29 @@
+// Bundles the TypeScript sources into dist/ with esbuild.
+// Why bundle: @maplibre/mlt ships ESM with extensionless relative imports that Node's loader refuses;
+// bundling resolves them at build time. Native and heavy runtime packages stay external.
+import { build } from 'esbuild';
+import { existsSync, readFileSync } from 'node:fs';
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+const bundled = new Set(['@maplibre/mlt']);
+const external = Object.keys(pkg.dependencies).filter((d) => !bundled.has(d));
+
+await build({
+  entryPoints: Object.fromEntries(
+    Object.entries({
+      cli: 'src/cli.ts',
+      'workers/render': 'workers/render.ts',
+      'workers/transcode': 'workers/transcode.ts',
+    }).filter(([, file]) => existsSync(file)),
+  ),
+  outdir: 'dist',
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: true,
+  external: external.flatMap((d) => [d, `${d}/*`]),
+  define: { __VERSION__: JSON.stringify(pkg.version) },
+  banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  logLevel: 'warning',
+}).catch(() => process.exit(1));

@@ -1,0 +1,8 @@
+// Messages between the primary process and its HTTP workers.
+import type { LoadedConfig } from '../config/load.js';
+
+export type ToWorker = { type: 'reload'; loaded: LoadedConfig; flush: boolean } | { type: 'shutdown' };
+export type ToPrimary = { type: 'ready' } | { type: 'reloaded'; ok: boolean; reloaded: boolean; error?: string };
+
+/** Environment variable carrying the validated configuration to a forked worker. */
+export const CONFIG_ENV = 'TILESERVER_TS_LOADED_CONFIG';

@@ -1,0 +1,82 @@
+// Reads a TOML config file into a validated, typed Config with every relative path made absolute.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import * as v from 'valibot';
+import { ConfigSchema, type Config } from './schema.js';
+import { expandEnv } from './env.js';
+import { ConfigError } from './errors.js';
+import { unknownKeys } from './unknown-keys.js';
+
+export { ConfigError };
+
+export interface LoadedConfig {
+  config: Config;
+  /** SHA-256 (hex) of the file's bytes: the identity of this configuration. */
+  hash: string;
+  /** Absolute path of the file, for reloads. */
+  file: string | undefined;
+  warnings: string[];
+}
+
+/** Formats a valibot issue path as `sources[2].path`. */
+export function issuePath(issue: v.BaseIssue<unknown>): string {
+  let out = '';
+  for (const item of issue.path ?? []) {
+    const key = (item as { key: unknown }).key;
+    out += typeof key === 'number' ? `[${key}]` : out ? `.${String(key)}` : String(key);
+  }
+  return out || '(root)';
+}
+
+/** Validates an already-parsed TOML document. `label` names the file in messages. */
+export function validateConfig(raw: unknown, label: string, baseDir: string, env: NodeJS.ProcessEnv = process.env): { config: Config; warnings: string[] } {
+  const expanded = expandEnv(raw, env, label);
+  const result = v.safeParse(ConfigSchema, expanded);
+  if (!result.success) {
+    const lines = result.issues.map((issue) => `${label}: ${issuePath(issue)}: ${issue.message}`);
+    throw new ConfigError(lines.join('\n'));
+  }
+  const config = resolvePaths(result.output, baseDir);
+  const seen = new Set<string>();
+  for (const s of config.sources) {
+    if (seen.has(s.id)) throw new ConfigError(`${label}: sources: duplicate source id "${s.id}"`);
+    seen.add(s.id);
+  }
+  const warnings = unknownKeys(ConfigSchema, expanded).map((key) => `${label}: unknown key ${key} (ignored)`);
+  return { config, warnings };
+}
+
+export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const abs = path.resolve(file);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(abs);
+  } catch (err) {
+    throw new ConfigError(`${file}: cannot read the config file: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseToml(bytes.toString('utf8'));
+  } catch (err) {
+    throw new ConfigError(`${file}: invalid TOML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  const { config, warnings } = validateConfig(raw, file, path.dirname(abs), env);
+  return { config, hash: createHash('sha256').update(bytes).digest('hex'), file: abs, warnings };
+}
+
+/** Relative file paths in the config are relative to the config file, as a user editing it expects. */
+function resolvePaths(config: Config, baseDir: string): Config {
+  const abs = (p: string | undefined) => (p === undefined ? undefined : path.resolve(baseDir, p));
+  const isUrl = (p: string) => /^https?:\/\//i.test(p);
+  return {
+    ...config,
+    fonts: abs(config.fonts),
+    files: abs(config.files),
+    server: { ...config.server, upload_dir: abs(config.server.upload_dir) },
+    sources: config.sources.map((s) => ({ ...s, path: isUrl(s.path) ? s.path : path.resolve(baseDir, s.path) })),
+    styles: config.styles.map((s) => ({ ...s, path: path.resolve(baseDir, s.path) })),
+    cache: { ...config.cache, dir: abs(config.cache.dir) },
+  };
+}

@@ -1,0 +1,42 @@
+// The Hono application: middleware (CORS, errors) and one module of routes per area.
+import { Hono } from 'hono';
+import { cors } from 'hono/cors';
+import type { ServerContext } from './context.js';
+import { HttpProblem, problem } from './problem.js';
+import { Router } from './router.js';
+import { registerDataRoutes } from './routes/data.js';
+import { registerFileRoutes } from './routes/files.js';
+import { registerOperationalRoutes } from './routes/operational.js';
+import type { Logger } from '../log.js';
+
+export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router: Router } {
+  const app = new Hono();
+  // CORS is not reloadable (spec): read the allow-list once, from the configuration the process started with.
+  const origins = ctx.holder.current.config.server.cors_origins;
+  app.use(
+    '*',
+    cors({
+      origin: origins.includes('*') ? '*' : origins,
+      allowMethods: ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'],
+      exposeHeaders: ['ETag', 'Content-Encoding', 'Content-Length', 'Retry-After'],
+      maxAge: 86400,
+    }),
+  );
+
+  app.onError((err, c) => {
+    if (err instanceof HttpProblem) {
+      const res = problem(c, err.status, err.title, err.detail, err.extra);
+      for (const [k, val] of Object.entries(err.headers)) res.headers.set(k, val);
+      return res;
+    }
+    log.error({ err, path: c.req.path }, 'request failed');
+    return problem(c, 500, 'Internal error', 'the request could not be completed; the error is in the server log');
+  });
+  app.notFound((c) => problem(c, 404, 'Not found', `no route for ${c.req.method} ${c.req.path}`));
+
+  const router = new Router(app);
+  registerOperationalRoutes(router, ctx);
+  registerDataRoutes(router, ctx);
+  registerFileRoutes(router, ctx);
+  return { app, router };
+}

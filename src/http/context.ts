@@ -1,0 +1,30 @@
+// What route modules get: the state holder and process-wide facts. Routes read `holder.current` once per request.
+import type { Context } from 'hono';
+import type { StateHolder } from '../state/holder.js';
+import type { AppState } from '../state/app-state.js';
+import type { UrlContext } from '../sources/tilejson.js';
+
+/** Facts about this process that /ping reports and later capabilities (renderer, metrics) fill in. */
+export interface RuntimeStatus {
+  /** A renderer backend is started and answering. */
+  rendererEnabled: boolean;
+  /** Name of the renderer backend in use, when one is. */
+  renderer: string | undefined;
+  /** The static-image and social-card routes are mounted. */
+  renderRoutesMounted: boolean;
+  scrapeListenerActive: boolean;
+  ogcEnabled: boolean;
+}
+
+export interface ServerContext {
+  holder: StateHolder;
+  version: string;
+  runtime: RuntimeStatus;
+}
+
+/** Base URL and key for the URLs of one response (decisions.md: public_url, else the request's own origin). */
+export function urlContext(c: Context, state: AppState): UrlContext {
+  const configured = state.config.server.public_url;
+  const base = configured ? configured.replace(/\/+$/, '') : new URL(c.req.url).origin;
+  return { base, key: c.req.query('key') };
+}

@@ -1,0 +1,86 @@
+// A thin registry over Hono: every route is declared with its OpenAPI description (valibot schemas for
+// parameters, query and body), so /openapi.json is generated from the same definitions that route requests.
+import type { Context, Hono } from 'hono';
+import { toJsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
+
+type Schema = v.GenericSchema;
+
+export interface ResponseDoc {
+  description: string;
+  /** Media types of the body; JSON schemas may be given per type. */
+  content?: Record<string, Schema | true>;
+  headers?: Record<string, string>;
+}
+
+export interface RouteDoc {
+  method: 'get' | 'post' | 'delete' | 'put';
+  /** OpenAPI path template, e.g. `/data/{source}/{z}/{x}/{y}.{format}`. */
+  path: string;
+  /** Hono path pattern that matches it. */
+  hono: string;
+  summary: string;
+  tag: string;
+  description?: string;
+  params?: Record<string, { schema: Schema; description?: string }>;
+  query?: Record<string, { schema: Schema; description?: string; required?: boolean }>;
+  body?: { contentType: string; schema: Schema };
+  responses: Record<number, ResponseDoc>;
+}
+
+export type Handler = (c: Context) => Response | Promise<Response>;
+
+export class Router {
+  readonly docs: RouteDoc[] = [];
+  constructor(readonly app: Hono) {}
+
+  add(doc: RouteDoc, handler: Handler): void {
+    this.docs.push(doc);
+    this.app.on(doc.method.toUpperCase(), doc.hono, handler);
+  }
+}
+
+const json = (s: Schema) => toJsonSchema(s, { target: 'draft-2020-12', errorMode: 'ignore' }) as Record<string, unknown>;
+
+export function openApiDocument(docs: readonly RouteDoc[], version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const d of docs) {
+    const parameters: unknown[] = [];
+    for (const [name, p] of Object.entries(d.params ?? {})) {
+      parameters.push({ name, in: 'path', required: true, description: p.description, schema: json(p.schema) });
+    }
+    for (const [name, q] of Object.entries(d.query ?? {})) {
+      parameters.push({ name, in: 'query', required: q.required ?? false, description: q.description, schema: json(q.schema) });
+    }
+    const responses: Record<string, unknown> = {};
+    for (const [status, r] of Object.entries(d.responses)) {
+      const content = r.content
+        ? Object.fromEntries(Object.entries(r.content).map(([type, s]) => [type, s === true ? {} : { schema: json(s) }]))
+        : undefined;
+      const headers = r.headers ? Object.fromEntries(Object.entries(r.headers).map(([h, desc]) => [h, { description: desc, schema: { type: 'string' } }])) : undefined;
+      responses[status] = { description: r.description, ...(content ? { content } : {}), ...(headers ? { headers } : {}) };
+    }
+    const op: Record<string, unknown> = {
+      summary: d.summary,
+      tags: [d.tag],
+      ...(d.description ? { description: d.description } : {}),
+      ...(parameters.length ? { parameters } : {}),
+      ...(d.body ? { requestBody: { required: true, content: { [d.body.contentType]: { schema: json(d.body.schema) } } } } : {}),
+      responses,
+    };
+    (paths[d.path] ??= {})[d.method] = op;
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'tileserver-ts', version, description: 'Map tiles, styles, fonts and rendered maps.' },
+    paths,
+  };
+}
+
+/** Query-parameter doc shared by every metadata route that forwards an API key into its URLs. */
+export const KEY_QUERY = { key: { schema: v.string(), description: 'API key forwarded into every URL of the response (not validated here).' } };
+
+/** A path parameter the route pattern guarantees (Hono's untyped Context cannot know that). */
+export function param(c: Context, name: string): string {
+  return c.req.param(name) ?? '';
+}

@@ -1,0 +1,156 @@
+// /health, /ping, /openapi.json and the offline API reference at /_openapi.
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import os from 'node:os';
+import * as v from 'valibot';
+import type { ServerContext } from '../context.js';
+import { openApiDocument, param, type Router } from '../router.js';
+import { problem } from '../problem.js';
+import type { AppState } from '../../state/app-state.js';
+
+export const PingSchema = v.object({
+  status: v.literal('ok'),
+  config_hash: v.string(),
+  loaded_at_unix: v.number(),
+  loaded_sources: v.number(),
+  loaded_styles: v.number(),
+  renderer_enabled: v.boolean(),
+  renderer: v.nullable(v.string()),
+  scrape_listener_active: v.boolean(),
+  version: v.string(),
+  cache_enabled: v.boolean(),
+  cache_entries: v.number(),
+  cache_bytes: v.number(),
+  render_enabled: v.boolean(),
+  ogc_enabled: v.boolean(),
+  compression_enabled: v.boolean(),
+  compression_br_quality: v.number(),
+  compression_zstd_level: v.number(),
+  cors_origins: v.array(v.string()),
+  cache_dir: v.string(),
+});
+export type Ping = v.InferOutput<typeof PingSchema>;
+
+/** Number of styles a snapshot has loaded; the styles capability adds `styles` to AppState. */
+export type StyleCounter = (state: AppState) => number;
+export const styleCounter: { count: StyleCounter } = { count: () => 0 };
+
+export function resolvedCacheDir(state: AppState): string {
+  return state.config.cache.dir ?? path.join(os.tmpdir(), 'tileserver-ts');
+}
+
+export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
+  r.add(
+    { method: 'get', path: '/health', hono: '/health', summary: 'Liveness', tag: 'Operational', responses: { 200: { description: 'the text OK', content: { 'text/plain': true } } } },
+    (c) => c.text('OK', 200, { 'Cache-Control': 'no-store' }),
+  );
+
+  r.add(
+    {
+      method: 'get',
+      path: '/ping',
+      hono: '/ping',
+      summary: 'State of the service (this process)',
+      tag: 'Operational',
+      responses: { 200: { description: 'Ping object', content: { 'application/json': PingSchema } } },
+    },
+    (c) => {
+      const state = ctx.holder.current;
+      const { config } = state;
+      const body: Ping = {
+        status: 'ok',
+        config_hash: state.configHash,
+        loaded_at_unix: state.loadedAt,
+        loaded_sources: state.sources.size,
+        loaded_styles: styleCounter.count(state),
+        renderer_enabled: ctx.runtime.rendererEnabled,
+        renderer: ctx.runtime.renderer ?? null,
+        scrape_listener_active: ctx.runtime.scrapeListenerActive,
+        version: ctx.version,
+        cache_enabled: state.tileCache.enabled,
+        cache_entries: state.tileCache.entries,
+        cache_bytes: state.tileCache.bytes,
+        render_enabled: ctx.runtime.renderRoutesMounted,
+        ogc_enabled: ctx.runtime.ogcEnabled,
+        compression_enabled: config.compression.enabled,
+        compression_br_quality: config.compression.br_quality,
+        compression_zstd_level: config.compression.zstd_level,
+        cors_origins: config.server.cors_origins,
+        cache_dir: resolvedCacheDir(state),
+      };
+      return c.json(body, 200, { 'Cache-Control': 'no-store' });
+    },
+  );
+
+  let doc: string | undefined;
+  r.add(
+    {
+      method: 'get',
+      path: '/openapi.json',
+      hono: '/openapi.json',
+      summary: 'OpenAPI 3.1 description of every route',
+      tag: 'Operational',
+      responses: { 200: { description: 'OpenAPI document', content: { 'application/json': true } } },
+    },
+    (c) => {
+      // Built on first use, when every route module has registered.
+      doc ??= JSON.stringify(openApiDocument(r.docs, ctx.version));
+      return c.body(doc, 200, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-cache' });
+    },
+  );
+
+  // The reference UI is swagger-ui from the npm package, served from here: it works with no internet.
+  const uiDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+  const assets: Record<string, string> = {
+    'swagger-ui.css': 'text/css; charset=utf-8',
+    'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  };
+  r.add(
+    {
+      method: 'get',
+      path: '/_openapi',
+      hono: '/_openapi',
+      summary: 'Interactive API reference (works offline)',
+      tag: 'Operational',
+      responses: { 200: { description: 'HTML page', content: { 'text/html': true } } },
+    },
+    (c) => c.html(REFERENCE_PAGE, 200, { 'Cache-Control': 'no-cache' }),
+  );
+  r.add(
+    {
+      method: 'get',
+      path: '/_openapi/{asset}',
+      hono: '/_openapi/:asset',
+      summary: 'Assets of the API reference page',
+      tag: 'Operational',
+      params: { asset: { schema: v.picklist(Object.keys(assets)) } },
+      responses: { 200: { description: 'asset' }, 404: { description: 'unknown asset' } },
+    },
+    async (c) => {
+      const name = param(c, 'asset');
+      const type = assets[name];
+      if (!type) return problem(c, 404, 'Not found', `no asset "${name}"`);
+      const bytes = await readFile(path.join(uiDir, name));
+      return c.body(bytes, 200, { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' });
+    },
+  );
+}
+
+const REFERENCE_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tileserver-ts API reference</title>
+<link rel="stylesheet" href="/_openapi/swagger-ui.css">
+</head>
+<body>
+<div id="reference"></div>
+<script src="/_openapi/swagger-ui-bundle.js"></script>
+<script>
+  window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', deepLinking: true });
+</script>
+</body>
+</html>
+`;

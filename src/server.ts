@@ -1,0 +1,73 @@
+// One HTTP serving process: builds the AppState, serves the Hono app, reloads on request and drains on stop.
+// Runs as a cluster worker, or alone when server.workers = 1.
+import { serve, type ServerType } from '@hono/node-server';
+import type { Server } from 'node:http';
+import { loadConfigFile, type LoadedConfig } from './config/load.js';
+import { createApp } from './http/app.js';
+import type { RuntimeStatus, ServerContext } from './http/context.js';
+import { initCodecs } from './http/encoding.js';
+import { log } from './log.js';
+import { buildAppState } from './state/app-state.js';
+import { StateHolder } from './state/holder.js';
+import { VERSION } from './version.js';
+
+export interface RunningServer {
+  ctx: ServerContext;
+  /** Replaces the active state with one built from `loaded`; throws (and keeps the old state) when building fails. */
+  reload(loaded: LoadedConfig, flush?: boolean): Promise<{ reloaded: boolean }>;
+  /** Stops accepting connections, lets in-flight requests finish, then releases the state. */
+  drain(timeoutMs?: number): Promise<void>;
+  address: { host: string; port: number };
+}
+
+export async function startServer(loaded: LoadedConfig): Promise<RunningServer> {
+  await initCodecs();
+  const holder = new StateHolder(await buildAppState(loaded));
+  const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, renderRoutesMounted: false, scrapeListenerActive: false, ogcEnabled: false };
+  const ctx: ServerContext = { holder, version: VERSION, runtime };
+  const { app } = createApp(ctx, log);
+  const { host, port } = loaded.config.server;
+
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const http = server as Server;
+  http.keepAliveTimeout = 65_000;
+
+  return {
+    ctx,
+    address: { host, port },
+    async reload(next, flush = false) {
+      if (!flush && next.hash === holder.current.configHash) return { reloaded: false };
+      const state = await buildAppState(next);
+      holder.swap(state);
+      log.info({ config_hash: next.hash }, 'configuration reloaded');
+      return { reloaded: true };
+    },
+    drain(timeoutMs = 30_000) {
+      return new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          http.closeAllConnections();
+        }, timeoutMs);
+        force.unref();
+        http.close(() => {
+          clearTimeout(force);
+          void holder.current.close().finally(resolve);
+        });
+        // Idle keep-alive sockets would hold close() open until they time out.
+        http.closeIdleConnections();
+      });
+    },
+  };
+}
+
+/** Re-reads the config file a server was started from (SIGHUP), or undefined when it was started from file arguments. */
+export function rereadConfig(current: LoadedConfig): LoadedConfig | undefined {
+  if (!current.file) return undefined;
+  const next = loadConfigFile(current.file);
+  for (const w of next.warnings) log.warn(w);
+  // host and port are not reloadable: keep the ones the process listens on (and any CLI override).
+  next.config = { ...next.config, server: { ...next.config.server, host: current.config.server.host, port: current.config.server.port } };
+  return next;
+}

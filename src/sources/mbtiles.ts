@@ -1,0 +1,121 @@
+// MBTiles archives through better-sqlite3: read-only, prepared statements, TMS row flip.
+// Both layouts are served: a `tiles` table (or view), and the deduplicated `map` + `images` tables.
+import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import type { SourceConfig } from '../config/schema.js';
+import { bytesMatchFormat, formatFromMetadata, isGzip, sniffImage, type TileFormat } from '../tiles/format.js';
+import { defaultCenter, parseVectorLayers, SourceOpenError, WORLD_BOUNDS, type Bounds, type Center, type SourceInfo, type TileSource } from './source.js';
+
+type Db = InstanceType<typeof Database>;
+
+export class MbtilesSource implements TileSource {
+  private constructor(
+    readonly info: SourceInfo,
+    private readonly db: Db,
+    private readonly select: Database.Statement<[number, number, number], { tile_data: Buffer }>,
+  ) {}
+
+  static async open(cfg: SourceConfig): Promise<MbtilesSource> {
+    if (!existsSync(cfg.path)) throw new SourceOpenError(cfg.id, `cannot open MBTiles ${cfg.path}: no such file`);
+    let db: Db | undefined;
+    try {
+      db = new Database(cfg.path, { readonly: true, fileMustExist: true });
+      const names = new Set(
+        (db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')").all() as { name: string }[]).map((r) => r.name),
+      );
+      const layout = names.has('tiles') ? TILES_TABLE : names.has('map') && names.has('images') ? MAP_IMAGES : undefined;
+      if (!layout) throw new SourceOpenError(cfg.id, `${cfg.path} is not an MBTiles archive (no tiles table, nor map and images tables)`);
+      const metadata = names.has('metadata') ? readMetadata(db) : new Map<string, string>();
+      const select = db.prepare(layout.tile) as Database.Statement<[number, number, number], { tile_data: Buffer }>;
+      const info = describe(cfg, db, layout, metadata);
+      return new MbtilesSource(info, db, select);
+    } catch (err) {
+      db?.close();
+      if (err instanceof SourceOpenError) throw err;
+      const msg = (err as Error).message;
+      throw new SourceOpenError(cfg.id, `cannot open MBTiles ${cfg.path}: ${/file is not a database/.test(msg) ? 'not an SQLite database' : msg}`);
+    }
+  }
+
+  getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined> {
+    // MBTiles rows count from the south (TMS); URLs count from the north (XYZ).
+    const row = this.select.get(z, x, 2 ** z - 1 - y);
+    return Promise.resolve(row?.tile_data ?? undefined);
+  }
+
+  close(): Promise<void> {
+    this.db.close();
+    return Promise.resolve();
+  }
+}
+
+/** The three queries a layout needs. */
+interface Layout {
+  tile: string;
+  sample: string;
+  zooms: string;
+}
+const TILES_TABLE: Layout = {
+  tile: 'SELECT tile_data FROM tiles WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?',
+  sample: 'SELECT tile_data FROM tiles LIMIT 1',
+  zooms: 'SELECT MIN(zoom_level) AS lo, MAX(zoom_level) AS hi FROM tiles',
+};
+const MAP_IMAGES: Layout = {
+  tile: 'SELECT images.tile_data AS tile_data FROM map JOIN images ON images.tile_id = map.tile_id WHERE map.zoom_level = ? AND map.tile_column = ? AND map.tile_row = ?',
+  sample: 'SELECT images.tile_data AS tile_data FROM map JOIN images ON images.tile_id = map.tile_id LIMIT 1',
+  zooms: 'SELECT MIN(zoom_level) AS lo, MAX(zoom_level) AS hi FROM map',
+};
+
+function readMetadata(db: Db): Map<string, string> {
+  const rows = db.prepare('SELECT name, value FROM metadata').all() as { name: string; value: unknown }[];
+  return new Map(rows.filter((r) => r.value !== null).map((r) => [r.name, String(r.value)]));
+}
+
+function numbers(text: string | undefined, count: number): number[] | undefined {
+  if (!text) return undefined;
+  const parts = text.split(',').map((p) => Number(p.trim()));
+  return parts.length === count && parts.every(Number.isFinite) ? parts : undefined;
+}
+
+function describe(cfg: SourceConfig, db: Db, layout: Layout, meta: Map<string, string>): SourceInfo {
+  const sample = (db.prepare(layout.sample).get() as { tile_data: Buffer } | undefined)?.tile_data;
+  const declared = meta.get('format');
+  let format: TileFormat | undefined = formatFromMetadata(declared);
+  if (declared !== undefined && format === undefined)
+    throw new SourceOpenError(cfg.id, `MBTiles format "${declared}" is not a tile format this server serves (pbf, mlt, png, jpg, webp)`);
+  const raw = sample ? (isGzip(sample) ? gunzipSync(sample) : sample) : undefined;
+  if (format === undefined) {
+    // No declared format: the bytes decide (images by magic number, otherwise a vector tile).
+    format = raw ? sniffImage(raw) ?? 'pbf' : 'pbf';
+  } else if (raw && !bytesMatchFormat(format, raw)) {
+    throw new SourceOpenError(cfg.id, `MBTiles declares format "${declared}" but its tiles are ${sniffImage(raw) ?? 'not images'}`);
+  }
+  const zooms = db.prepare(layout.zooms).get() as { lo: number | null; hi: number | null };
+  const minzoom = Math.max(cfg.minzoom ?? 0, numbers(meta.get('minzoom'), 1)?.[0] ?? zooms.lo ?? 0);
+  const maxzoom = Math.min(cfg.maxzoom ?? 22, numbers(meta.get('maxzoom'), 1)?.[0] ?? zooms.hi ?? 22);
+  const bounds = (numbers(meta.get('bounds'), 4) as Bounds | undefined) ?? WORLD_BOUNDS;
+  const c = numbers(meta.get('center'), 3) as Center | undefined;
+  const center: Center = c ? [c[0], c[1], Math.min(maxzoom, Math.max(minzoom, c[2]))] : defaultCenter(bounds, minzoom, maxzoom);
+  let json: Record<string, unknown> = {};
+  try {
+    json = meta.has('json') ? (JSON.parse(meta.get('json')!) as Record<string, unknown>) : {};
+  } catch {
+    throw new SourceOpenError(cfg.id, 'MBTiles metadata "json" is not valid JSON');
+  }
+  const vector = format === 'pbf' || format === 'mlt';
+  return {
+    id: cfg.id,
+    type: 'mbtiles',
+    format,
+    compression: sample && isGzip(sample) ? 'gzip' : 'none',
+    name: cfg.name ?? meta.get('name') ?? cfg.id,
+    attribution: cfg.attribution ?? meta.get('attribution'),
+    description: cfg.description ?? meta.get('description'),
+    minzoom,
+    maxzoom,
+    bounds,
+    center,
+    vectorLayers: vector ? parseVectorLayers(json.vector_layers) ?? [] : undefined,
+  };
+}

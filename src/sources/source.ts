@@ -1,0 +1,79 @@
+// The interface every tile source implements (PMTiles, MBTiles; later PostGIS, COG, uploads, composites).
+import type { StoredCompression, TileFormat } from '../tiles/format.js';
+
+export type Bounds = [number, number, number, number];
+export type Center = [number, number, number];
+
+/** A vector layer entry as TileJSON 3.0.0 describes it. */
+export interface VectorLayer {
+  id: string;
+  fields: Record<string, string>;
+  minzoom?: number;
+  maxzoom?: number;
+  description?: string;
+}
+
+/** What a source is, as read once at open time. Immutable for the life of the source. */
+export interface SourceInfo {
+  id: string;
+  /** The kind of source, e.g. "pmtiles", "mbtiles"; reported in logs and the schema API. */
+  type: string;
+  format: TileFormat;
+  /** How the source stores its tiles; stored gzip is passed through to clients that accept it. */
+  compression: StoredCompression;
+  name: string;
+  attribution?: string;
+  description?: string;
+  minzoom: number;
+  maxzoom: number;
+  bounds: Bounds;
+  center: Center;
+  vectorLayers?: VectorLayer[];
+  /** Native tile edge in pixels for raster sources, when known. */
+  tileSize?: number;
+}
+
+export interface TileSource {
+  readonly info: SourceInfo;
+  /** The stored bytes of a tile, or undefined when the source has none there. Never throws for "not found". */
+  getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined>;
+  close(): Promise<void>;
+}
+
+/** A source that could not be opened: `reason` is one line a user can act on. */
+export class SourceOpenError extends Error {
+  constructor(
+    readonly sourceId: string,
+    readonly reason: string,
+  ) {
+    super(`source "${sourceId}": ${reason}`);
+    this.name = 'SourceOpenError';
+  }
+}
+
+export const WORLD_BOUNDS: Bounds = [-180, -85.0511287798066, 180, 85.0511287798066];
+
+/** A center inside the bounds at a zoom inside the range, for sources whose metadata has none. */
+export function defaultCenter(bounds: Bounds, minzoom: number, maxzoom: number): Center {
+  const z = Math.min(maxzoom, Math.max(minzoom, Math.floor((minzoom + maxzoom) / 2)));
+  return [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2, z];
+}
+
+/** Parses TileJSON-style `vector_layers`, keeping only well-formed entries. */
+export function parseVectorLayers(value: unknown): VectorLayer[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const out: VectorLayer[] = [];
+  for (const l of value) {
+    if (!l || typeof l !== 'object' || typeof (l as { id?: unknown }).id !== 'string') continue;
+    const layer = l as Record<string, unknown>;
+    const entry: VectorLayer = { id: layer.id as string, fields: {} };
+    if (layer.fields && typeof layer.fields === 'object') {
+      for (const [k, t] of Object.entries(layer.fields as Record<string, unknown>)) entry.fields[k] = String(t);
+    }
+    if (typeof layer.minzoom === 'number') entry.minzoom = layer.minzoom;
+    if (typeof layer.maxzoom === 'number') entry.maxzoom = layer.maxzoom;
+    if (typeof layer.description === 'string') entry.description = layer.description;
+    out.push(entry);
+  }
+  return out;
+}

@@ -1,0 +1,58 @@
+// TileJSON 3.0.0 documents for sources, with URLs absolute and the `key` passed through.
+import type { TileFormat } from '../tiles/format.js';
+import type { SourceInfo } from './source.js';
+
+export interface UrlContext {
+  /** Scheme, host and port (and any path prefix) of the service, without a trailing slash. */
+  base: string;
+  /** The `key` query parameter of the request, forwarded into every URL handed out. */
+  key: string | undefined;
+}
+
+export function withKey(url: string, key: string | undefined): string {
+  if (key === undefined) return url;
+  return `${url}${url.includes('?') ? '&' : '?'}key=${encodeURIComponent(key)}`;
+}
+
+export interface TileJson {
+  tilejson: '3.0.0';
+  id?: string;
+  name: string;
+  tiles: string[];
+  minzoom: number;
+  maxzoom: number;
+  bounds: [number, number, number, number];
+  center: [number, number, number];
+  format: TileFormat;
+  scheme: 'xyz';
+  attribution?: string;
+  description?: string;
+  vector_layers?: unknown[];
+  encoding?: 'mlt';
+  [extra: string]: unknown;
+}
+
+/** The extension a source's TileJSON advertises for its tiles. */
+export const tileExtension = (format: TileFormat): string => format;
+
+export function sourceTileJson(info: SourceInfo, ctx: UrlContext, withId = false): TileJson {
+  const ext = tileExtension(info.format);
+  const doc: TileJson = {
+    tilejson: '3.0.0',
+    ...(withId ? { id: info.id } : {}),
+    name: info.name,
+    tiles: [withKey(`${ctx.base}/data/${encodeURIComponent(info.id)}/{z}/{x}/{y}.${ext}`, ctx.key)],
+    minzoom: info.minzoom,
+    maxzoom: info.maxzoom,
+    bounds: info.bounds,
+    center: info.center,
+    format: info.format,
+    scheme: 'xyz',
+  };
+  if (info.attribution) doc.attribution = info.attribution;
+  if (info.description) doc.description = info.description;
+  if (info.vectorLayers) doc.vector_layers = info.vectorLayers;
+  if (info.format === 'mlt') doc.encoding = 'mlt';
+  if (info.tileSize) doc.tileSize = info.tileSize;
+  return doc;
+}

@@ -1,0 +1,86 @@
+// Serving one source tile: source lookup, range checks, cache, stored-gzip handling and content encoding.
+// The HTTP route is a thin shell around `fetchTile`; render workers use the same function for their resources.
+import { createHash } from 'node:crypto';
+import type { AppState } from '../state/app-state.js';
+import type { TileSource } from '../sources/source.js';
+import { chooseEncoding, decodeGzip, encode, type ContentEncoding } from '../http/encoding.js';
+import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from './format.js';
+import { tileIntersectsBounds, type TileCoord } from './coords.js';
+
+export type TileResult =
+  | { kind: 'tile'; body: Uint8Array; contentType: string; contentEncoding: ContentEncoding; etag: string }
+  | { kind: 'empty' }
+  | { kind: 'problem'; status: 400 | 404; title: string; detail: string };
+
+export interface TileRequest {
+  sourceId: string;
+  coord: TileCoord;
+  format: TileFormat;
+  /** Parsed Accept-Encoding of the client. */
+  accepted: Map<string, number>;
+}
+
+/** A strong validator over the exact bytes sent. */
+export function etagOf(body: Uint8Array): string {
+  return `"${createHash('sha1').update(body).digest('base64url').slice(0, 22)}"`;
+}
+
+const inflight = new Map<string, Promise<TileResult>>();
+
+export async function fetchTile(state: AppState, req: TileRequest): Promise<TileResult> {
+  const source = state.sources.get(req.sourceId);
+  if (!source) return { kind: 'problem', status: 404, title: 'Source not found', detail: `no source with id "${req.sourceId}"` };
+  const { info } = source;
+  if (req.format !== info.format) {
+    return {
+      kind: 'problem',
+      status: 400,
+      title: 'Format not available',
+      detail: `source "${info.id}" serves ${info.format} tiles; ${req.format} was requested`,
+    };
+  }
+  const { z, x, y } = req.coord;
+  if (z < info.minzoom || z > info.maxzoom || !tileIntersectsBounds(req.coord, info.bounds)) return { kind: 'empty' };
+
+  const vector = isVector(info.format);
+  const compression = state.config.compression;
+  const encoding: ContentEncoding = vector
+    ? chooseEncoding(req.accepted, info.compression === 'gzip' ? 'gzip' : 'identity', compression.enabled)
+    : 'identity';
+  const key = `${info.id}/${z}/${x}/${y}.${req.format}:${encoding}`;
+  const cached = state.tileCache.get(key);
+  if (cached) return cached.empty ? { kind: 'empty' } : tileResult(cached.body, req.format, encoding, cached.etag);
+
+  const pending = inflight.get(key);
+  if (pending) return pending;
+  const work = produce(state, source, req, encoding, key).finally(() => inflight.delete(key));
+  inflight.set(key, work);
+  return work;
+}
+
+async function produce(state: AppState, source: TileSource, req: TileRequest, encoding: ContentEncoding, key: string): Promise<TileResult> {
+  const { z, x, y } = req.coord;
+  const stored = await source.getTile(z, x, y);
+  if (!stored) {
+    state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
+    return { kind: 'empty' };
+  }
+  let body: Uint8Array;
+  if (!isVector(source.info.format)) body = stored;
+  else {
+    const gz = isGzip(stored);
+    if (gz && encoding === 'gzip') body = stored;
+    else {
+      const raw = gz ? decodeGzip(stored) : stored;
+      const c = state.config.compression;
+      body = encode(raw, encoding, { brQuality: c.br_quality, zstdLevel: c.zstd_level });
+    }
+  }
+  const etag = etagOf(body);
+  state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
+  return tileResult(body, req.format, encoding, etag);
+}
+
+function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncoding, etag: string): TileResult {
+  return { kind: 'tile', body, contentType: CONTENT_TYPES[format], contentEncoding: encoding, etag };
+}
