@@ -41,6 +41,7 @@ test: build
 	node --import tsx --test --test-concurrency=1 --test-reporter=spec 'test/**/*.test.ts'
 
 bench: build
+	node --import tsx scripts/build-bench-data.ts
 	node --import tsx bench/run.ts
 
 clean:

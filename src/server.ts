@@ -1,11 +1,12 @@
 // One HTTP serving process: builds the AppState, serves the Hono app, reloads on request and drains on stop.
 // Runs as a cluster worker, or alone when server.workers = 1.
 import { serve, type ServerType } from '@hono/node-server';
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
 import { loadConfigFile, type LoadedConfig } from './config/load.js';
 import { createApp } from './http/app.js';
 import type { RuntimeStatus, ServerContext } from './http/context.js';
 import { initCodecs } from './http/encoding.js';
+import { tileFastLane } from './http/tile-fast-lane.js';
 import { log } from './log.js';
 import { buildAppState } from './state/app-state.js';
 import { StateHolder } from './state/holder.js';
@@ -29,7 +30,9 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
   const { host, port } = loaded.config.server;
 
   const server: ServerType = await new Promise((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(s));
+    // Tile requests go through the fast lane in front of Hono (http/tile-fast-lane.ts); everything else to Hono.
+    const createServer = ((options: ServerOptions, honoListener: RequestListener) => createHttpServer(options, tileFastLane(ctx, honoListener))) as typeof createHttpServer;
+    const s = serve({ fetch: app.fetch, hostname: host, port, createServer }, () => resolve(s));
     s.once('error', reject);
   });
   const http = server as Server;

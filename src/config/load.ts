@@ -8,6 +8,7 @@ import { ConfigSchema, type Config } from './schema.js';
 import { expandEnv } from './env.js';
 import { ConfigError } from './errors.js';
 import { unknownKeys } from './unknown-keys.js';
+import { compositeConfigProblems } from './composites.js';
 
 export { ConfigError };
 
@@ -30,20 +31,35 @@ export function issuePath(issue: v.BaseIssue<unknown>): string {
   return out || '(root)';
 }
 
+/**
+ * valibot's message for a missing required key reads "Invalid key: Expected "path" but received undefined", and
+ * a failed integer check does not say what it wanted: both are put in words a user editing the file understands.
+ */
+function issueMessage(issue: v.BaseIssue<unknown>): string {
+  if (issue.kind === 'schema' && issue.type === 'object' && issue.input === undefined) return 'required key is missing';
+  if (issue.type === 'integer') return `expected an integer but received ${issue.received}`;
+  return issue.message;
+}
+
 /** Validates an already-parsed TOML document. `label` names the file in messages. */
 export function validateConfig(raw: unknown, label: string, baseDir: string, env: NodeJS.ProcessEnv = process.env): { config: Config; warnings: string[] } {
   const expanded = expandEnv(raw, env, label);
   const result = v.safeParse(ConfigSchema, expanded);
   if (!result.success) {
-    const lines = result.issues.map((issue) => `${label}: ${issuePath(issue)}: ${issue.message}`);
+    const lines = result.issues.map((issue) => `${label}: ${issuePath(issue)}: ${issueMessage(issue)}`);
     throw new ConfigError(lines.join('\n'));
   }
   const config = resolvePaths(result.output, baseDir);
   const seen = new Set<string>();
-  for (const s of config.sources) {
+  for (const [i, s] of config.sources.entries()) {
     if (seen.has(s.id)) throw new ConfigError(`${label}: sources: duplicate source id "${s.id}"`);
     seen.add(s.id);
+    // An empty zoom range would make every tile of the source a silent 204.
+    if (s.minzoom !== undefined && s.maxzoom !== undefined && s.minzoom > s.maxzoom)
+      throw new ConfigError(`${label}: sources[${i}]: minzoom ${s.minzoom} is above maxzoom ${s.maxzoom}`);
   }
+  const compositeProblems = compositeConfigProblems(config);
+  if (compositeProblems.length) throw new ConfigError(compositeProblems.map((p) => `${label}: ${p}`).join('\n'));
   const warnings = unknownKeys(ConfigSchema, expanded).map((key) => `${label}: unknown key ${key} (ignored)`);
   return { config, warnings };
 }

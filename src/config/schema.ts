@@ -25,6 +25,8 @@ export const ServerSchema = v.object({
   disable_render: v.optional(v.boolean(), false),
   /** Cache-Control of tiles and tile metadata. */
   tile_cache_control: v.optional(nonEmpty, 'public, max-age=86400'),
+  /** Threads of this process's vector pool (MVT<->MLT transcoding, composites, queries); default: its share of the cores. */
+  transcode_threads: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(256))),
 });
 
 export const SourceSchema = v.object({
@@ -45,6 +47,12 @@ export const StyleSchema = v.object({
   name: v.optional(v.string()),
 });
 
+/** A named composite: vector sources served merged as one (`/data/{id}/{z}/{x}/{y}.pbf`). */
+export const CompositeSchema = v.object({
+  id,
+  sources: v.pipe(v.array(id), v.minLength(1, 'a composite needs at least one source')),
+});
+
 export const CacheSchema = v.object({
   enabled: v.optional(v.boolean(), true),
   max_size_mb: v.optional(v.pipe(v.number(), v.minValue(0)), 256),
@@ -59,19 +67,51 @@ export const CompressionSchema = v.object({
   zstd_level: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(22)), 3),
 });
 
+/** Server-side rendering (raster style tiles, static maps, social cards); see docs/rendering.md. */
+export const RenderSchema = v.object({
+  /** "auto": MapLibre Native when its module loads, else headless Chromium when a browser is found. */
+  backend: v.optional(v.picklist(['auto', 'native', 'chromium']), 'auto'),
+  /** Renderers (Chromium pages, native maps) of this process; default: its share of the cores (cluster/sizing.ts). */
+  pool_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(256))),
+  /** Chromium only: pages per browser. Every page of a browser shares its one GPU process. */
+  pages_per_browser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64)), 1),
+  /** A render running longer fails (503) and its renderer is destroyed and replaced. */
+  timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10), v.maxValue(600_000)), 30_000),
+  /** Renders waiting for a renderer; beyond this, 503 with Retry-After. */
+  max_queue: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100_000)), 256),
+  /** A renderer is recycled (browser or native map restarted) after this many renders. */
+  max_renders: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 2000),
+  /** Raster style tiles are rendered in blocks of metatile x metatile tiles and cut. */
+  metatile: v.optional(v.picklist([1, 2, 4]), 2),
+  /** Pixels rendered around a metatile and cut away, so labels at tile edges are placed as their neighbours place them. */
+  tile_buffer: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(256)), 32),
+  /** Rendered tiles kept in memory by each process. */
+  memory_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0)), 64),
+  /** Rendered tiles kept on disk under [cache] dir, shared by all processes; 0 disables the disk cache. */
+  disk_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0)), 1024),
+  jpeg_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
+  webp_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
+  /** The Chromium (or Chrome) executable; default: CHROMIUM_PATH, then the usual Debian and Chrome locations. */
+  chromium_path: v.optional(nonEmpty),
+});
+
 export const ConfigSchema = v.object({
   fonts: v.optional(nonEmpty),
   files: v.optional(nonEmpty),
   server: v.optional(ServerSchema, {}),
   sources: v.optional(v.array(SourceSchema), []),
   styles: v.optional(v.array(StyleSchema), []),
+  composites: v.optional(v.array(CompositeSchema), []),
   cache: v.optional(CacheSchema, {}),
   compression: v.optional(CompressionSchema, {}),
+  render: v.optional(RenderSchema, {}),
 });
 
 export type Config = v.InferOutput<typeof ConfigSchema>;
 export type ServerConfig = v.InferOutput<typeof ServerSchema>;
 export type SourceConfig = v.InferOutput<typeof SourceSchema>;
 export type StyleConfig = v.InferOutput<typeof StyleSchema>;
+export type CompositeConfig = v.InferOutput<typeof CompositeSchema>;
 export type CacheConfig = v.InferOutput<typeof CacheSchema>;
 export type CompressionConfig = v.InferOutput<typeof CompressionSchema>;
+export type RenderConfig = v.InferOutput<typeof RenderSchema>;

@@ -1,27 +1,22 @@
 // The Hono application: middleware (CORS, errors) and one module of routes per area.
 import { Hono } from 'hono';
-import { cors } from 'hono/cors';
 import type { ServerContext } from './context.js';
+import { corsMiddleware } from './cors.js';
 import { HttpProblem, problem } from './problem.js';
 import { Router } from './router.js';
 import { registerDataRoutes } from './routes/data.js';
 import { registerFileRoutes } from './routes/files.js';
+import { registerFontRoutes } from './routes/fonts.js';
 import { registerOperationalRoutes } from './routes/operational.js';
+import { registerSpatialRoutes } from './routes/spatial.js';
+import { registerStyleRoutes } from './routes/styles.js';
 import type { Logger } from '../log.js';
 
 export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router: Router } {
   const app = new Hono();
   // CORS is not reloadable (spec): read the allow-list once, from the configuration the process started with.
   const origins = ctx.holder.current.config.server.cors_origins;
-  app.use(
-    '*',
-    cors({
-      origin: origins.includes('*') ? '*' : origins,
-      allowMethods: ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'],
-      exposeHeaders: ['ETag', 'Content-Encoding', 'Content-Length', 'Retry-After'],
-      maxAge: 86400,
-    }),
-  );
+  app.use('*', corsMiddleware(origins));
 
   app.onError((err, c) => {
     if (err instanceof HttpProblem) {
@@ -38,5 +33,8 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   registerOperationalRoutes(router, ctx);
   registerDataRoutes(router, ctx);
   registerFileRoutes(router, ctx);
+  registerSpatialRoutes(router, ctx);
+  registerStyleRoutes(router, ctx);
+  registerFontRoutes(router, ctx);
   return { app, router };
 }

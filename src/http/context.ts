@@ -24,7 +24,14 @@ export interface ServerContext {
 
 /** Base URL and key for the URLs of one response (decisions.md: public_url, else the request's own origin). */
 export function urlContext(c: Context, state: AppState): UrlContext {
+  // A renderer asking in-process (src/render/resources.ts) needs URLs that lead back to itself, not to public_url.
+  const internal = (c.env as RenderRequestEnv | undefined)?.renderBase;
   const configured = state.config.server.public_url;
-  const base = configured ? configured.replace(/\/+$/, '') : new URL(c.req.url).origin;
+  const base = internal ?? (configured ? configured.replace(/\/+$/, '') : new URL(c.req.url).origin);
   return { base, key: c.req.query('key') };
+}
+
+/** The Hono `env` of a request a renderer makes in-process through `app.fetch`. */
+export interface RenderRequestEnv {
+  renderBase: string;
 }

@@ -28,6 +28,24 @@ export function parseAcceptEncoding(header: string | undefined): Map<string, num
   return out;
 }
 
+const parsedHeaders = new Map<string, Map<string, number>>();
+const PARSED_HEADERS_MAX = 256;
+
+/**
+ * `parseAcceptEncoding`, memoised per header value: clients send a handful of distinct strings, and the tile
+ * lane should not split and regex-match the same one on every request. The map is shared: read it, never change it.
+ */
+export function acceptedEncodings(header: string | undefined): Map<string, number> {
+  const key = header ?? '';
+  let parsed = parsedHeaders.get(key);
+  if (parsed === undefined) {
+    if (parsedHeaders.size >= PARSED_HEADERS_MAX) parsedHeaders.clear();
+    parsed = parseAcceptEncoding(header);
+    parsedHeaders.set(key, parsed);
+  }
+  return parsed;
+}
+
 export function acceptsEncoding(accepted: Map<string, number>, enc: ContentEncoding): boolean {
   if (enc === 'identity') return true;
   const q = accepted.get(enc) ?? accepted.get('*');

@@ -29,7 +29,11 @@ export function sendJson(c: Context, state: AppState, value: unknown, cacheContr
 
 /** True when If-None-Match names `etag` (or is `*`): the client's copy is current. */
 export function notModified(c: Context, etag: string): boolean {
-  const header = c.req.header('if-none-match');
+  return ifNoneMatchHits(c.req.header('if-none-match'), etag);
+}
+
+/** The If-None-Match rule on the header's value (weak comparison, as RFC 9110 asks for If-None-Match). */
+export function ifNoneMatchHits(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   if (header.trim() === '*') return true;
   return header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);

@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import type { SourceConfig } from '../config/schema.js';
 import { bytesMatchFormat, formatFromMetadata, isGzip, sniffImage, type TileFormat } from '../tiles/format.js';
+import { sniffVectorFormat } from '../tiles/vector-sniff.js';
 import { defaultCenter, parseVectorLayers, SourceOpenError, WORLD_BOUNDS, type Bounds, type Center, type SourceInfo, type TileSource } from './source.js';
 
 type Db = InstanceType<typeof Database>;
@@ -87,9 +88,12 @@ function describe(cfg: SourceConfig, db: Db, layout: Layout, meta: Map<string, s
   const raw = sample ? (isGzip(sample) ? gunzipSync(sample) : sample) : undefined;
   if (format === undefined) {
     // No declared format: the bytes decide (images by magic number, otherwise a vector tile).
-    format = raw ? sniffImage(raw) ?? 'pbf' : 'pbf';
+    format = raw ? sniffImage(raw) ?? sniffVectorFormat(raw) ?? 'pbf' : 'pbf';
   } else if (raw && !bytesMatchFormat(format, raw)) {
     throw new SourceOpenError(cfg.id, `MBTiles declares format "${declared}" but its tiles are ${sniffImage(raw) ?? 'not images'}`);
+  } else if (raw && (format === 'pbf' || format === 'mlt')) {
+    // MLT tiles are recognised from their bytes (spec, format rule 1), also in an archive labelled "pbf".
+    format = sniffVectorFormat(raw) ?? format;
   }
   const zooms = db.prepare(layout.zooms).get() as { lo: number | null; hi: number | null };
   const minzoom = Math.max(cfg.minzoom ?? 0, numbers(meta.get('minzoom'), 1)?.[0] ?? zooms.lo ?? 0);

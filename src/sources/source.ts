@@ -31,6 +31,11 @@ export interface SourceInfo {
   vectorLayers?: VectorLayer[];
   /** Native tile edge in pixels for raster sources, when known. */
   tileSize?: number;
+  /**
+   * Every tile inside the zoom range exists, whatever the bounds: composites answer an empty MVT where no
+   * member has data (spec), so their bounds describe the data but do not cut tiles.
+   */
+  tilesOutsideBounds?: boolean;
 }
 
 export interface TileSource {

@@ -5,6 +5,11 @@ import type { LoadedConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { openSource } from '../sources/open.js';
 import { SourceOpenError, type TileSource } from '../sources/source.js';
+import type { CompositeSource } from '../sources/composite.js';
+import { buildComposites } from '../sources/resolve.js';
+import { loadFontIndex, type FontIndex } from '../styles/fonts.js';
+import { loadStyles, reportWarnings, type LoadedStyle } from '../styles/registry.js';
+import { log } from '../log.js';
 import { TileCache } from '../tiles/tile-cache.js';
 
 export interface AppState {
@@ -14,6 +19,12 @@ export interface AppState {
   /** Unix seconds when this snapshot was built. */
   readonly loadedAt: number;
   readonly sources: ReadonlyMap<string, TileSource>;
+  /** Named composites (`[[composites]]`), by id; ad-hoc `a+b` composites are resolved per request (sources/resolve.ts). */
+  readonly composites: ReadonlyMap<string, CompositeSource>;
+  /** The configured styles, validated (src/styles/registry.ts). */
+  readonly styles: ReadonlyMap<string, LoadedStyle>;
+  /** The fonts directory and the font names in it. */
+  readonly fonts: FontIndex;
   readonly tileCache: TileCache;
   close(): Promise<void>;
 }
@@ -29,6 +40,19 @@ export async function buildAppState(loaded: LoadedConfig): Promise<AppState> {
     throw err instanceof SourceOpenError ? err : new Error(String((err as Error)?.message ?? err));
   }
   const sources = new Map(opened.map((s) => [s.info.id, s] as const));
+  let fonts: FontIndex;
+  let styles: ReadonlyMap<string, LoadedStyle>;
+  let composites: ReadonlyMap<string, CompositeSource>;
+  try {
+    composites = buildComposites(config.composites, sources, config);
+    fonts = await loadFontIndex(config.fonts);
+    const loadedStyles = await loadStyles(config.styles, sources, fonts, composites);
+    reportWarnings(loaded.hash, loadedStyles.warnings, (w) => log.warn(w));
+    styles = loadedStyles.styles;
+  } catch (err) {
+    await Promise.all(opened.map((s) => s.close().catch(() => {})));
+    throw err;
+  }
   const tileCache = new TileCache(config.cache);
   return {
     config,
@@ -36,6 +60,9 @@ export async function buildAppState(loaded: LoadedConfig): Promise<AppState> {
     configFile: loaded.file,
     loadedAt: Math.floor(Date.now() / 1000),
     sources,
+    composites,
+    styles,
+    fonts,
     tileCache,
     async close() {
       tileCache.clear();

@@ -6,6 +6,8 @@ import type { TileSource } from '../sources/source.js';
 import { chooseEncoding, decodeGzip, encode, type ContentEncoding } from '../http/encoding.js';
 import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from './format.js';
 import { tileIntersectsBounds, type TileCoord } from './coords.js';
+import { isProblem, resolveSource } from '../sources/resolve.js';
+import { transcodeStored } from './transcode.js';
 
 export type TileResult =
   | { kind: 'tile'; body: Uint8Array; contentType: string; contentEncoding: ContentEncoding; etag: string }
@@ -28,10 +30,12 @@ export function etagOf(body: Uint8Array): string {
 const inflight = new Map<string, Promise<TileResult>>();
 
 export async function fetchTile(state: AppState, req: TileRequest): Promise<TileResult> {
-  const source = state.sources.get(req.sourceId);
-  if (!source) return { kind: 'problem', status: 404, title: 'Source not found', detail: `no source with id "${req.sourceId}"` };
+  // Composites (named, or ad hoc `a+b`) are resolved only when no plain source has the id.
+  const source = state.sources.get(req.sourceId) ?? resolveSource(state, req.sourceId);
+  if (isProblem(source)) return source;
   const { info } = source;
-  if (req.format !== info.format) {
+  // Vector tiles are transcoded between MVT and MLT on request; raster formats are what they are.
+  if (req.format !== info.format && !(isVector(req.format) && isVector(info.format))) {
     return {
       kind: 'problem',
       status: 400,
@@ -40,7 +44,7 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
     };
   }
   const { z, x, y } = req.coord;
-  if (z < info.minzoom || z > info.maxzoom || !tileIntersectsBounds(req.coord, info.bounds)) return { kind: 'empty' };
+  if (z < info.minzoom || z > info.maxzoom || (!info.tilesOutsideBounds && !tileIntersectsBounds(req.coord, info.bounds))) return { kind: 'empty' };
 
   const vector = isVector(info.format);
   const compression = state.config.compression;
@@ -66,19 +70,27 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
     return { kind: 'empty' };
   }
   let body: Uint8Array;
-  if (!isVector(source.info.format)) body = stored;
+  let bytes = stored;
+  let format = req.format;
+  if (isVector(format) && format !== source.info.format) {
+    const out = await transcodeStored(state, source.info, req.coord, stored, format as 'pbf' | 'mlt');
+    // A failed transcode serves the stored tile as it is (spec); it is not cached, so a later request retries.
+    if (out) bytes = out;
+    else format = source.info.format;
+  }
+  if (!isVector(source.info.format)) body = bytes;
   else {
-    const gz = isGzip(stored);
-    if (gz && encoding === 'gzip') body = stored;
+    const gz = isGzip(bytes);
+    if (gz && encoding === 'gzip') body = bytes;
     else {
-      const raw = gz ? decodeGzip(stored) : stored;
+      const raw = gz ? decodeGzip(bytes) : bytes;
       const c = state.config.compression;
       body = encode(raw, encoding, { brQuality: c.br_quality, zstdLevel: c.zstd_level });
     }
   }
   const etag = etagOf(body);
-  state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
-  return tileResult(body, req.format, encoding, etag);
+  if (format === req.format) state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
+  return tileResult(body, format, encoding, etag);
 }
 
 function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncoding, etag: string): TileResult {

@@ -1,23 +1,21 @@
 // Source metadata (/data.json, /data/{id}.json, /index.json) and source tiles (/data/{id}/{z}/{x}/{y}.{format}).
 import * as v from 'valibot';
 import { sourceTileJson, type TileJson } from '../../sources/tilejson.js';
+import { rasterStylesOffered, styleTileJson } from '../../styles/style-tilejson.js';
 import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
 import { formatFromExtension } from '../../tiles/format.js';
 import { fetchTile } from '../../tiles/tile-service.js';
-import { parseAcceptEncoding } from '../encoding.js';
+import { isProblem, resolveSource } from '../../sources/resolve.js';
+import { sendTileGeoJson } from './tile-geojson.js';
+import { acceptedEncodings } from '../encoding.js';
 import { urlContext, type ServerContext } from '../context.js';
 import { problem } from '../problem.js';
-import { notModified, sendJson } from '../respond.js';
+import { sendJson } from '../respond.js';
+import { tileAnswer } from '../tile-fast-lane.js';
 import { KEY_QUERY, param, type Router } from '../router.js';
-import type { AppState } from '../../state/app-state.js';
-import type { Context } from 'hono';
 
 const JSON_OK = { description: 'TileJSON 3.0.0', content: { 'application/json': true as const } };
 const PROBLEM = { 'application/problem+json': true as const };
-
-/** Extra TileJSON entries for /index.json (raster styles); capabilities that have them register a provider. */
-export type IndexProvider = (c: Context, state: AppState) => TileJson[];
-export const indexProviders: IndexProvider[] = [];
 
 export function registerDataRoutes(r: Router, ctx: ServerContext): void {
   r.add(
@@ -25,7 +23,7 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const u = urlContext(c, state);
-      return sendJson(c, state, [...state.sources.values()].map((s) => sourceTileJson(s.info, u, true)));
+      return sendJson(c, state, [...state.sources.values(), ...state.composites.values()].map((s) => sourceTileJson(s.info, u, true)));
     },
   );
 
@@ -42,8 +40,8 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const u = urlContext(c, state);
-      const docs: TileJson[] = [...state.sources.values()].map((s) => sourceTileJson(s.info, u, true));
-      for (const provide of indexProviders) docs.push(...provide(c, state));
+      const docs: TileJson[] = [...state.sources.values(), ...state.composites.values()].map((s) => sourceTileJson(s.info, u, true));
+      if (rasterStylesOffered(state)) for (const style of state.styles.values()) docs.push(styleTileJson(state, style, u, true));
       return sendJson(c, state, docs);
     },
   );
@@ -55,15 +53,19 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
       hono: '/data/:file{.+\\.json}',
       summary: 'TileJSON of one source',
       tag: 'Metadata',
-      params: { source: { schema: v.string(), description: 'source id' } },
+      params: { source: { schema: v.string(), description: 'source id, composite id, or source ids joined by "+" (ad-hoc composite)' } },
       query: KEY_QUERY,
-      responses: { 200: JSON_OK, 404: { description: 'no such source', content: PROBLEM } },
+      responses: {
+        200: JSON_OK,
+        400: { description: 'an ad-hoc composite with a raster member or without a common zoom range', content: PROBLEM },
+        404: { description: 'no such source', content: PROBLEM },
+      },
     },
     (c) => {
       const state = ctx.holder.current;
       const id = param(c, 'file').slice(0, -'.json'.length);
-      const source = state.sources.get(id);
-      if (!source) return problem(c, 404, 'Source not found', `no source with id "${id}"`);
+      const source = resolveSource(state, id);
+      if (isProblem(source)) return problem(c, source.status, source.title, source.detail);
       return sendJson(c, state, sourceTileJson(source.info, urlContext(c, state)));
     },
   );
@@ -76,24 +78,27 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
       summary: 'A tile of a source',
       tag: 'Tiles',
       description:
-        'Stored gzip tiles pass through when the client accepts gzip; otherwise the tile is sent in the best encoding the client accepts (br, zstd, gzip) or as identity bytes.',
+        'Stored gzip tiles pass through when the client accepts gzip; otherwise the tile is sent in the best encoding the client accepts (br, zstd, gzip) or as identity bytes. ' +
+        'Vector tiles are transcoded between MVT (pbf) and MLT on request; `geojson` gives the tile as a GeoJSON FeatureCollection in tile coordinates (each feature with `_layer`). ' +
+        'Composites, named or ad hoc (`a+b+c`), serve the merged MVT of their members; 200 with an empty MVT where no member has the tile.',
       params: {
-        source: { schema: v.string(), description: 'source id' },
+        source: { schema: v.string(), description: 'source id, composite id, or source ids joined by "+" (ad-hoc composite)' },
         z: { schema: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(22)) },
         x: { schema: v.pipe(v.number(), v.integer(), v.minValue(0)) },
         y: { schema: v.pipe(v.number(), v.integer(), v.minValue(0)) },
-        format: { schema: v.picklist(['pbf', 'mvt', 'mlt', 'png', 'jpg', 'jpeg', 'webp']) },
+        format: { schema: v.picklist(['pbf', 'mvt', 'mlt', 'png', 'jpg', 'jpeg', 'webp', 'geojson']) },
       },
       responses: {
         200: {
           description: 'the tile',
-          content: { 'application/x-protobuf': true, 'application/vnd.open-vector-tile': true, 'image/png': true, 'image/jpeg': true, 'image/webp': true },
+          content: { 'application/x-protobuf': true, 'application/vnd.open-vector-tile': true, 'image/png': true, 'image/jpeg': true, 'image/webp': true, 'application/geo+json': true },
           headers: { ETag: 'strong validator of the bytes sent', 'Cache-Control': 'from server.tile_cache_control', 'Content-Encoding': 'when compressed' },
         },
         204: { description: 'the source has no tile here (or the tile is outside its zoom range or bounds)' },
         304: { description: 'the If-None-Match ETag is current' },
-        400: { description: 'invalid coordinates or format', content: PROBLEM },
-        404: { description: 'no such source', content: PROBLEM },
+        400: { description: 'invalid coordinates or format; a raster member of a composite; geojson of a raster source', content: PROBLEM },
+        404: { description: 'no such source (or composite member)', content: PROBLEM },
+        503: { description: 'the vector transcoding queue is full (Retry-After)', content: PROBLEM },
       },
     },
     async (c) => {
@@ -101,27 +106,25 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
       const file = splitTileFile(param(c, 'file'));
       if (!file || file.scale !== undefined) return problem(c, 400, 'Invalid tile path', `"${param(c, 'file')}" is not {y}.{format}`);
       const format = formatFromExtension(file.ext);
-      if (!format) return problem(c, 400, 'Unknown tile format', `".${file.ext}" is not one of pbf, mvt, mlt, png, jpg, jpeg, webp`);
+      if (!format && file.ext !== 'geojson') return problem(c, 400, 'Unknown tile format', `".${file.ext}" is not one of pbf, mvt, mlt, png, jpg, jpeg, webp, geojson`);
       const parsed = parseTileCoord(param(c, 'z'), param(c, 'x'), file.y);
       if (!parsed.ok) return problem(c, 400, 'Invalid tile coordinates', parsed.problem);
+      if (!format) return sendTileGeoJson(c, state, param(c, 'source'), parsed.coord);
       const result = await fetchTile(state, {
         sourceId: param(c, 'source'),
         coord: parsed.coord,
         format,
-        accepted: parseAcceptEncoding(c.req.header('accept-encoding')),
+        accepted: acceptedEncodings(c.req.header('accept-encoding')),
       });
       const cacheControl = state.config.server.tile_cache_control;
       switch (result.kind) {
         case 'problem':
           return problem(c, result.status, result.title, result.detail);
         case 'empty':
-          return c.body(null, 204, { 'Cache-Control': cacheControl });
         case 'tile': {
-          const headers: Record<string, string> = { 'Cache-Control': cacheControl, ETag: result.etag, Vary: 'Accept-Encoding' };
-          if (notModified(c, result.etag)) return c.body(null, 304, headers);
-          headers['Content-Type'] = result.contentType;
-          if (result.contentEncoding !== 'identity') headers['Content-Encoding'] = result.contentEncoding;
-          return c.body(result.body as Uint8Array<ArrayBuffer>, 200, headers);
+          // The same header rules as the tile fast lane in front of Hono (http/tile-fast-lane.ts).
+          const a = tileAnswer(result, cacheControl, c.req.header('if-none-match'));
+          return a.body ? c.body(a.body as Uint8Array<ArrayBuffer>, 200, a.headers) : c.body(null, a.status, a.headers);
         }
       }
     },

@@ -32,10 +32,6 @@ export const PingSchema = v.object({
 });
 export type Ping = v.InferOutput<typeof PingSchema>;
 
-/** Number of styles a snapshot has loaded; the styles capability adds `styles` to AppState. */
-export type StyleCounter = (state: AppState) => number;
-export const styleCounter: { count: StyleCounter } = { count: () => 0 };
-
 export function resolvedCacheDir(state: AppState): string {
   return state.config.cache.dir ?? path.join(os.tmpdir(), 'tileserver-ts');
 }
@@ -63,7 +59,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
         config_hash: state.configHash,
         loaded_at_unix: state.loadedAt,
         loaded_sources: state.sources.size,
-        loaded_styles: styleCounter.count(state),
+        loaded_styles: state.styles.size,
         renderer_enabled: ctx.runtime.rendererEnabled,
         renderer: ctx.runtime.renderer ?? null,
         scrape_listener_active: ctx.runtime.scrapeListenerActive,

@@ -1,0 +1,199 @@
+// Helpers shared by the benchmarks: free ports, child servers started in their own process group and stopped
+// with everything they forked, readiness polling, plain HTTP GETs, number formatting and tables.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export function cores(): number {
+  return Math.max(1, typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
+}
+
+/** A positive number from the environment, or the default. */
+export function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}: expected a positive number, got "${raw}"`);
+  return n;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+export interface HttpResult {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** One GET on a fresh connection (no agent pooling surprises), with the given headers. */
+export function httpGet(url: string, headers: Record<string, string> = {}, timeoutMs = 10_000): Promise<HttpResult> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers, agent: false, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url}: timed out`)));
+    req.on('error', reject);
+  });
+}
+
+const running = new Set<ChildServer>();
+let hooked = false;
+
+/** Stops every child server still running when the benchmark exits or is interrupted. */
+function hookExit(): void {
+  if (hooked) return;
+  hooked = true;
+  const killAll = () => {
+    for (const s of running) s.killGroup('SIGKILL');
+  };
+  process.on('exit', killAll);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(sig, () => {
+      killAll();
+      process.exit(130);
+    });
+  }
+}
+
+/** A server process started by a benchmark, in its own process group so that its workers go with it. */
+export class ChildServer {
+  private out = '';
+  private exited: Promise<number | null>;
+
+  private constructor(
+    readonly name: string,
+    readonly proc: ChildProcess,
+  ) {
+    proc.stdout?.on('data', (c: Buffer) => this.append(c));
+    proc.stderr?.on('data', (c: Buffer) => this.append(c));
+    this.exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
+  }
+
+  static start(name: string, command: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ChildServer {
+    hookExit();
+    const proc = spawn(command, args, {
+      cwd: opts.cwd ?? ROOT,
+      env: { ...process.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const server = new ChildServer(name, proc);
+    running.add(server);
+    return server;
+  }
+
+  private append(c: Buffer): void {
+    // Keep the tail only: enough to explain a failure without growing for the whole run.
+    this.out = (this.out + c.toString()).slice(-20_000);
+  }
+
+  output(): string {
+    return this.out;
+  }
+
+  /** CPU seconds used so far by the server and every process it forked (see groupCpuSeconds). */
+  cpuSeconds(): number | undefined {
+    return this.proc.pid === undefined ? undefined : groupCpuSeconds(this.proc.pid);
+  }
+
+  get alive(): boolean {
+    return this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  /** Polls `url` until it answers `okStatus`; fails early when the process exits. */
+  async waitReady(url: string, headers: Record<string, string> = {}, timeoutMs = 60_000, okStatus = 200): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    while (Date.now() < deadline) {
+      if (!this.alive) throw new Error(`${this.name} exited while starting:\n${this.out}`);
+      try {
+        const r = await httpGet(url, headers, 2_000);
+        if (r.status === okStatus) return;
+        last = `status ${r.status}`;
+      } catch (err) {
+        last = (err as Error).message;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`${this.name} did not answer ${url} within ${timeoutMs} ms (${last}):\n${this.out}`);
+  }
+
+  killGroup(signal: NodeJS.Signals): void {
+    if (this.proc.pid === undefined) return;
+    try {
+      process.kill(-this.proc.pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+
+  /** SIGTERM to the whole group, SIGKILL after `graceMs`. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (this.alive) {
+      this.killGroup('SIGTERM');
+      const timer = setTimeout(() => this.killGroup('SIGKILL'), graceMs);
+      await this.exited;
+      clearTimeout(timer);
+    }
+    // Workers of a cluster may outlive their primary by a moment; make sure none stays.
+    this.killGroup('SIGKILL');
+    running.delete(this);
+  }
+}
+
+let clockTicks: number | undefined;
+
+/**
+ * CPU seconds (user + system) used so far by every live process of a process group, from /proc (Linux).
+ * On a machine shared with other work, CPU time per request is steadier than requests per second.
+ */
+export function groupCpuSeconds(pgid: number): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    // Fields after the command name (which may hold spaces): state ppid pgrp ... utime (12th) stime (13th).
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks / clockTicks;
+}
+
+export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** A plain-text table: the first row is the header; numeric-looking cells are right-aligned. */
+export function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  const numeric = /^[-+]?[\d,.]+(x| ms| us)?$/;
+  const line = (r: string[]) =>
+    r
+      .map((cell, i) => (numeric.test(cell) ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
+  return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
+}

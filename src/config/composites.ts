@@ -1,0 +1,23 @@
+// Config-time checks of `[[composites]]` (the checks that need the opened sources, raster members and zoom
+// ranges, happen when the state is built: src/sources/resolve.ts).
+import type { Config } from './schema.js';
+
+/**
+ * Config-time checks of `[[composites]]`: ids distinct from every source id and from each other, members
+ * naming configured sources. Returns one message per problem (empty when all is well).
+ */
+export function compositeConfigProblems(config: Pick<Config, 'sources' | 'composites'>): string[] {
+  const sourceIds = new Set(config.sources.map((s) => s.id));
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  config.composites.forEach((c, i) => {
+    if (sourceIds.has(c.id)) problems.push(`composites[${i}].id: "${c.id}" is also the id of a source`);
+    else if (seen.has(c.id)) problems.push(`composites[${i}].id: duplicate composite id "${c.id}"`);
+    seen.add(c.id);
+    const unknown = c.sources.filter((m) => !sourceIds.has(m));
+    if (unknown.length) problems.push(`composites[${i}].sources: no source with id ${unknown.map((u) => `"${u}"`).join(', ')}`);
+    const repeated = c.sources.filter((m, j) => c.sources.indexOf(m) !== j);
+    if (repeated.length) problems.push(`composites[${i}].sources: "${repeated[0]}" is listed more than once`);
+  });
+  return problems;
+}

@@ -1,0 +1,40 @@
+// CORS (decisions.md: `server.cors_origins`, default ["*"], preflight answered). One set of settings for the Hono
+// middleware and for the tile fast lane (tile-fast-lane.ts), which answers tiles without going through Hono.
+import type { MiddlewareHandler } from 'hono';
+import { cors } from 'hono/cors';
+
+export const CORS_ALLOW_METHODS = ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'];
+export const CORS_EXPOSE_HEADERS = ['ETag', 'Content-Encoding', 'Content-Length', 'Retry-After'];
+export const CORS_MAX_AGE = 86400;
+
+export function corsMiddleware(origins: readonly string[]): MiddlewareHandler {
+  return cors({
+    origin: origins.includes('*') ? '*' : [...origins],
+    allowMethods: CORS_ALLOW_METHODS,
+    exposeHeaders: CORS_EXPOSE_HEADERS,
+    maxAge: CORS_MAX_AGE,
+  });
+}
+
+/**
+ * The headers `corsMiddleware` adds to an answer that is not a preflight, as a function of the request's Origin:
+ * Allow-Origin (`*`, or the origin when it is on the list), Expose-Headers, and for an allow-list `Vary: Origin`
+ * (to be appended to any Vary the answer has). Header names in lower case; the returned objects are shared: copy
+ * from them, never change them.
+ */
+export function simpleCorsHeaders(origins: readonly string[]): (origin: string | undefined) => SimpleCors {
+  const expose = CORS_EXPOSE_HEADERS.join(',');
+  if (origins.includes('*')) {
+    const any: SimpleCors = { headers: { 'access-control-allow-origin': '*', 'access-control-expose-headers': expose }, varyOrigin: false };
+    return () => any;
+  }
+  const allowed = new Set(origins);
+  const refused: SimpleCors = { headers: { 'access-control-expose-headers': expose }, varyOrigin: true };
+  return (origin) =>
+    origin && allowed.has(origin) ? { headers: { 'access-control-allow-origin': origin, 'access-control-expose-headers': expose }, varyOrigin: true } : refused;
+}
+
+export interface SimpleCors {
+  headers: Readonly<Record<string, string>>;
+  varyOrigin: boolean;
+}

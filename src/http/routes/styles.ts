@@ -1,0 +1,156 @@
+// Styles: the list (/styles.json), style JSON (configured or generated), raster TileJSON, WMTS capabilities
+// and sprites. The logic is in src/styles/; these handlers validate, look up and answer.
+import * as v from 'valibot';
+import type { Context } from 'hono';
+import { generatedStyle } from '../../styles/generated.js';
+import { findSource, servedStyle, styleJsonUrl } from '../../styles/rewrite.js';
+import { parseSpriteFile, readSprite } from '../../styles/sprites.js';
+import { rasterStylesOffered, styleTileJson } from '../../styles/style-tilejson.js';
+import { wmtsCapabilities } from '../../styles/wmts.js';
+import { isVector } from '../../tiles/format.js';
+import { urlContext, type ServerContext } from '../context.js';
+import { problem } from '../problem.js';
+import { METADATA_CACHE_CONTROL, sendBytes, sendJson } from '../respond.js';
+import { KEY_QUERY, param, type Router } from '../router.js';
+
+const PROBLEM = { 'application/problem+json': true as const };
+const STYLE_PARAM = { style: { schema: v.string(), description: 'style id' } };
+/** Sprites change only with the style files; clients may keep them a day. */
+const SPRITE_CACHE_CONTROL = 'public, max-age=86400';
+
+export const StyleListEntrySchema = v.object({ id: v.string(), name: v.string(), url: v.string() });
+
+const noStyle = (c: Context, id: string) => problem(c, 404, 'Style not found', `no style with id "${id}"`);
+
+export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
+  r.add(
+    {
+      method: 'get',
+      path: '/styles.json',
+      hono: '/styles.json',
+      summary: 'The configured styles',
+      tag: 'Styles',
+      query: KEY_QUERY,
+      responses: { 200: { description: 'style list entries', content: { 'application/json': v.array(StyleListEntrySchema) } } },
+    },
+    (c) => {
+      const state = ctx.holder.current;
+      const u = urlContext(c, state);
+      return sendJson(c, state, [...state.styles.values()].map((s) => ({ id: s.id, name: s.name, url: styleJsonUrl(s.id, u) })));
+    },
+  );
+
+  r.add(
+    {
+      method: 'get',
+      path: '/styles/{style}/style.json',
+      hono: '/styles/:style/style.json',
+      summary: 'Style JSON (MapLibre style version 8) with URLs pointing at this service',
+      tag: 'Styles',
+      description:
+        'A configured style, or, when no style has this id but a vector source has, a style generated for that source (one fill, line and circle layer per source-layer).',
+      params: STYLE_PARAM,
+      query: KEY_QUERY,
+      responses: {
+        200: { description: 'style JSON', content: { 'application/json': true } },
+        404: { description: 'no such style, or the source of that id is not a vector source', content: PROBLEM },
+      },
+    },
+    (c) => {
+      const state = ctx.holder.current;
+      const id = param(c, 'style');
+      const u = urlContext(c, state);
+      const style = state.styles.get(id);
+      if (style) return sendJson(c, state, servedStyle(state, style, u));
+      const generated = generatedStyle(state, id, u);
+      if (generated) return sendJson(c, state, generated);
+      const source = findSource(state, id);
+      if (source && !isVector(source.info.format)) {
+        return problem(c, 404, 'Style not found', `no style with id "${id}"; source "${id}" is ${source.info.format}, and styles are generated for vector sources only`);
+      }
+      return noStyle(c, id);
+    },
+  );
+
+  r.add(
+    {
+      method: 'get',
+      path: '/styles/{style}.json',
+      hono: '/styles/:file{[^/]+\\.json}',
+      summary: 'Raster TileJSON of a style (rendered PNG tiles, 512 px base)',
+      tag: 'Styles',
+      params: STYLE_PARAM,
+      query: KEY_QUERY,
+      responses: {
+        200: { description: 'TileJSON 3.0.0', content: { 'application/json': true } },
+        404: { description: 'no such style, or rendering is disabled', content: PROBLEM },
+      },
+    },
+    (c) => {
+      const state = ctx.holder.current;
+      const id = param(c, 'file').slice(0, -'.json'.length);
+      const style = state.styles.get(id);
+      if (!style) return noStyle(c, id);
+      if (!rasterStylesOffered(state)) return problem(c, 404, 'Rendering disabled', 'server.disable_render is set: styles have no raster tiles');
+      return sendJson(c, state, styleTileJson(state, style, urlContext(c, state)));
+    },
+  );
+
+  r.add(
+    {
+      method: 'get',
+      path: '/styles/{style}/wmts.xml',
+      hono: '/styles/:style/wmts.xml',
+      summary: 'OGC WMTS 1.0.0 GetCapabilities of a style (GoogleMapsCompatible, PNG)',
+      tag: 'Styles',
+      params: STYLE_PARAM,
+      query: KEY_QUERY,
+      responses: {
+        200: { description: 'capabilities document', content: { 'application/xml': true } },
+        404: { description: 'no such style, or rendering is disabled', content: PROBLEM },
+      },
+    },
+    (c) => {
+      const state = ctx.holder.current;
+      const id = param(c, 'style');
+      const style = state.styles.get(id);
+      if (!style) return noStyle(c, id);
+      if (!rasterStylesOffered(state)) return problem(c, 404, 'Rendering disabled', 'server.disable_render is set: styles have no raster tiles');
+      const body = Buffer.from(wmtsCapabilities(state, style, urlContext(c, state)));
+      return sendBytes(c, state, body, 'application/xml; charset=utf-8', METADATA_CACHE_CONTROL);
+    },
+  );
+
+  r.add(
+    {
+      method: 'get',
+      path: '/styles/{style}/sprite{scale}.{format}',
+      hono: '/styles/:style/:file{sprite[^/]*}',
+      summary: 'Sprite sheet (png) or its metadata (json)',
+      tag: 'Styles',
+      params: {
+        ...STYLE_PARAM,
+        scale: { schema: v.picklist(['', '@2x', '@3x']), description: 'empty, @2x or @3x' },
+        format: { schema: v.picklist(['png', 'json']) },
+      },
+      responses: {
+        200: { description: 'the sprite file', content: { 'image/png': true, 'application/json': true } },
+        400: { description: 'not sprite[@2x|@3x].png or .json', content: PROBLEM },
+        404: { description: 'no such style, or the style has no sprite file of this scale', content: PROBLEM },
+      },
+    },
+    async (c) => {
+      const state = ctx.holder.current;
+      const id = param(c, 'style');
+      const parsed = parseSpriteFile(param(c, 'file'));
+      if (!parsed.ok) return problem(c, 400, 'Invalid sprite request', parsed.problem);
+      const style = state.styles.get(id);
+      if (!style) return noStyle(c, id);
+      const bytes = await readSprite(style, parsed.scale, parsed.ext);
+      if (!bytes) return problem(c, 404, 'Sprite not found', `style "${id}" has no ${param(c, 'file')}`);
+      // PNG is compressed already; only the metadata JSON is worth re-encoding.
+      if (parsed.ext === 'json') return sendBytes(c, state, bytes, 'application/json; charset=utf-8', SPRITE_CACHE_CONTROL);
+      return c.body(bytes as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': 'image/png', 'Cache-Control': SPRITE_CACHE_CONTROL });
+    },
+  );
+}

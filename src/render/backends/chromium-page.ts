@@ -1,0 +1,133 @@
+// The page a Chromium renderer loads: maplibre-gl (from the npm package, served by the renderer's local server)
+// and a small driver that renders one frame per call with a single draw.
+//
+// Why not `map.once('idle')`: MapLibre repaints on every tile arrival and again for symbol placement, so a
+// frame waited for with `idle` costs about three full draws. Here the map's own repaint loop is switched off
+// (`triggerRepaint` does nothing); after a camera jump the driver asks the sources for the tiles the new view
+// needs, waits until they (and their glyphs and icons) are loaded and laid out, then draws exactly once with
+// `redraw()` and reads the pixels in the same task. `fadeDuration: 0` makes that one draw place every label.
+//
+// Kept as plain JavaScript text (not a bundled function) because the bundler's helpers do not exist in the page.
+
+export interface PageOptions {
+  /** MapLibre web workers per page (tile parsing and layout). */
+  workers: number;
+  /** Largest canvas edge in pixels. */
+  maxCanvas: number;
+  /** Tiles MapLibre keeps per source, so neighbouring frames reuse parsed tiles. */
+  tileCache: number;
+}
+
+export function pageHtml(o: PageOptions): string {
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><title>tileserver-ts renderer</title>
+<style>html,body{margin:0;padding:0;overflow:hidden}#map{position:absolute;left:0;top:0;width:512px;height:512px}</style>
+</head><body><div id="map"></div>
+<script type="module">
+import * as ml from './maplibre/maplibre-gl.mjs';
+ml.setWorkerCount(${Math.max(1, Math.floor(o.workers))});
+
+let map = null;
+let styleKey = null;
+let lastError = '';
+
+function transformOf(m) { return m._camera ? m._camera.transform : m.transform; }
+
+function settled(m) {
+  const done = () => m.style && m.style.loaded() && m.areTilesLoaded();
+  if (done()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!done()) return;
+      m.off('data', check);
+      m.off('error', check);
+      clearInterval(timer);
+      resolve();
+    };
+    // Tile arrivals fire 'data'; the interval only covers state changes that fire nothing.
+    const timer = setInterval(check, 15);
+    m.on('data', check);
+    m.on('error', check);
+  });
+}
+
+async function load(url, key) {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error('style request answered ' + res.status);
+  const style = await res.json();
+  // Property transitions would make consecutive frames blend into each other.
+  style.transition = { duration: 0, delay: 0 };
+  if (!map) {
+    map = new ml.Map({
+      container: 'map',
+      style,
+      interactive: false,
+      attributionControl: false,
+      trackResize: false,
+      fadeDuration: 0,
+      validateStyle: false,
+      refreshExpiredTiles: false,
+      localIdeographFontFamily: false,
+      renderWorldCopies: true,
+      minZoom: -2,
+      maxZoom: 24,
+      maxPitch: 85,
+      pixelRatio: 1,
+      maxCanvasSize: [${o.maxCanvas}, ${o.maxCanvas}],
+      maxTileCacheSize: ${o.tileCache},
+      canvasContextAttributes: { preserveDrawingBuffer: true, antialias: false },
+      // Frames may extend beyond the world's edges (tile buffers at z0): never move the camera to avoid that.
+      transformConstrain: (center, zoom) => ({ center, zoom }),
+    });
+    map.triggerRepaint = () => {};
+    map.on('error', (e) => { lastError = String(e && e.error && e.error.message || e); });
+  } else {
+    map.setStyle(style, { diff: false });
+  }
+  await new Promise((resolve) => (map.style && map.style._loaded ? resolve() : map.once('style.load', resolve)));
+  // One draw applies the new style's sources (Style.loaded() waits for that) before the first real frame.
+  map.redraw();
+  styleKey = key;
+}
+
+async function render(job) {
+  const t0 = performance.now();
+  let styleMs = 0;
+  if (styleKey !== job.styleKey) {
+    await load(job.styleUrl, job.styleKey);
+    styleMs = performance.now() - t0;
+  }
+  const t1 = performance.now();
+  const box = map.getContainer();
+  const w = job.width + 'px', h = job.height + 'px';
+  if (box.style.width !== w || box.style.height !== h) {
+    box.style.width = w;
+    box.style.height = h;
+    map.resize();
+  }
+  if (map.getPixelRatio() !== job.ratio) map.setPixelRatio(job.ratio);
+  map.jumpTo({ center: job.center, zoom: job.zoom, bearing: job.bearing, pitch: job.pitch });
+  // Request the new view's tiles now, without drawing the old ones at the new camera.
+  map.style._updateSources(transformOf(map));
+  await settled(map);
+  const t2 = performance.now();
+  map._styleDirty = true;
+  map._sourcesDirty = true;
+  map.redraw();
+  const t3 = performance.now();
+  const gl = map.painter.context.gl;
+  const W = gl.drawingBufferWidth, H = gl.drawingBufferHeight;
+  const pixels = new Uint8Array(W * H * 4);
+  gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
+  const t4 = performance.now();
+  // A Blob upload to the renderer's own server is several times cheaper than returning the bytes over CDP.
+  const res = await fetch(job.upload, { method: 'POST', body: new Blob([pixels]) });
+  if (!res.ok) throw new Error('frame upload answered ' + res.status);
+  const t5 = performance.now();
+  return { width: W, height: H, style: styleMs, resources: t2 - t1, draw: t3 - t2, readback: t4 - t3, transfer: t5 - t4, lastError };
+}
+
+window.__tsts = { render };
+window.__tstsReady = true;
+</script></body></html>`;
+}

@@ -1,0 +1,122 @@
+// The renderer interface: what every backend (MapLibre Native, MapLibre GL in headless Chromium) does.
+// A renderer draws one frame of a style for a camera and hands back its pixels; everything around it
+// (tile geometry, overlays, encoding, caching, queueing, timeouts) is shared and lives outside the backends.
+
+/** The camera and size of one frame. Sizes are CSS pixels; the frame has width*ratio x height*ratio pixels. */
+export interface Frame {
+  width: number;
+  height: number;
+  /** Device pixel ratio (the @2x / @3x scale). */
+  ratio: number;
+  /** MapLibre zoom: the world is 512 px wide at zoom 0 (may be below 0 for 256 px tiles at z0). */
+  zoom: number;
+  /** [longitude, latitude] of the frame's centre. */
+  center: [number, number];
+  bearing: number;
+  pitch: number;
+}
+
+/** Which style to draw, and how the renderer reaches it. */
+export interface StyleRef {
+  id: string;
+  /**
+   * Identity of the style as served: changes whenever the style file or the configuration changes. A renderer
+   * keeps a loaded style while the key stays the same (no reload, no re-layout).
+   */
+  key: string;
+}
+
+/** Where a frame's time went, in milliseconds (reported by the bench and in debug logs). */
+export interface FrameTimings {
+  /** Loading the style when it changed (0 when it was already loaded). */
+  style: number;
+  /** Waiting for tiles, glyphs and sprites, including their parsing and layout. */
+  resources: number;
+  /** The one draw of the frame. */
+  draw: number;
+  /** Reading the pixels back. */
+  readback: number;
+  /** Moving the pixels to the render thread. */
+  transfer: number;
+}
+
+/** Pixels of a rendered frame: RGBA, not premultiplied, rows top to bottom. */
+export interface RenderedFrame {
+  data: Uint8Array;
+  /** Pixel dimensions (the frame's size times its ratio). */
+  width: number;
+  height: number;
+  timings: FrameTimings;
+}
+
+/** A resource answer from the front: the body of a 200, or nothing (missing resources render empty). */
+export interface Resource {
+  status: number;
+  contentType: string | undefined;
+  body: Uint8Array;
+}
+
+/**
+ * How a renderer gets a tile, glyph range, sprite, TileJSON or style: a path on this service (`/data/…`,
+ * `/fonts/…`, `/styles/…`), answered in-process by the front with the same code as the HTTP routes.
+ * `base` is the URL prefix the answer's own URLs must carry so that they come back to this renderer.
+ */
+export type ResourceFetcher = (path: string, base: string) => Promise<Resource>;
+
+export type BackendName = 'native' | 'chromium';
+
+export interface Renderer {
+  readonly backend: BackendName;
+  /** Draws one frame. Rejects with RenderError; a renderer whose error says `broken` must be closed. */
+  render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number): Promise<RenderedFrame>;
+  /** Frames larger than this (pixels per edge) must be split by the caller. */
+  readonly maxFrame: number;
+  /** Renders done since start; the pool recycles a renderer after `max_renders`. */
+  readonly renders: number;
+  close(): Promise<void>;
+}
+
+export type RenderErrorReason = 'timeout' | 'crash' | 'style' | 'unavailable' | 'failed';
+
+/** A failed render; `reason` labels render_errors_total and picks the HTTP status. */
+export class RenderError extends Error {
+  constructor(
+    readonly reason: RenderErrorReason,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RenderError';
+  }
+}
+
+/** Structured-clone-safe form of a RenderError (errors crossing a thread boundary lose their class). */
+export function renderErrorFrom(err: unknown): RenderError {
+  if (err instanceof RenderError) return err;
+  const e = err as { reason?: unknown; message?: unknown } | undefined;
+  const reasons: RenderErrorReason[] = ['timeout', 'crash', 'style', 'unavailable', 'failed'];
+  const reason = reasons.includes(e?.reason as RenderErrorReason) ? (e!.reason as RenderErrorReason) : 'failed';
+  return new RenderError(reason, typeof e?.message === 'string' ? e.message : String(err));
+}
+
+/**
+ * Converts pixels read from a GL framebuffer (rows bottom to top, alpha premultiplied) into what image
+ * encoders expect (rows top to bottom, straight alpha), as a new buffer. Opaque pixels, the usual case for
+ * maps, cost one comparison.
+ */
+export function glPixelsToImage(src: Uint8Array, width: number, height: number, flip: boolean): Uint8Array {
+  const out = new Uint8Array(src.length);
+  const row = width * 4;
+  for (let y = 0; y < height; y++) {
+    const from = (flip ? height - 1 - y : y) * row;
+    out.set(src.subarray(from, from + row), y * row);
+  }
+  for (let i = 3; i < out.length; i += 4) {
+    const a = out[i];
+    if (a === 255 || a === 0) continue;
+    const k = 255 / a;
+    out[i - 3] = Math.min(255, Math.round(out[i - 3] * k));
+    out[i - 2] = Math.min(255, Math.round(out[i - 2] * k));
+    out[i - 1] = Math.min(255, Math.round(out[i - 1] * k));
+  }
+  return out;
+}

@@ -1,0 +1,64 @@
+// Finds the source a request names: a configured source, a named composite, or an ad-hoc composite `a+b+c`
+// (source ids cannot contain "+", so the sign is unambiguous). Ad-hoc composites are remembered per state.
+import type { CompositeConfig, Config } from '../config/schema.js';
+import type { AppState } from '../state/app-state.js';
+import { CompositeError, CompositeSource } from './composite.js';
+import { SourceOpenError, type TileSource } from './source.js';
+
+export interface SourceProblem {
+  kind: 'problem';
+  status: 400 | 404;
+  title: string;
+  detail: string;
+}
+
+/** Ad-hoc composites kept per state; a bound keeps arbitrary member lists from growing it without limit. */
+const AD_HOC_LIMIT = 256;
+const adHoc = new WeakMap<AppState, Map<string, CompositeSource>>();
+
+function adHocComposite(state: AppState, id: string): CompositeSource | SourceProblem {
+  let known = adHoc.get(state);
+  const hit = known?.get(id);
+  if (hit) return hit;
+  const ids = id.split('+');
+  const unknown = ids.filter((m) => !state.sources.has(m) && !state.composites.has(m));
+  if (unknown.length) {
+    return { kind: 'problem', status: 404, title: 'Source not found', detail: `composite "${id}": no source with id ${unknown.map((u) => `"${u}"`).join(', ')}` };
+  }
+  const repeated = ids.filter((m, i) => ids.indexOf(m) !== i);
+  if (repeated.length) return { kind: 'problem', status: 400, title: 'Invalid composite', detail: `composite "${id}": "${repeated[0]}" is listed more than once` };
+  try {
+    const composite = new CompositeSource(id, ids.map((m) => (state.sources.get(m) ?? state.composites.get(m))!), state.config);
+    if (!known) adHoc.set(state, (known = new Map()));
+    if (known.size >= AD_HOC_LIMIT) known.delete(known.keys().next().value!);
+    known.set(id, composite);
+    return composite;
+  } catch (err) {
+    if (err instanceof CompositeError) return { kind: 'problem', status: err.status, title: err.title, detail: err.message };
+    throw err;
+  }
+}
+
+/** The source named `id`, or the problem to answer. */
+export function resolveSource(state: AppState, id: string): TileSource | SourceProblem {
+  const found = state.sources.get(id) ?? state.composites.get(id);
+  if (found) return found;
+  if (id.includes('+')) return adHocComposite(state, id);
+  return { kind: 'problem', status: 404, title: 'Source not found', detail: `no source with id "${id}"` };
+}
+
+export const isProblem = (r: TileSource | SourceProblem): r is SourceProblem => 'kind' in r;
+
+/** Builds the named composites of a state from its opened sources; a raster member or disjoint zoom ranges fail the build. */
+export function buildComposites(entries: readonly CompositeConfig[], sources: ReadonlyMap<string, TileSource>, config: Config): Map<string, CompositeSource> {
+  const out = new Map<string, CompositeSource>();
+  for (const c of entries) {
+    try {
+      out.set(c.id, new CompositeSource(c.id, c.sources.map((m) => sources.get(m)!), config));
+    } catch (err) {
+      if (err instanceof CompositeError) throw new SourceOpenError(c.id, err.message);
+      throw err;
+    }
+  }
+  return out;
+}

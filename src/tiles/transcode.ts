@@ -1,0 +1,21 @@
+// Serving a vector tile in the other vector format than the source stores (spec, format rules 2 and 3):
+// `.pbf` of an MLT source and `.mlt` of an MVT source. A tile that cannot be transcoded is served as stored,
+// with a warning in the log.
+import type { AppState } from '../state/app-state.js';
+import type { SourceInfo } from '../sources/source.js';
+import { HttpProblem } from '../http/problem.js';
+import { log } from '../log.js';
+import type { TileCoord } from './coords.js';
+import { runVector } from './vector-work.js';
+
+/** The tile as uncompressed `to` bytes, or undefined when transcoding failed (the caller serves the original). */
+export async function transcodeStored(state: AppState, info: SourceInfo, coord: TileCoord, stored: Uint8Array, to: 'pbf' | 'mlt'): Promise<Uint8Array | undefined> {
+  const from = info.format as 'pbf' | 'mlt';
+  try {
+    return await runVector({ op: 'transcode', input: { bytes: stored, format: from }, to }, state.config);
+  } catch (err) {
+    if (err instanceof HttpProblem) throw err;
+    log.warn({ source: info.id, ...coord, from, to, reason: (err as Error).message }, 'tile transcoding failed; serving the stored tile unchanged');
+    return undefined;
+  }
+}

@@ -1,0 +1,104 @@
+// WMTS 1.0.0 capabilities of a style, opened by a real WMTS client: GDAL's WMTS driver (Debian gdal-bin).
+// gdalinfo reads the layer from our document; gdal_translate then fetches a tile by the document's RESTful
+// template, with the key, from a recorder standing in for the raster tile route (server.public_url points at it).
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, test } from 'node:test';
+import { PNG } from 'pngjs';
+import { fixture, startServer, type TestServer } from './helpers/server.js';
+
+const run = promisify(execFile);
+const STYLE = `
+[[sources]]
+id = "openmaptiles"
+type = "pmtiles"
+path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
+[[styles]]
+id = "osm-liberty"
+path = "${fixture('styles/osm-liberty/style.json')}"
+`;
+const KEY = 'k&y<1>';
+/** The colour of the tile the recorder answers with. */
+const TILE_RGB = [200, 30, 90];
+
+/** Answers every request with one 256 px PNG tile and remembers what was asked. */
+function startRecorder(): Promise<{ server: http.Server; url: string; seen: string[] }> {
+  const png = new PNG({ width: 256, height: 256 });
+  for (let i = 0; i < png.data.length; i += 4) png.data.set([...TILE_RGB, 255], i);
+  const body = PNG.sync.write(png);
+  const seen: string[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push(req.url ?? '');
+    res.writeHead(200, { 'Content-Type': 'image/png' }).end(body);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen })),
+  );
+}
+
+let server: TestServer;
+let viaRecorder: TestServer;
+let recorder: Awaited<ReturnType<typeof startRecorder>>;
+
+before(async () => {
+  recorder = await startRecorder();
+  server = await startServer({ toml: STYLE });
+  viaRecorder = await startServer({ toml: `${STYLE}\n[server]\npublic_url = "${recorder.url}"\n` });
+});
+after(async () => {
+  await server?.stop();
+  await viaRecorder?.stop();
+  recorder?.server.close();
+});
+
+const capsUrl = (srv: TestServer, key?: string) => `${srv.url}/styles/osm-liberty/wmts.xml${key === undefined ? '' : `?key=${encodeURIComponent(key)}`}`;
+
+test('the document is WMTS 1.0.0 XML and every URL in it carries the key', async () => {
+  const res = await fetch(capsUrl(server, KEY));
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /^application\/xml/);
+  const xml = await res.text();
+  assert.match(xml, /<Capabilities [^>]*version="1\.0\.0"/);
+  assert.match(xml, /<TileMatrixSet>GoogleMapsCompatible<\/TileMatrixSet>/);
+  assert.match(xml, /<Format>image\/png<\/Format>/);
+  const urls = [...xml.matchAll(/(?:xlink:href|template)="([^"]+)"/g)].map((m) => m[1].replace(/&amp;/g, '&').replace(/&lt;/g, '<').replace(/&gt;/g, '>'));
+  assert.ok(urls.length >= 3, urls.join('\n'));
+  for (const u of urls) {
+    assert.ok(u.startsWith(server.url), u);
+    assert.equal(new URL(u.replace(/[{}]/g, '_')).searchParams.get('key'), KEY, u);
+  }
+  const plain = await (await fetch(capsUrl(server))).text();
+  assert.doesNotMatch(plain, /key=/);
+  assert.equal((await fetch(`${server.url}/styles/nope/wmts.xml`)).status, 404);
+});
+
+test('gdalinfo opens the capabilities with the WMTS driver and finds the style layer in Web Mercator', async () => {
+  const { stdout } = await run('gdalinfo', ['-json', `WMTS:${capsUrl(server, KEY)},layer=osm-liberty`], { timeout: 60_000 });
+  const info = JSON.parse(stdout) as { driverShortName: string; size: number[]; metadata: Record<string, Record<string, string>>; coordinateSystem: { wkt: string } };
+  assert.equal(info.driverShortName, 'WMTS');
+  assert.equal(info.metadata['']?.TITLE, 'OSM Liberty');
+  assert.deepEqual(info.size, [256 * 2 ** 22, 256 * 2 ** 22], 'zoom 0..22 of 256 px tiles');
+  assert.match(info.coordinateSystem.wkt, /ID\["EPSG",3857\]\]$/);
+  // The layer identifier is what GDAL looks up: another one is not found.
+  await assert.rejects(run('gdalinfo', [`WMTS:${capsUrl(server)},layer=not-a-layer`], { timeout: 60_000 }));
+});
+
+test('GDAL fetches tiles by the document template, with the key', async () => {
+  const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'tsts-wmts-')), 'z0.png');
+  // No WMS/WMTS disk cache: every run must ask the recorder.
+  await run('gdal_translate', ['--config', 'GDAL_ENABLE_WMS_CACHE', 'NO', '-q', '-of', 'PNG', '-outsize', '256', '256', `WMTS:${capsUrl(viaRecorder, KEY)},layer=osm-liberty`, out], { timeout: 60_000 });
+  assert.ok(recorder.seen.length > 0, 'GDAL asked for tiles');
+  for (const u of recorder.seen) {
+    const url = new URL(u, recorder.url);
+    assert.match(url.pathname, /^\/styles\/osm-liberty\/256\/0\/0\/0\.png$/, u);
+    assert.equal(url.searchParams.get('key'), KEY, u);
+  }
+  const png = PNG.sync.read(readFileSync(out));
+  assert.deepEqual([...png.data.subarray(0, 3)], TILE_RGB, 'the image is made of the tile served');
+});
