@@ -8,6 +8,7 @@ import type { RuntimeStatus, ServerContext } from './http/context.js';
 import { initCodecs } from './http/encoding.js';
 import { tileFastLane } from './http/tile-fast-lane.js';
 import { log } from './log.js';
+import { RenderService } from './render/service.js';
 import { buildAppState } from './state/app-state.js';
 import { StateHolder } from './state/holder.js';
 import { VERSION } from './version.js';
@@ -25,8 +26,12 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
   await initCodecs();
   const holder = new StateHolder(await buildAppState(loaded));
   const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, renderRoutesMounted: false, scrapeListenerActive: false, ogcEnabled: false };
-  const ctx: ServerContext = { holder, version: VERSION, runtime };
+  // Rendering: the pool starts in the background (browsers take seconds) and follows every reload.
+  const render = new RenderService(runtime, log);
+  const ctx: ServerContext = { holder, version: VERSION, runtime, render };
   const { app } = createApp(ctx, log);
+  render.attach((req, env) => app.fetch(req, env));
+  render.onState(holder.current);
   const { host, port } = loaded.config.server;
 
   const server: ServerType = await new Promise((resolve, reject) => {
@@ -45,6 +50,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
       if (!flush && next.hash === holder.current.configHash) return { reloaded: false };
       const state = await buildAppState(next);
       holder.swap(state);
+      render.onState(state);
       log.info({ config_hash: next.hash }, 'configuration reloaded');
       return { reloaded: true };
     },
@@ -56,7 +62,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
         force.unref();
         http.close(() => {
           clearTimeout(force);
-          void holder.current.close().finally(resolve);
+          void Promise.all([render.close(), holder.current.close()]).finally(resolve);
         });
         // Idle keep-alive sockets would hold close() open until they time out.
         http.closeIdleConnections();

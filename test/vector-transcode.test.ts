@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 import { buildVectorArchives, omtPairs, type VectorArchives } from './helpers/vector-archives.js';
-import { comparableProps, featureCount, get, getJson, readMlt, readMvt, type PlainTile } from './helpers/vector-tiles.js';
+import { comparableProps, featureCount, get, getJson, loadZstd, readMlt, readMvt, type PlainTile } from './helpers/vector-tiles.js';
 
 const MLT_TYPE = 'application/vnd.open-vector-tile';
 const MVT_TYPE = 'application/x-protobuf';
@@ -181,7 +181,9 @@ describe('encodings, caching, failures', () => {
     assert.equal(stored.headers['content-encoding'], undefined, 'identity when the client sends no Accept-Encoding');
     const source = readMvt(stored.body);
     assert.ok(featureCount(source) > 100);
-    for (const enc of [undefined, 'gzip', 'br']) {
+    await loadZstd();
+    // The transcode runs in the pool thread and so does the compression of its output (zstd there too).
+    for (const enc of [undefined, 'gzip', 'br', 'zstd']) {
       const r = await get(`${server.url}/data/planet/1/1/0.mlt`, enc ? { 'accept-encoding': enc } : {});
       assert.equal(r.status, 200);
       assert.equal(r.headers['content-type'], MLT_TYPE);

@@ -1,11 +1,8 @@
-// Config-time checks of `[[composites]]` (the checks that need the opened sources, raster members and zoom
-// ranges, happen when the state is built: src/sources/resolve.ts).
+// The checks of `[[composites]]` that need only the configuration; raster members and zoom ranges need the
+// opened sources and are checked when the state is built (src/sources/resolve.ts, buildComposites).
 import type { Config } from './schema.js';
 
-/**
- * Config-time checks of `[[composites]]`: ids distinct from every source id and from each other, members
- * naming configured sources. Returns one message per problem (empty when all is well).
- */
+/** Ids distinct from every source id and from each other, members naming configured sources, each once. One message per problem. */
 export function compositeConfigProblems(config: Pick<Config, 'sources' | 'composites'>): string[] {
   const sourceIds = new Set(config.sources.map((s) => s.id));
   const problems: string[] = [];

@@ -2,12 +2,14 @@
 import { Hono } from 'hono';
 import type { ServerContext } from './context.js';
 import { corsMiddleware } from './cors.js';
+import { headContentLength } from './head.js';
 import { HttpProblem, problem } from './problem.js';
 import { Router } from './router.js';
 import { registerDataRoutes } from './routes/data.js';
 import { registerFileRoutes } from './routes/files.js';
 import { registerFontRoutes } from './routes/fonts.js';
 import { registerOperationalRoutes } from './routes/operational.js';
+import { registerRenderRoutes } from './routes/render.js';
 import { registerSpatialRoutes } from './routes/spatial.js';
 import { registerStyleRoutes } from './routes/styles.js';
 import type { Logger } from '../log.js';
@@ -17,6 +19,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   // CORS is not reloadable (spec): read the allow-list once, from the configuration the process started with.
   const origins = ctx.holder.current.config.server.cors_origins;
   app.use('*', corsMiddleware(origins));
+  app.use('*', headContentLength());
 
   app.onError((err, c) => {
     if (err instanceof HttpProblem) {
@@ -36,5 +39,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   registerSpatialRoutes(router, ctx);
   registerStyleRoutes(router, ctx);
   registerFontRoutes(router, ctx);
+  // Last: the render routes' wide patterns (/styles/{style}/{z}/{x}/{y}.png) must not shadow other /styles routes.
+  registerRenderRoutes(router, ctx);
   return { app, router };
 }

@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import type { StateHolder } from '../state/holder.js';
 import type { AppState } from '../state/app-state.js';
 import type { UrlContext } from '../sources/tilejson.js';
+import type { RenderService } from '../render/service.js';
 
 /** Facts about this process that /ping reports and later capabilities (renderer, metrics) fill in. */
 export interface RuntimeStatus {
@@ -20,6 +21,8 @@ export interface ServerContext {
   holder: StateHolder;
   version: string;
   runtime: RuntimeStatus;
+  /** Server-side rendering of this process (src/render/service.ts); absent when the process renders nothing. */
+  render?: RenderService;
 }
 
 /** Base URL and key for the URLs of one response (decisions.md: public_url, else the request's own origin). */

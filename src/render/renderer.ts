@@ -38,6 +38,8 @@ export interface FrameTimings {
   readback: number;
   /** Moving the pixels to the render thread. */
   transfer: number;
+  /** Waiting for a free renderer (filled in by the pool). */
+  queue?: number;
 }
 
 /** Pixels of a rendered frame: RGBA, not premultiplied, rows top to bottom. */
@@ -73,10 +75,12 @@ export interface Renderer {
   readonly maxFrame: number;
   /** Renders done since start; the pool recycles a renderer after `max_renders`. */
   readonly renders: number;
+  /** Why this renderer can no longer render (its browser exited, a render timed out), or undefined. */
+  readonly brokenReason: string | undefined;
   close(): Promise<void>;
 }
 
-export type RenderErrorReason = 'timeout' | 'crash' | 'style' | 'unavailable' | 'failed';
+export type RenderErrorReason = 'timeout' | 'overload' | 'crash' | 'style' | 'unavailable' | 'failed';
 
 /** A failed render; `reason` labels render_errors_total and picks the HTTP status. */
 export class RenderError extends Error {
@@ -93,7 +97,7 @@ export class RenderError extends Error {
 export function renderErrorFrom(err: unknown): RenderError {
   if (err instanceof RenderError) return err;
   const e = err as { reason?: unknown; message?: unknown } | undefined;
-  const reasons: RenderErrorReason[] = ['timeout', 'crash', 'style', 'unavailable', 'failed'];
+  const reasons: RenderErrorReason[] = ['timeout', 'overload', 'crash', 'style', 'unavailable', 'failed'];
   const reason = reasons.includes(e?.reason as RenderErrorReason) ? (e!.reason as RenderErrorReason) : 'failed';
   return new RenderError(reason, typeof e?.message === 'string' ? e.message : String(err));
 }
@@ -119,4 +123,16 @@ export function glPixelsToImage(src: Uint8Array, width: number, height: number, 
     out[i - 1] = Math.min(255, Math.round(out[i - 1] * k));
   }
   return out;
+}
+
+/** `p`, or a timeout RenderError at `deadline` (epoch ms), whichever comes first; `onTimeout` runs first. */
+export function beforeDeadline<T>(p: Promise<T>, deadline: number, onTimeout?: () => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onTimeout?.();
+      reject(new RenderError('timeout', 'the render ran past its time limit'));
+    }, Math.max(0, deadline - Date.now()));
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }

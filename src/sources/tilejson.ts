@@ -41,7 +41,8 @@ export function sourceTileJson(info: SourceInfo, ctx: UrlContext, withId = false
     tilejson: '3.0.0',
     ...(withId ? { id: info.id } : {}),
     name: info.name,
-    tiles: [withKey(`${ctx.base}/data/${encodeURIComponent(info.id)}/{z}/{x}/{y}.${ext}`, ctx.key)],
+    // `+` of an ad-hoc composite (`a+b`) stays literal: in a path it means itself.
+    tiles: [withKey(`${ctx.base}/data/${encodeURIComponent(info.id).replace(/%2B/g, '+')}/{z}/{x}/{y}.${ext}`, ctx.key)],
     minzoom: info.minzoom,
     maxzoom: info.maxzoom,
     bounds: info.bounds,

@@ -40,6 +40,8 @@ function message(issue: v.BaseIssue<unknown>): string {
 
 /** Validates a parsed JSON body; problems name the field (`bbox[2]: ...`). */
 export function parseQueryBody(raw: unknown): ParsedBody {
+  // valibot's object schemas take arrays as objects (and report their indices as unknown fields).
+  if (Array.isArray(raw)) return { ok: false, problems: [`(root): a JSON object with the fields ${FIELDS} and no others`] };
   const result = v.safeParse(QueryBodySchema, raw);
   if (result.success) return { ok: true, body: result.output };
   return { ok: false, problems: result.issues.map((i) => `${issuePath(i)}: ${message(i)}`) };

@@ -5,7 +5,8 @@ import type { TileFeature, TileLayer, VectorTileData } from './vector-model.js';
 
 /** Coordinates of a feature from a layer of another extent, scaled to `extent`. */
 function rescaled(f: TileFeature, factor: number): TileFeature {
-  return { ...f, geometry: f.geometry.map((part) => part.map((c) => Math.round(c * factor))) };
+  // `|| 0`: Math.round(-0.4) is -0, which no tile format keeps apart from 0.
+  return { ...f, geometry: f.geometry.map((part) => part.map((c) => Math.round(c * factor) || 0)) };
 }
 
 /**

@@ -31,9 +31,14 @@ function writeValue(value: PropValue, pbf: PbfWriter): void {
       writeBigVarint(pbf, value < 0n ? (-value << 1n) - 1n : value);
       return;
     case 'number':
-      if (Number.isInteger(value) && Number.isSafeInteger(value)) {
-        if (value < 0) pbf.writeSVarintField(6, value);
-        else pbf.writeVarintField(5, value);
+      if (Number.isSafeInteger(value)) {
+        if (value >= 0) pbf.writeVarintField(5, value);
+        // pbf's zigzag doubles the value, which stops being exact below -2^52.
+        else if (value >= -(2 ** 52)) pbf.writeSVarintField(6, value);
+        else {
+          pbf.writeTag(6, 0);
+          writeBigVarint(pbf, (-BigInt(value) << 1n) - 1n);
+        }
       } else if (Math.fround(value) === value) pbf.writeFloatField(2, value);
       else pbf.writeDoubleField(3, value);
   }

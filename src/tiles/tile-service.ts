@@ -69,21 +69,22 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
     state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
     return { kind: 'empty' };
   }
-  let body: Uint8Array;
-  let bytes = stored;
+  let body: Uint8Array | undefined;
   let format = req.format;
   if (isVector(format) && format !== source.info.format) {
-    const out = await transcodeStored(state, source.info, req.coord, stored, format as 'pbf' | 'mlt');
-    // A failed transcode serves the stored tile as it is (spec); it is not cached, so a later request retries.
-    if (out) bytes = out;
-    else format = source.info.format;
+    // Transcoded and content-encoded off the event loop. A failed transcode serves the stored tile as it is
+    // (spec); that answer is not cached, so a later request retries.
+    body = await transcodeStored(state, source.info, req.coord, stored, format as 'pbf' | 'mlt', encoding);
+    if (!body) format = source.info.format;
   }
-  if (!isVector(source.info.format)) body = bytes;
+  if (body) {
+    // already in the requested format and encoding
+  } else if (!isVector(source.info.format)) body = stored;
   else {
-    const gz = isGzip(bytes);
-    if (gz && encoding === 'gzip') body = bytes;
+    const gz = isGzip(stored);
+    if (gz && encoding === 'gzip') body = stored;
     else {
-      const raw = gz ? decodeGzip(bytes) : bytes;
+      const raw = gz ? decodeGzip(stored) : stored;
       const c = state.config.compression;
       body = encode(raw, encoding, { brQuality: c.br_quality, zstdLevel: c.zstd_level });
     }

@@ -2,6 +2,7 @@
 // transcode pool thread (workers/transcode.ts): transcoding, composite merging, GeoJSON, feature queries.
 // Input bytes may be gzip-compressed; outputs are uncompressed (content encoding is the caller's business).
 import { gunzipSync } from 'node:zlib';
+import { encode, type CompressionLevels, type ContentEncoding } from '../http/encoding.js';
 import { queryTiles, type BBox, type QueryResult } from '../spatial/query-tiles.js';
 import { tileToGeoJson } from './geojson.js';
 import { mergeTiles } from './merge.js';
@@ -18,7 +19,7 @@ export interface VectorBytes {
 }
 
 export type VectorTask =
-  | { op: 'transcode'; input: VectorBytes; to: VectorFormat }
+  | { op: 'transcode'; input: VectorBytes; to: VectorFormat; encoding?: ContentEncoding; levels?: CompressionLevels }
   | { op: 'merge'; members: (VectorBytes & { id: string })[] }
   | { op: 'geojson'; input: VectorBytes }
   | { op: 'query'; tiles: (VectorBytes & { z: number; x: number; y: number })[]; bbox: BBox; layers?: string[]; limit: number };
@@ -66,8 +67,10 @@ function merge(members: (VectorBytes & { id: string })[]): MergeResult {
 
 export function runVectorTask(task: VectorTask): Uint8Array | MergeResult | string | QueryResult {
   switch (task.op) {
-    case 'transcode':
-      return transcode(task.input, task.to);
+    case 'transcode': {
+      const out = transcode(task.input, task.to);
+      return task.encoding && task.levels ? encode(out, task.encoding, task.levels) : out;
+    }
     case 'merge':
       return merge(task.members);
     case 'geojson':

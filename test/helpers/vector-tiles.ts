@@ -1,6 +1,7 @@
 // Reading vector tiles the way a client does, with the reference libraries (not this server's own codecs):
 // MVT through @mapbox/vector-tile, MLT through @maplibre/mlt's decoder. Both give comparable plain features.
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { VectorTile } from '@mapbox/vector-tile';
 import { decodeTile } from '@maplibre/mlt';
@@ -58,12 +59,23 @@ export function comparableProps(p: Record<string, unknown>): [string, unknown][]
 
 export const featureCount = (t: PlainTile) => [...t.values()].reduce((n, l) => n + l.features.length, 0);
 
+type Zstd = { init(): Promise<void>; decompress(b: Uint8Array): Uint8Array };
+let zstd: Zstd | undefined;
+
+/** zstd decoding for responses sent with `Content-Encoding: zstd` (Node 20's zlib has no zstd). */
+export async function loadZstd(): Promise<void> {
+  if (zstd) return;
+  const mod = createRequire(import.meta.url)('@bokuweb/zstd-wasm') as Zstd;
+  await mod.init();
+  zstd = mod;
+}
+
 export interface Got {
   status: number;
   headers: http.IncomingHttpHeaders;
   /** The body as sent (still content-encoded). */
   raw: Buffer;
-  /** The body with its content encoding (gzip, br) removed. */
+  /** The body with its content encoding (gzip, br; zstd after loadZstd()) removed. */
   body: Buffer;
 }
 
@@ -76,7 +88,7 @@ export function get(url: string, headers: Record<string, string> = {}): Promise<
       res.on('end', () => {
         const raw = Buffer.concat(chunks);
         const enc = res.headers['content-encoding'];
-        const body = enc === 'gzip' ? gunzipSync(raw) : enc === 'br' ? brotliDecompressSync(raw) : raw;
+        const body = enc === 'gzip' ? gunzipSync(raw) : enc === 'br' ? brotliDecompressSync(raw) : enc === 'zstd' && zstd ? Buffer.from(zstd.decompress(raw)) : raw;
         resolve({ status: res.statusCode ?? 0, headers: res.headers, raw, body });
       });
       res.on('error', reject);

@@ -33,8 +33,20 @@ let lastError = '';
 
 function transformOf(m) { return m._camera ? m._camera.transform : m.transform; }
 
+// The render loop is off, so do its source bookkeeping here: when a source finishes loading (a TileJSON
+// arrives) MapLibre marks the sources dirty, and the tiles of the view are requested only on the next update.
+function sourcesUpdated(m) {
+  if (m._sourcesDirty) {
+    m._sourcesDirty = false;
+    m.style._updateSources(transformOf(m));
+  }
+}
+
 function settled(m) {
-  const done = () => m.style && m.style.loaded() && m.areTilesLoaded();
+  const done = () => {
+    sourcesUpdated(m);
+    return m.style && m.style.loaded() && m.areTilesLoaded();
+  };
   if (done()) return Promise.resolve();
   return new Promise((resolve) => {
     const check = () => {
@@ -108,7 +120,7 @@ async function render(job) {
   if (map.getPixelRatio() !== job.ratio) map.setPixelRatio(job.ratio);
   map.jumpTo({ center: job.center, zoom: job.zoom, bearing: job.bearing, pitch: job.pitch });
   // Request the new view's tiles now, without drawing the old ones at the new camera.
-  map.style._updateSources(transformOf(map));
+  map._sourcesDirty = true;
   await settled(map);
   const t2 = performance.now();
   map._styleDirty = true;

@@ -1,0 +1,252 @@
+// Rendering: uncached raster tiles of the showcase style (OSM Liberty over the OpenMapTiles planet archive,
+// overzoomed), distinct 512 px tiles requested by several clients at once so the renderers are saturated;
+// with metatile 1 and 2. Then static maps (800x600 with a path, markers and a GeoJSON polygon) and social cards
+// one at a time, for their latency. Prints tiles/s, tiles/s per core, tiles per CPU-second (every process of
+// the server, browsers included), p50/p99, peak memory, and where a frame's time goes (from the Server-Timing
+// header the service sends with every rendered answer).
+//
+//   node --import tsx bench/render.bench.ts        (make bench runs it; build first: node scripts/build.mjs)
+//
+// Environment: BENCH_RENDER_SECONDS (measured seconds per tile run, 30), BENCH_RENDER_CLIENTS (concurrent
+// clients; default two per renderer), BENCH_RENDER_METATILES (1,2), BENCH_RENDER_SAMPLES (static/og
+// requests, 12), BENCH_WORKERS (worker processes; default auto).
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ChildServer, cores, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+
+const SECONDS = envNumber('BENCH_RENDER_SECONDS', 30);
+const SAMPLES = envNumber('BENCH_RENDER_SAMPLES', 12);
+const METATILES = (process.env.BENCH_RENDER_METATILES ?? '1,2').split(',').map(Number);
+const WORKERS = process.env.BENCH_WORKERS;
+const CLI = path.join(ROOT, 'dist/cli.js');
+const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
+
+let clk = 100;
+/** Every process descended from `root` (browsers are in their own process groups, so a group walk misses them). */
+function tree(root: number): { cpu: number; rss: number } {
+  const parent = new Map<number, number>();
+  const stats = new Map<number, { cpu: number; rss: number }>();
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const st = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(e), Number(f[1]));
+      stats.set(Number(e), { cpu: (Number(f[11]) + Number(f[12])) / clk, rss: Number(f[21]) * 4096 });
+    } catch {
+      /* gone */
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p = pid, i = 0; p > 1 && i < 64; p = parent.get(p) ?? 0, i++) if (p === root) return true;
+    return false;
+  };
+  let cpu = 0;
+  let rss = 0;
+  for (const [pid, s] of stats) {
+    if (!inTree(pid)) continue;
+    cpu += s.cpu;
+    rss += s.rss;
+  }
+  return { cpu, rss };
+}
+
+const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
+
+/** Server-Timing "name;dur=12.3" entries of a response. */
+function timings(header: string | string[] | undefined): Record<string, number> | undefined {
+  if (typeof header !== 'string' || header.startsWith('cache')) return undefined;
+  const out: Record<string, number> = {};
+  for (const part of header.split(',')) {
+    const m = /^\s*([a-z]+);dur=([\d.]+)/.exec(part);
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+/** Distinct tiles over Europe at z4..z6, in raster order (as a map client fills a view row by row). */
+function tileList(): string[] {
+  const out: string[] = [];
+  for (const z of [5, 6, 4]) {
+    const n = 2 ** z;
+    const x0 = Math.floor(((-15 + 180) / 360) * n);
+    const x1 = Math.floor(((35 + 180) / 360) * n);
+    const y = (lat: number) => Math.floor(((1 - Math.log(Math.tan(Math.PI / 4 + (lat * Math.PI) / 360)) / Math.PI) / 2) * n);
+    for (let ty = y(65); ty <= y(35); ty++) for (let tx = x0; tx <= x1; tx++) out.push(`${z}/${tx}/${ty}`);
+  }
+  return out;
+}
+
+interface Server {
+  child: ChildServer;
+  url: string;
+  dir: string;
+  peak: number;
+  sampler: NodeJS.Timeout;
+}
+
+async function start(metatile: number): Promise<Server> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-render-bench-'));
+  const port = await freePort();
+  const toml = `fonts = "${fixture('fonts')}"
+[server]
+host = "127.0.0.1"
+port = ${port}
+${WORKERS ? `workers = ${WORKERS === 'auto' ? '"auto"' : WORKERS}` : ''}
+[[sources]]
+id = "openmaptiles"
+type = "pmtiles"
+path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
+[[sources]]
+id = "natural_earth"
+type = "pmtiles"
+path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
+[[styles]]
+id = "osm-liberty"
+path = "${fixture('styles/osm-liberty/style.json')}"
+[cache]
+dir = "${dir}"
+[render]
+metatile = ${metatile}
+`;
+  writeFileSync(path.join(dir, 'config.toml'), toml);
+  const child = ChildServer.start(`tileserver-ts (metatile ${metatile})`, process.execPath, [CLI, '--config', path.join(dir, 'config.toml')], { env: { LOG_LEVEL: 'warn' } });
+  const url = `http://127.0.0.1:${port}`;
+  await child.waitReady(`${url}/health`);
+  // Rendering is ready when every process says so (each worker process warms its own pool).
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const ping = JSON.parse((await httpGet(`${url}/ping`)).body.toString()) as { renderer_enabled: boolean };
+    if (ping.renderer_enabled) break;
+    if (Date.now() > deadline) throw new Error(`renderer did not start:\n${child.output()}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  // Other worker processes may still be warming: a short settle before measuring.
+  await new Promise((r) => setTimeout(r, 5_000));
+  const s: Server = { child, url, dir, peak: 0, sampler: setInterval(() => (s.peak = Math.max(s.peak, tree(child.proc.pid!).rss)), 250) };
+  return s;
+}
+
+async function stop(s: Server): Promise<void> {
+  clearInterval(s.sampler);
+  await s.child.stop();
+  rmSync(s.dir, { recursive: true, force: true });
+}
+
+interface TileRun {
+  metatile: number;
+  tiles: number;
+  seconds: number;
+  cpu: number;
+  lat: number[];
+  rendered: Record<string, number>[];
+  errors: number;
+  peak: number;
+}
+
+async function tileRun(metatile: number, tiles: string[]): Promise<TileRun> {
+  const s = await start(metatile);
+  const clients = envNumber('BENCH_RENDER_CLIENTS', 2 * Math.max(2, cores()));
+  const lat: number[] = [];
+  const rendered: Record<string, number>[] = [];
+  let next = 0;
+  let errors = 0;
+  const cpu0 = tree(s.child.proc.pid!).cpu;
+  const t0 = Date.now();
+  const end = t0 + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (Date.now() < end && next < tiles.length) {
+        const t = tiles[next++];
+        const started = performance.now();
+        const r = await httpGet(`${s.url}/styles/osm-liberty/${t}.png`, {}, 60_000);
+        if (r.status !== 200) {
+          errors++;
+          continue;
+        }
+        lat.push(performance.now() - started);
+        const tm = timings(r.headers['server-timing']);
+        if (tm) rendered.push(tm);
+      }
+    }),
+  );
+  const seconds = (Date.now() - t0) / 1000;
+  const cpu = tree(s.child.proc.pid!).cpu - cpu0;
+  await stop(s);
+  return { metatile, tiles: lat.length, seconds, cpu, lat: lat.sort((a, b) => a - b), rendered, errors, peak: s.peak };
+}
+
+async function sequential(paths: string[], s: Server): Promise<{ lat: number[]; rendered: Record<string, number>[] }> {
+  const lat: number[] = [];
+  const rendered: Record<string, number>[] = [];
+  for (const p of paths) {
+    const started = performance.now();
+    const r = await httpGet(`${s.url}${p}`, {}, 60_000);
+    if (r.status !== 200) throw new Error(`${p}: ${r.status} ${r.body.toString().slice(0, 200)}`);
+    lat.push(performance.now() - started);
+    const tm = timings(r.headers['server-timing']);
+    if (tm) rendered.push(tm);
+  }
+  return { lat: lat.sort((a, b) => a - b), rendered };
+}
+
+function breakdown(rows: Record<string, number>[]): string {
+  const keys = ['queue', 'style', 'resources', 'draw', 'readback', 'transfer', 'encode', 'total'];
+  const avg = (k: string) => rows.reduce((n, r) => n + (r[k] ?? 0), 0) / Math.max(1, rows.length);
+  return keys.map((k) => `${k} ${fmt(avg(k), 1)}`).join(', ') + ` ms (mean of ${rows.length} renders)`;
+}
+
+async function main(): Promise<void> {
+  clk = 100;
+  const n = cores();
+  console.log(`machine: ${n} cores; ${SECONDS} s per tile run; style osm-liberty over omt-planet-z0-1 (z4-z6 overzoomed), 512 px PNG`);
+  const tiles = tileList();
+  const runs: TileRun[] = [];
+  for (const m of METATILES) runs.push(await tileRun(m, tiles));
+  const rows = [['metatile', 'tiles', 'tiles/s', 'tiles/s/core', 'tiles/CPU-s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB']];
+  for (const r of runs) {
+    rows.push([
+      String(r.metatile),
+      String(r.tiles),
+      fmt(r.tiles / r.seconds, 2),
+      fmt(r.tiles / r.seconds / n, 2),
+      fmt(r.tiles / r.cpu, 2),
+      fmt(pct(r.lat, 50)),
+      fmt(pct(r.lat, 99)),
+      String(r.errors),
+      fmt(r.peak / 1e6),
+    ]);
+  }
+  console.log(table(rows));
+  for (const r of runs) console.log(`metatile ${r.metatile}: per frame: ${breakdown(r.rendered)}`);
+
+  const s = await start(METATILES[METATILES.length - 1]);
+  const statics: string[] = [];
+  const ogs: string[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const lon = -5 + i * 1.7;
+    const lat = 44 + (i % 5);
+    const poly = encodeURIComponent(
+      JSON.stringify({ type: 'Feature', properties: { fill: '#00ff00', 'fill-opacity': 0.4 }, geometry: { type: 'Polygon', coordinates: [[[lon - 2, lat - 1], [lon + 2, lat - 1], [lon + 2, lat + 1], [lon - 2, lat + 1], [lon - 2, lat - 1]]] } }),
+    );
+    statics.push(`/styles/osm-liberty/static/${lon},${lat},5/800x600.png?path=path-4+f00(${lon - 3},${lat - 2}|${lon + 3},${lat + 2})&marker=pin-m-A+00f(${lon},${lat})~pin-s+f00(${lon + 1},${lat})&geojson=${poly}`);
+    ogs.push(`/og/osm-liberty?center=${lat},${lon}&zoom=5`);
+  }
+  const st = await sequential(statics, s);
+  const og = await sequential(ogs, s);
+  const peak = s.peak;
+  await stop(s);
+  console.log(
+    table([
+      ['request', 'n', 'p50 ms', 'p99 ms'],
+      ['static 800x600, path+markers+geojson', String(st.lat.length), fmt(pct(st.lat, 50)), fmt(pct(st.lat, 99))],
+      ['og 1200x630', String(og.lat.length), fmt(pct(og.lat, 50)), fmt(pct(og.lat, 99))],
+    ]),
+  );
+  console.log(`static: per frame: ${breakdown(st.rendered)}`);
+  console.log(`og: per frame: ${breakdown(og.rendered)}`);
+  console.log(`peak RSS of the server with its renderers (static/og run): ${fmt(peak / 1e6)} MB`);
+}
+
+await main();

@@ -1,0 +1,280 @@
+// MVT <-> MLT transcoding: (1) throughput of one thread (one core) over the 11 OpenMapTiles fixture tiles in
+// each direction, with the time split between decoding and encoding; (2) where MVT -> MLT spends its time,
+// from a --cpu-prof profile of the same loop; (3) serving through the real server with its tile cache off:
+// `.mlt` of an MVT archive (a transcode per request) against `.pbf` of the same archive (stored bytes).
+//
+//   node --import tsx bench/transcode.bench.ts        (make bench runs it; build first: node scripts/build.mjs)
+//
+// Environment: BENCH_TRANSCODE_SECONDS (s per direction, 8), BENCH_DURATION (s per served run, 10),
+// BENCH_WARMUP (3), BENCH_CONNECTIONS (16), BENCH_PROFILE_SECONDS (4; 0 skips the profile).
+import autocannon, { type AutocannonClient, type AutocannonResult } from 'autocannon';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { Compression, TileType } from 'pmtiles';
+import { buildPmtiles } from '../scripts/pmtiles-writer.js';
+import { decodeMlt, encodeMlt } from '../src/tiles/mlt-codec.js';
+import { decodeMvt } from '../src/tiles/mvt-decode.js';
+import { encodeMvt } from '../src/tiles/mvt-encode.js';
+import { ChildServer, cores, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+
+const SECONDS = envNumber('BENCH_TRANSCODE_SECONDS', 8);
+const PROFILE_SECONDS = process.env.BENCH_PROFILE_SECONDS === '0' ? 0 : envNumber('BENCH_PROFILE_SECONDS', 4);
+const DURATION = envNumber('BENCH_DURATION', 10);
+const WARMUP = envNumber('BENCH_WARMUP', 3);
+const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 16);
+const HEADERS = { 'accept-encoding': 'gzip, deflate, br, zstd' };
+const CLI = path.join(ROOT, 'dist/cli.js');
+const OMT = path.join(ROOT, 'fixtures/vector/omt-tiles');
+/** What martin (Rust) reports for MVT -> MLT on its own benchmark; quoted for scale, not measured here. */
+const MARTIN_TILES_PER_S = 10_000;
+
+interface Pair {
+  name: string;
+  z: number;
+  x: number;
+  y: number;
+  mvt: Buffer;
+  mlt: Buffer;
+}
+
+function pairs(): Pair[] {
+  return readdirSync(OMT)
+    .filter((f) => f.endsWith('.mvt'))
+    .map((f) => {
+      const name = f.slice(0, -4);
+      const [z, x, tms] = name.split('_').map(Number);
+      // Fixture names carry the TMS row (fixtures/PROVENANCE.md).
+      return { name, z, x, y: 2 ** z - 1 - tms, mvt: readFileSync(path.join(OMT, `${name}.mvt`)), mlt: readFileSync(path.join(OMT, `${name}.mlt`)) };
+    });
+}
+
+interface Throughput {
+  tiles: number;
+  bytes: number;
+  decodeMs: number;
+  encodeMs: number;
+  /** CPU time of this process (user + system) over the loop: steadier than wall time on a shared machine. */
+  cpuMs: number;
+}
+
+/** Transcodes every tile in turn for `seconds`, timing decode and encode separately. */
+function loop(tiles: Pair[], from: 'mvt' | 'mlt', seconds: number): Throughput {
+  const r: Throughput = { tiles: 0, bytes: 0, decodeMs: 0, encodeMs: 0, cpuMs: 0 };
+  const cpu0 = process.cpuUsage();
+  const end = performance.now() + seconds * 1000;
+  while (performance.now() < end) {
+    for (const t of tiles) {
+      const input = t[from];
+      const t0 = performance.now();
+      const model = from === 'mvt' ? decodeMvt(input) : decodeMlt(input);
+      const t1 = performance.now();
+      if (from === 'mvt') encodeMlt(model);
+      else encodeMvt(model);
+      r.encodeMs += performance.now() - t1;
+      r.decodeMs += t1 - t0;
+      r.tiles++;
+      r.bytes += input.length;
+    }
+  }
+  const cpu = process.cpuUsage(cpu0);
+  r.cpuMs = (cpu.user + cpu.system) / 1000;
+  return r;
+}
+
+function throughput(tiles: Pair[]): void {
+  process.stdout.write(`\n1. one thread (one core), ${tiles.length} tiles in turn, ${SECONDS} s per direction after a warm-up round\n`);
+  const rows = [['direction', 'tiles/s (wall)', 'tiles/CPU-s', 'MB/CPU-s in', 'CPU ms/tile', 'decode', 'encode', 'vs martin MVT->MLT']];
+  for (const from of ['mvt', 'mlt'] as const) {
+    loop(tiles, from, 0.001);
+    const r = loop(tiles, from, SECONDS);
+    const total = r.decodeMs + r.encodeMs;
+    const perCpuS = (r.tiles * 1000) / r.cpuMs;
+    rows.push([
+      from === 'mvt' ? 'MVT -> MLT' : 'MLT -> MVT',
+      fmt((r.tiles * 1000) / total, 1),
+      fmt(perCpuS, 1),
+      fmt((r.bytes / 1e6) * (1000 / r.cpuMs), 1),
+      fmt(r.cpuMs / r.tiles, 1),
+      `${fmt((100 * r.decodeMs) / total)} %`,
+      `${fmt((100 * r.encodeMs) / total)} %`,
+      from === 'mvt' ? `1/${fmt(MARTIN_TILES_PER_S / perCpuS)}` : '',
+    ]);
+  }
+  process.stdout.write(table(rows) + '\n');
+  const paris = tiles.find((t) => t.name === '14_8298_10748');
+  if (paris) {
+    const mlt = encodeMlt(decodeMvt(paris.mvt));
+    process.stdout.write(
+      `  Paris tile (${paris.name}): MVT ${fmt(paris.mvt.length / 1024)} KiB -> our MLT ${fmt(mlt.length / 1024)} KiB ` +
+        `(reference encoder ${fmt(paris.mlt.length / 1024)} KiB; gzip ${fmt(gzipSync(mlt).length / 1024)} vs ${fmt(gzipSync(paris.mlt).length / 1024)} KiB)\n`,
+    );
+  }
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+
+/** Where the time goes: a profiled child runs the MVT -> MLT loop; self time summed by function and by area. */
+function profile(): void {
+  if (PROFILE_SECONDS === 0) return;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'transcode-prof-'));
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--cpu-prof', '--cpu-prof-dir', dir, path.join(ROOT, 'bench/transcode.bench.ts'), '--profile-child'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    env: { ...process.env, BENCH_PROFILE_SECONDS: String(PROFILE_SECONDS) },
+  });
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  const marker = /LOOP_START_MS=([\d.]+)/.exec(r.stdout ?? '');
+  if (r.status !== 0 || !file || !marker) throw new Error(`the profiled run failed: ${r.stdout}`);
+  const prof = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+  // Only the samples of the measured loop: start-up (loading tsx, compiling) and the warm-up round come first.
+  const loopStartUs = Number(marker[1]) * 1000;
+  const hitsOf = new Map<number, number>();
+  let t = 0;
+  prof.samples.forEach((id, i) => {
+    t += prof.timeDeltas[i];
+    if (t >= loopStartUs) hitsOf.set(id, (hitsOf.get(id) ?? 0) + 1);
+  });
+  const byFunction = new Map<string, number>();
+  const byArea = new Map<string, number>();
+  let total = 0;
+  for (const n of prof.nodes) {
+    const hits = hitsOf.get(n.id) ?? 0;
+    if (!hits || n.callFrame.functionName === '(idle)' || n.callFrame.functionName === '(program)') continue;
+    total += hits;
+    const url = n.callFrame.url;
+    const where = url.includes('@maplibre/mlt') ? url.slice(url.indexOf('@maplibre/mlt') + 14) : path.basename(url || '(native)');
+    const fn = `${n.callFrame.functionName || '(anonymous)'} ${where}`;
+    byFunction.set(fn, (byFunction.get(fn) ?? 0) + hits);
+    const area = url.includes('@maplibre/mlt/dist/encoding') || url === 'node:internal/encoding'
+      ? '@maplibre/mlt encoder (encodeTile, with its TextEncoder calls)'
+      : url.includes('@maplibre/mlt')
+        ? '@maplibre/mlt other'
+        : url.includes('mvt-decode')
+          ? 'MVT decoding (src/tiles/mvt-decode.ts)'
+          : url.includes('mlt-codec') || url.includes('vector-model')
+            ? 'model -> encoder input (mlt-codec.ts, ring classification)'
+            : n.callFrame.functionName === '(garbage collector)'
+              ? 'garbage collection'
+              : 'other (pbf, runtime, bench loop)';
+    byArea.set(area, (byArea.get(area) ?? 0) + hits);
+  }
+  const pct = (h: number) => `${fmt((100 * h) / total, 1)} %`;
+  process.stdout.write(`\n2. MVT -> MLT profile (--cpu-prof, ${PROFILE_SECONDS} s), share of CPU samples\n`);
+  process.stdout.write(table([['area', 'share'], ...[...byArea].sort((a, b) => b[1] - a[1]).map(([k, h]) => [k, pct(h)])]) + '\n');
+  const top = [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 12);
+  process.stdout.write(table([['function (self time)', 'share'], ...top.map(([k, h]) => [k, pct(h)])]) + '\n');
+}
+
+function buildArchive(tiles: Pair[], dir: string): string {
+  const file = path.join(dir, 'omt-mvt.pmtiles');
+  writeFileSync(
+    file,
+    buildPmtiles(
+      tiles.map((t) => ({ z: t.z, x: t.x, y: t.y, data: gzipSync(t.mvt) })),
+      {
+        tileType: TileType.Mvt,
+        tileCompression: Compression.Gzip,
+        bounds: [-180, -85.0511287798066, 180, 85.0511287798066],
+        center: [2.35, 48.85, 14],
+        metadata: { name: 'omt fixture tiles' },
+      },
+    ),
+  );
+  return file;
+}
+
+function load(base: string, paths: string[], duration: number): Promise<AutocannonResult> {
+  let client = 0;
+  return Promise.resolve(
+    autocannon({
+      url: base,
+      connections: CONNECTIONS,
+      duration,
+      timeout: 60,
+      headers: HEADERS,
+      requests: [{ method: 'GET', path: paths[0] }],
+      setupClient(c: AutocannonClient) {
+        const start = client++ % paths.length;
+        c.setRequests([...paths.slice(start), ...paths.slice(0, start)].map((p) => ({ method: 'GET', path: p })));
+      },
+    }),
+  );
+}
+
+async function serving(tiles: Pair[]): Promise<void> {
+  if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: build first (node scripts/build.mjs, or make bench)');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'transcode-bench-'));
+  const archive = buildArchive(tiles, dir);
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const config = path.join(dir, 'config.toml');
+  writeFileSync(config, `[server]\nhost = "127.0.0.1"\nport = ${port}\n\n[cache]\nenabled = false\n\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = ${JSON.stringify(archive)}\n`);
+  process.stdout.write(
+    `\n3. served by tileserver-ts (default workers and vector pool, tile cache OFF), ${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s of warm-up,\n` +
+      `   the ${tiles.length} tiles in turn, Accept-Encoding: ${HEADERS['accept-encoding']}\n`,
+  );
+  const server = ChildServer.start('tileserver-ts', process.execPath, [CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
+  try {
+    await server.waitReady(`${base}/data/omt.json`);
+    const rows = [['request', 'req/s', 'tiles/s per core', 'p50', 'p99', 'non-2xx/errors', 'CPU/req']];
+    const results: number[] = [];
+    for (const ext of ['pbf', 'mlt']) {
+      const paths = tiles.map((t) => `/data/omt/${t.z}/${t.x}/${t.y}.${ext}`);
+      for (const p of paths) {
+        const r = await httpGet(base + p, HEADERS, 60_000);
+        const want = ext === 'mlt' ? 'application/vnd.open-vector-tile' : 'application/x-protobuf';
+        if (r.status !== 200 || r.headers['content-type'] !== want) throw new Error(`${p}: ${r.status} ${r.headers['content-type']}`);
+      }
+      await load(base, paths, WARMUP);
+      const cpu0 = server.cpuSeconds();
+      const res = await load(base, paths, DURATION);
+      const cpu1 = server.cpuSeconds();
+      if (!server.alive) throw new Error(`the server died during .${ext}:\n${server.output()}`);
+      const cpuPerReq = cpu0 !== undefined && cpu1 !== undefined ? ((cpu1 - cpu0) * 1000) / Math.max(1, res.requests.total) : undefined;
+      results.push(res.requests.average);
+      rows.push([
+        `.${ext}${ext === 'mlt' ? ' (transcoded)' : ' (stored)'}`,
+        fmt(res.requests.average, 1),
+        fmt(res.requests.average / cores(), 1),
+        `${fmt(res.latency.p50)} ms`,
+        `${fmt(res.latency.p99)} ms`,
+        String(res.non2xx + res.errors + res.timeouts),
+        cpuPerReq === undefined ? 'n/a' : `${fmt(cpuPerReq, 1)} ms`,
+      ]);
+    }
+    process.stdout.write(table(rows) + '\n');
+    process.stdout.write(`  .mlt (transcoded) / .pbf (stored): ${fmt(results[1] / results[0], 4)}x\n`);
+  } finally {
+    await server.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const tiles = pairs();
+  if (process.argv.includes('--profile-child')) {
+    loop(tiles, 'mvt', 0.001);
+    // performance.now() counts from process start, as the profile's sample times do (near enough).
+    process.stdout.write(`LOOP_START_MS=${performance.now()}\n`);
+    loop(tiles, 'mvt', PROFILE_SECONDS);
+    return;
+  }
+  process.stdout.write(
+    `MVT <-> MLT transcoding: node ${process.version}, ${cores()} cores, @maplibre/mlt ${(JSON.parse(readFileSync(path.join(ROOT, 'node_modules/@maplibre/mlt/package.json'), 'utf8')) as { version: string }).version}, ` +
+      `fixtures/vector/omt-tiles (${tiles.length} tiles, ${fmt(tiles.reduce((n, t) => n + t.mvt.length, 0) / 1e6, 1)} MB of MVT)\n`,
+  );
+  throughput(tiles);
+  profile();
+  await serving(tiles);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,260 @@
+// Rendered images: raster tiles of styles, static maps with overlays, social cards. The handlers validate
+// (400 naming the bad part), look the style up (404) and ask the render service (src/render/service.ts);
+// with server.disable_render they answer as if the routes did not exist (404), and when no renderer can run
+// they answer 503 saying why.
+import type { Context } from 'hono';
+import * as v from 'valibot';
+import { fitBounds, MAX_LATITUDE } from '../../render/camera.js';
+import type { RenderResult } from '../../render/service.js';
+import { RenderError } from '../../render/renderer.js';
+import {
+  imageFormat,
+  parseDimension,
+  parseScale,
+  parseSizeSegment,
+  parseStaticQuery,
+  parseViewSegment,
+  staticCamera,
+  MAX_ZOOM,
+  type Problem,
+} from '../../render/static-params.js';
+import { parseLonLat, parseNumber } from '../../render/overlays.js';
+import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
+import type { ServerContext } from '../context.js';
+import { problem } from '../problem.js';
+import { notModified } from '../respond.js';
+import { param, type Router } from '../router.js';
+
+const PROBLEM = { 'application/problem+json': true as const };
+const IMAGE = { 'image/png': true as const, 'image/jpeg': true as const, 'image/webp': true as const };
+const RENDER_RESPONSES = {
+  200: { description: 'the image', content: IMAGE, headers: { ETag: 'strong validator of the bytes', 'Cache-Control': 'from server.tile_cache_control' } },
+  304: { description: 'the If-None-Match ETag is current' },
+  400: { description: 'invalid parameters; the problem names the bad part', content: PROBLEM },
+  404: { description: 'no such style, or rendering is disabled (server.disable_render)', content: PROBLEM },
+  500: { description: 'the render failed', content: PROBLEM },
+  503: { description: 'no renderer can run here, the render queue is full or the render timed out (Retry-After)', content: PROBLEM, headers: { 'Retry-After': 'seconds' } },
+};
+const STYLE_PARAM = { style: { schema: v.string(), description: 'style id' } };
+
+function invalid(c: Context, p: Problem): Response {
+  return problem(c, 400, 'Invalid render request', p.detail, { parameter: p.parameter });
+}
+
+/** The answer for a render that could not be made. */
+function renderProblem(c: Context, err: unknown): Response {
+  const e = err instanceof RenderError ? err : new RenderError('failed', (err as Error).message);
+  const retry = { 'Retry-After': '1' };
+  let res: Response;
+  switch (e.reason) {
+    case 'overload':
+      res = problem(c, 503, 'Render queue full', e.message);
+      break;
+    case 'timeout':
+      res = problem(c, 503, 'Render timed out', e.message);
+      break;
+    case 'unavailable':
+      res = problem(c, 503, 'Rendering unavailable', e.message);
+      retry['Retry-After'] = '10';
+      break;
+    default:
+      return problem(c, 500, 'Render failed', e.message, { reason: e.reason });
+  }
+  res.headers.set('Retry-After', retry['Retry-After']);
+  return res;
+}
+
+/** `Server-Timing` of a rendered answer: where the render's time went, or which cache answered. */
+function serverTiming(r: RenderResult): string {
+  if (r.from !== 'render' || !r.timing) return `cache;desc="${r.from}"`;
+  return Object.entries(r.timing)
+    .map(([name, v]) => (name === 'tiles' || name === 'parts' ? `${name};desc="${v}"` : `${name};dur=${v.toFixed(1)}`))
+    .join(', ');
+}
+
+function send(c: Context, r: RenderResult, cacheControl: string): Response {
+  const img = r.image;
+  const headers: Record<string, string> = { 'Cache-Control': cacheControl, ETag: img.etag, 'Server-Timing': serverTiming(r) };
+  if (notModified(c, img.etag)) return c.body(null, 304, headers);
+  headers['Content-Type'] = img.contentType;
+  return c.body(img.body as Uint8Array<ArrayBuffer>, 200, headers);
+}
+
+/** A stable key of a request for the image cache: path and sorted query (without the forwarded `key`). */
+function requestKey(c: Context): string {
+  const url = new URL(c.req.url);
+  url.searchParams.delete('key');
+  url.searchParams.sort();
+  return `${url.pathname}?${url.searchParams.toString()}`;
+}
+
+export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
+  /** Common start of every render route: the state, or the 404 of a disabled route, or the style's 404. */
+  const begin = (c: Context) => {
+    const state = ctx.holder.current;
+    if (state.config.server.disable_render || !ctx.render) {
+      return { res: problem(c, 404, 'Not found', `no route for ${c.req.method} ${c.req.path} (server.disable_render is set)`) };
+    }
+    const id = param(c, 'style');
+    const style = state.styles.get(id);
+    if (!style) return { res: problem(c, 404, 'Style not found', `no style with id "${id}"`) };
+    return { state, style, render: ctx.render };
+  };
+
+  // Registered before the tile routes: `/styles/{style}/static/…` has as many segments as a tile path.
+  r.add(
+    {
+      method: 'get',
+      path: '/styles/{style}/static/{view}/{size}',
+      hono: '/styles/:style/static/:view/:size',
+      summary: 'Static map image with optional path, marker and GeoJSON overlays',
+      tag: 'Rendering',
+      description:
+        '`view`: `lon,lat,zoom[@bearing[,pitch]]`, `minLon,minLat,maxLon,maxLat` or `auto` (fitted to the overlays). `size`: `{width}x{height}[@{scale}x].{png|jpg|jpeg|webp}`, width and height 1..4096, scale 1..3.',
+      params: {
+        ...STYLE_PARAM,
+        view: { schema: v.string(), description: 'centre, bounding box or auto' },
+        size: { schema: v.string(), description: '{width}x{height}[@{scale}x].{format}' },
+      },
+      query: {
+        path: { schema: v.string(), description: 'path-{strokeWidth}+{strokeColor}[-{fillColor}]({lon},{lat}|…), several joined by ~; repeatable' },
+        marker: { schema: v.string(), description: 'pin-{s|m|l}[-{label}]+{color}({lon},{lat}), several joined by ~; repeatable' },
+        geojson: { schema: v.string(), description: 'URL-encoded GeoJSON geometry, Feature or FeatureCollection with simplestyle properties' },
+        padding: { schema: v.number(), description: 'auto-fit padding, a fraction of the image on each side (default 0.1)' },
+        maxzoom: { schema: v.number(), description: 'largest zoom of an auto-fit (default 18)' },
+        latlng: { schema: v.boolean(), description: 'coordinates are lat,lng (default false)' },
+      },
+      responses: RENDER_RESPONSES,
+    },
+    async (c) => {
+      const b = begin(c);
+      if (b.res) return b.res;
+      const size = parseSizeSegment(param(c, 'size'));
+      if (!size.ok) return invalid(c, size.problem);
+      const query = parseStaticQuery({ one: (n) => c.req.query(n), all: (n) => c.req.queries(n) ?? [] });
+      if (!query.ok) return invalid(c, query.problem);
+      const view = parseViewSegment(param(c, 'view'), query.value.latlng);
+      if (!view.ok) return invalid(c, view.problem);
+      const cam = staticCamera(view.value, query.value, size.value.width, size.value.height);
+      if (!cam.ok) return invalid(c, cam.problem);
+      try {
+        const img = await b.render.image(b.state, b.style, cam.value, size.value.scale, size.value.format, query.value.overlays, requestKey(c));
+        return send(c, img, b.state.config.server.tile_cache_control);
+      } catch (err) {
+        return renderProblem(c, err);
+      }
+    },
+  );
+
+  const tileHandler = async (c: Context, sizeText: string | undefined) => {
+    const b = begin(c);
+    if (b.res) return b.res;
+    let base: 256 | 512 = 512;
+    if (sizeText !== undefined) {
+      if (sizeText !== '256' && sizeText !== '512') return invalid(c, { parameter: 'tile_size', detail: `tile size "${sizeText}" is not 256 or 512` });
+      base = Number(sizeText) as 256 | 512;
+    }
+    const file = splitTileFile(param(c, 'file'));
+    if (!file) return invalid(c, { parameter: 'y', detail: `"${param(c, 'file')}" is not {y}[@{scale}x].{format}` });
+    const format = imageFormat(file.ext);
+    if (!format) return invalid(c, { parameter: 'format', detail: `format ".${file.ext}" is not png, jpg, jpeg or webp` });
+    const scale = parseScale(file.scale);
+    if (!scale.ok) return invalid(c, scale.problem);
+    const coord = parseTileCoord(param(c, 'z'), param(c, 'x'), file.y);
+    if (!coord.ok) return invalid(c, { parameter: 'z/x/y', detail: coord.problem });
+    try {
+      const img = await b.render.tile(b.state, b.style, { ...coord.coord, base, scale: scale.value }, format);
+      return send(c, img, b.state.config.server.tile_cache_control);
+    } catch (err) {
+      return renderProblem(c, err);
+    }
+  };
+
+  const tileParams = {
+    ...STYLE_PARAM,
+    z: { schema: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(22)) },
+    x: { schema: v.pipe(v.number(), v.integer(), v.minValue(0)) },
+    y: { schema: v.pipe(v.number(), v.integer(), v.minValue(0)) },
+    scale: { schema: v.picklist(['', '@2x', '@3x']), description: 'optional @{scale}x, 1..3' },
+    format: { schema: v.picklist(['png', 'jpg', 'jpeg', 'webp']) },
+  };
+  r.add(
+    {
+      method: 'get',
+      path: '/styles/{style}/{z}/{x}/{y}{scale}.{format}',
+      hono: '/styles/:style/:z/:x/:file',
+      summary: 'Raster tile of a style (512 px base, times the scale)',
+      tag: 'Rendering',
+      params: tileParams,
+      responses: RENDER_RESPONSES,
+    },
+    (c) => tileHandler(c, undefined),
+  );
+  r.add(
+    {
+      method: 'get',
+      path: '/styles/{style}/{tile_size}/{z}/{x}/{y}{scale}.{format}',
+      hono: '/styles/:style/:size/:z/:x/:file',
+      summary: 'Raster tile of a style with a 256 or 512 px base (a 256 px tile covers the area of the 512 px tile of the same z/x/y)',
+      tag: 'Rendering',
+      params: { ...tileParams, tile_size: { schema: v.picklist([256, 512]) } },
+      responses: RENDER_RESPONSES,
+    },
+    (c) => tileHandler(c, param(c, 'size')),
+  );
+
+  r.add(
+    {
+      method: 'get',
+      path: '/og/{style}',
+      hono: '/og/:style',
+      summary: 'Social-card image of a style (1200x630 by default)',
+      tag: 'Rendering',
+      params: STYLE_PARAM,
+      query: {
+        center: { schema: v.string(), description: 'lat,lng; required when bounds is absent' },
+        zoom: { schema: v.number(), description: 'zoom with center, 0..22 (default 10)' },
+        bounds: { schema: v.string(), description: 'minLng,minLat,maxLng,maxLat; overrides center' },
+        width: { schema: v.number(), description: '1..4096 (default 1200)' },
+        height: { schema: v.number(), description: '1..4096 (default 630)' },
+        format: { schema: v.picklist(['png', 'jpg', 'jpeg', 'webp']), description: 'default png' },
+      },
+      responses: RENDER_RESPONSES,
+    },
+    async (c) => {
+      const b = begin(c);
+      if (b.res) return b.res;
+      const width = parseDimension(c.req.query('width') ?? '1200', 'width');
+      if (!width.ok) return invalid(c, width.problem);
+      const height = parseDimension(c.req.query('height') ?? '630', 'height');
+      if (!height.ok) return invalid(c, height.problem);
+      const formatText = c.req.query('format') ?? 'png';
+      const format = imageFormat(formatText);
+      if (!format) return invalid(c, { parameter: 'format', detail: `format "${formatText}" is not png, jpg, jpeg or webp` });
+      const bounds = c.req.query('bounds');
+      const center = c.req.query('center');
+      let cam;
+      if (bounds !== undefined) {
+        const view = parseViewSegment(bounds, false);
+        if (!view.ok || view.value.type !== 'bbox') return invalid(c, { parameter: 'bounds', detail: view.ok ? `"${bounds}" is not minLng,minLat,maxLng,maxLat` : view.problem.detail });
+        cam = { ...fitBounds(view.value.bounds, width.value, height.value, 0, MAX_ZOOM), bearing: 0, pitch: 0 };
+      } else if (center !== undefined) {
+        const ll = parseLonLat(center, true);
+        if (!ll.ok) return invalid(c, { parameter: 'center', detail: ll.problem });
+        if (Math.abs(ll.value[1]) > MAX_LATITUDE) return invalid(c, { parameter: 'center', detail: `latitude ${ll.value[1]} cannot be a map centre (Web Mercator reaches ±${MAX_LATITUDE.toFixed(4)})` });
+        const zoomText = c.req.query('zoom');
+        const zoom = zoomText === undefined ? 10 : parseNumber(zoomText);
+        if (zoom === undefined || zoom < 0 || zoom > MAX_ZOOM) return invalid(c, { parameter: 'zoom', detail: `zoom "${zoomText}" is not a number 0..${MAX_ZOOM}` });
+        cam = { center: ll.value, zoom, bearing: 0, pitch: 0 };
+      } else {
+        return invalid(c, { parameter: 'center', detail: 'give center=lat,lng (with an optional zoom) or bounds=minLng,minLat,maxLng,maxLat' });
+      }
+      try {
+        const img = await b.render.image(b.state, b.style, { ...cam, width: width.value, height: height.value }, 1, format, undefined, requestKey(c));
+        return send(c, img, b.state.config.server.tile_cache_control);
+      } catch (err) {
+        return renderProblem(c, err);
+      }
+    },
+  );
+}

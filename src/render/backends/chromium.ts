@@ -1,0 +1,192 @@
+// The `chromium` backend: maplibre-gl in headless Chromium (software WebGL2 through SwiftShader), driven by
+// playwright-core. One renderer is one browser with a few pages; every page holds one MapLibre map that keeps
+// its style (and its parsed tiles) between frames.
+import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { MARKER_SWITCH } from '../processes.js';
+import { beforeDeadline, glPixelsToImage, RenderError, type Frame, type RenderedFrame, type Renderer, type ResourceFetcher, type StyleRef } from '../renderer.js';
+import { LocalServer } from './local-server.js';
+
+/** Where Chromium or Chrome usually is; Debian's /usr/bin/chromium is a wrapper script around the first. */
+const CANDIDATES = ['/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/opt/google/chrome/chrome'];
+
+/** The browser executable: the configured one, CHROMIUM_PATH, or the first usual location that exists. */
+export function findChromium(configured?: string): string | undefined {
+  if (configured) return existsSync(configured) ? configured : undefined;
+  const env = process.env.CHROMIUM_PATH;
+  if (env) return existsSync(env) ? env : undefined;
+  return CANDIDATES.find((p) => existsSync(p));
+}
+
+export interface ChromiumOptions {
+  executablePath: string;
+  /** Pages (concurrent frames) of this browser. */
+  pages: number;
+  /** Marker on the browser's command line (processes.ts), so a supervisor can find and end it. */
+  marker: string;
+  /** Largest frame edge in pixels; larger frames are split by the caller. */
+  maxFrame?: number;
+  launchTimeoutMs?: number;
+}
+
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-extensions',
+  '--disable-default-apps',
+  '--mute-audio',
+  '--hide-scrollbars',
+  // Software WebGL2: ANGLE on SwiftShader (there is no GPU on a render host, and none is needed).
+  '--use-gl=angle',
+  '--use-angle=swiftshader',
+  '--enable-unsafe-swiftshader',
+  '--ignore-gpu-blocklist',
+  // Pages are never in front: keep their timers and frames at full speed.
+  '--disable-background-timer-throttling',
+  '--disable-renderer-backgrounding',
+  '--disable-backgrounding-occluded-windows',
+  // Any host other than the renderer's own server fails at once, so a style pointing elsewhere never stalls a render.
+  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
+];
+
+interface Slot {
+  page: Page;
+  busy: boolean;
+}
+
+export class ChromiumRenderer implements Renderer {
+  readonly backend = 'chromium' as const;
+  readonly maxFrame: number;
+  renders = 0;
+  private broken: string | undefined;
+  private readonly active = new Set<ResourceFetcher>();
+
+  private constructor(
+    private readonly browser: Browser,
+    private readonly server: LocalServer,
+    private readonly slots: Slot[],
+    maxFrame: number,
+  ) {
+    this.maxFrame = maxFrame;
+    browser.on('disconnected', () => (this.broken ??= 'the browser exited'));
+    for (const s of slots) s.page.on('crash', () => (this.broken ??= 'a page crashed'));
+  }
+
+  static async start(o: ChromiumOptions): Promise<ChromiumRenderer> {
+    const maxFrame = o.maxFrame ?? 4096;
+    const server = new LocalServer({ workers: 1, maxCanvas: maxFrame, tileCache: 400 });
+    await server.listen();
+    let browser: Browser | undefined;
+    try {
+      browser = await chromium.launch({
+        executablePath: o.executablePath,
+        args: [...FLAGS, `${MARKER_SWITCH}${o.marker}`],
+        timeout: o.launchTimeoutMs ?? 60_000,
+        // The render pool owns shutdown; signal handlers in a worker thread would not fire anyway.
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
+      });
+      const slots: Slot[] = [];
+      for (let i = 0; i < o.pages; i++) {
+        const page = await browser.newPage({ viewport: { width: 512, height: 512 }, deviceScaleFactor: 1 });
+        await page.goto(server.pageUrl());
+        await page.waitForFunction('window.__tstsReady === true', undefined, { timeout: 30_000 });
+        slots.push({ page, busy: false });
+      }
+      return new ChromiumRenderer(browser, server, slots, maxFrame);
+    } catch (err) {
+      await browser?.close().catch(() => {});
+      await server.close();
+      throw new RenderError('unavailable', `Chromium did not start (${o.executablePath}): ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+
+  /** Why this renderer can no longer be used, or undefined while it can. */
+  get brokenReason(): string | undefined {
+    return this.broken;
+  }
+
+  async render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number): Promise<RenderedFrame> {
+    if (this.broken) throw new RenderError('crash', `renderer unusable: ${this.broken}`);
+    const slot = this.slots.find((s) => !s.busy);
+    if (!slot) throw new RenderError('failed', 'no free page (more concurrent renders than pages)');
+    slot.busy = true;
+    this.active.add(fetch);
+    this.server.fetcher = fetch;
+    const id = randomBytes(8).toString('hex');
+    const upload = this.server.expectFrame(id);
+    const base = this.server.resourceBase(style.key);
+    const job = {
+      styleKey: style.key,
+      styleUrl: `${base}/styles/${encodeURIComponent(style.id)}/style.json`,
+      upload: upload.url,
+      width: frame.width,
+      height: frame.height,
+      ratio: frame.ratio,
+      zoom: frame.zoom,
+      center: frame.center,
+      bearing: frame.bearing,
+      pitch: frame.pitch,
+    };
+    try {
+      // A string expression: a bundled function could carry helpers that do not exist in the page.
+      const done = slot.page.evaluate(`window.__tsts.render(${JSON.stringify(job)})`) as Promise<PageResult>;
+      const result = await beforeDeadline(done, deadline);
+      const bytes = await beforeDeadline(upload.bytes, deadline);
+      if (bytes.length !== result.width * result.height * 4) throw new RenderError('failed', `frame upload has ${bytes.length} bytes, expected ${result.width * result.height * 4}`);
+      const expected = [Math.round(frame.width * frame.ratio), Math.round(frame.height * frame.ratio)];
+      if (result.width !== expected[0] || result.height !== expected[1]) {
+        throw new RenderError('failed', `the canvas is ${result.width}x${result.height}, expected ${expected[0]}x${expected[1]}`);
+      }
+      this.renders++;
+      const t = performance.now();
+      const data = glPixelsToImage(bytes, result.width, result.height, true);
+      return {
+        data,
+        width: result.width,
+        height: result.height,
+        timings: { style: result.style, resources: result.resources, draw: result.draw, readback: result.readback, transfer: result.transfer + (performance.now() - t) },
+      };
+    } catch (err) {
+      this.server.cancelFrame(id, err as Error);
+      if (err instanceof RenderError) {
+        if (err.reason === 'timeout') this.broken ??= 'a render timed out';
+        throw err;
+      }
+      const message = (err as Error).message.split('\n')[0];
+      if (this.broken || /Target (page, context or browser )?(has been )?closed|crash/i.test(message)) {
+        this.broken ??= message;
+        throw new RenderError('crash', `the browser went away during the render: ${message}`);
+      }
+      throw new RenderError(/style/i.test(message) ? 'style' : 'failed', message);
+    } finally {
+      slot.busy = false;
+      this.active.delete(fetch);
+      // Late requests of a finished render are answered through another running render, or empty.
+      this.server.fetcher = this.active.values().next().value;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.broken ??= 'closed';
+    await Promise.race([this.browser.close().catch(() => {}), new Promise((r) => setTimeout(r, 5_000).unref())]);
+    await this.server.close();
+  }
+}
+
+interface PageResult {
+  width: number;
+  height: number;
+  style: number;
+  resources: number;
+  draw: number;
+  readback: number;
+  transfer: number;
+  lastError: string;
+}

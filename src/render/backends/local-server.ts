@@ -1,0 +1,146 @@
+// The Chromium renderer's own little HTTP server on 127.0.0.1: the page, maplibre-gl's files from the npm
+// package, the resources the page asks for (answered in-process by the front through the renderer's
+// ResourceFetcher: this is no loopback to the public listener), and the upload of finished frames.
+//
+// Why a server rather than Playwright's request interception: interception sends every request and its body
+// through the DevTools protocol and turns off the browser's HTTP cache; with a real origin the browser caches
+// resources (URLs carry the style key, so a reload never serves stale bytes) and a frame comes back as one
+// Blob upload, several times cheaper than a CDP message of the same size. Every path starts with a random
+// token, so nothing else on the machine can use the server.
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { Resource, ResourceFetcher } from '../renderer.js';
+import { emptyResource } from '../resources.js';
+import { pageHtml, type PageOptions } from './chromium-page.js';
+
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+/** maplibre-gl files the page may load; nothing else of node_modules is reachable. */
+const ASSETS = new Set(['maplibre-gl.mjs', 'maplibre-gl-worker.mjs']);
+
+let assetDir: string | undefined;
+const assetCache = new Map<string, Promise<Buffer>>();
+
+function asset(name: string): Promise<Buffer> {
+  assetDir ??= path.join(path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/package.json')), 'dist');
+  let p = assetCache.get(name);
+  if (!p) {
+    p = readFile(path.join(assetDir, name));
+    assetCache.set(name, p);
+  }
+  return p;
+}
+
+export class LocalServer {
+  private readonly server: http.Server;
+  private readonly token = randomBytes(16).toString('hex');
+  private readonly frames = new Map<string, { resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
+  private port = 0;
+  /** Answers resource requests; undefined while no render is running (requests then get empty answers). */
+  fetcher: ResourceFetcher | undefined;
+
+  constructor(private readonly page: PageOptions) {
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+    this.server.keepAliveTimeout = 60_000;
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, '127.0.0.1', () => resolve());
+    });
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  get origin(): string {
+    return `http://127.0.0.1:${this.port}/${this.token}`;
+  }
+
+  pageUrl(): string {
+    return `${this.origin}/page.html`;
+  }
+
+  /** The base URL of resources of one style key (the key makes the browser cache safe across reloads). */
+  resourceBase(styleKey: string): string {
+    return `${this.origin}/r/${styleKey}`;
+  }
+
+  /** A URL the page uploads a frame to, and the promise of that upload's bytes. */
+  expectFrame(id: string): { url: string; bytes: Promise<Buffer> } {
+    const bytes = new Promise<Buffer>((resolve, reject) => this.frames.set(id, { resolve, reject }));
+    // A render that fails before uploading must not leave an unhandled rejection behind.
+    bytes.catch(() => {});
+    return { url: `${this.origin}/frame/${id}`, bytes };
+  }
+
+  cancelFrame(id: string, err: Error): void {
+    this.frames.get(id)?.reject(err);
+    this.frames.delete(id);
+  }
+
+  close(): Promise<void> {
+    for (const [id] of this.frames) this.cancelFrame(id, new Error('renderer closed'));
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const prefix = `/${this.token}/`;
+    if (!url.pathname.startsWith(prefix)) return void res.writeHead(404).end();
+    const rest = url.pathname.slice(prefix.length);
+    try {
+      if (req.method === 'POST' && rest.startsWith('frame/')) return await this.receiveFrame(rest.slice(6), req, res);
+      if (req.method !== 'GET') return void res.writeHead(405).end();
+      if (rest === 'page.html') {
+        return void res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' }).end(pageHtml(this.page));
+      }
+      if (rest.startsWith('maplibre/')) {
+        const name = rest.slice(9);
+        if (!ASSETS.has(name)) return void res.writeHead(404).end();
+        const body = await asset(name);
+        return void res.writeHead(200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': IMMUTABLE }).end(body);
+      }
+      const m = /^r\/[^/]+(\/.*)$/.exec(rest);
+      if (m) return await this.resource(m[1] + url.search, `${this.origin}/${rest.slice(0, rest.length - m[1].length)}`, res);
+      res.writeHead(404).end();
+    } catch (err) {
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain' });
+      res.end(String((err as Error).message));
+    }
+  }
+
+  private async resource(pathAndQuery: string, base: string, res: http.ServerResponse): Promise<void> {
+    const pathname = pathAndQuery.split('?')[0];
+    const fetcher = this.fetcher;
+    let answer: Resource;
+    if (!fetcher) answer = emptyResource(pathname, 503);
+    else {
+      try {
+        answer = await fetcher(pathAndQuery, base);
+      } catch {
+        answer = emptyResource(pathname, 503);
+      }
+      if (answer.status !== 200) answer = emptyResource(pathname, answer.status);
+    }
+    res.writeHead(answer.status, {
+      'Content-Type': answer.contentType ?? 'application/octet-stream',
+      'Content-Length': answer.body.byteLength,
+      'Cache-Control': answer.status === 200 && fetcher ? IMMUTABLE : 'no-store',
+    });
+    res.end(answer.body);
+  }
+
+  private async receiveFrame(id: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const waiter = this.frames.get(id);
+    if (!waiter) return void res.writeHead(404).end();
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+    this.frames.delete(id);
+    waiter.resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    res.writeHead(204).end();
+  }
+}

@@ -1,0 +1,82 @@
+// Encoding rendered pixels with sharp (libvips works on its own threads, off the event loop), cutting tiles
+// out of metatiles, joining the parts of a split frame and compositing overlays.
+import sharp, { type Sharp } from 'sharp';
+import type { ImageFormat } from './static-params.js';
+
+export interface EncodeOptions {
+  jpegQuality: number;
+  webpQuality: number;
+}
+
+export interface RawImage {
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
+
+export interface Rect {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
+
+const raw = (img: RawImage) => sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } });
+
+function encode(pipeline: Sharp, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
+  switch (format) {
+    case 'png':
+      // Level 6 with adaptive filtering off: within a few percent of the smallest output at a fraction of the time.
+      return pipeline.png({ compressionLevel: 6, adaptiveFiltering: false }).toBuffer();
+    case 'jpeg':
+      return pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: o.jpegQuality }).toBuffer();
+    case 'webp':
+      return pipeline.webp({ quality: o.webpQuality, effort: 2 }).toBuffer();
+  }
+}
+
+export function encodeImage(img: RawImage, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
+  return encode(raw(img), format, o);
+}
+
+/** One tile of a metatile, encoded. */
+export function encodeRegion(img: RawImage, r: Rect, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
+  if (r.left === 0 && r.top === 0 && r.width === img.width && r.height === img.height) return encodeImage(img, format, o);
+  return encode(raw(img).extract(r), format, o);
+}
+
+/** A region of an image as raw pixels (a row copy, no codec). */
+export function cropRaw(img: RawImage, r: Rect): RawImage {
+  if (r.left === 0 && r.top === 0 && r.width === img.width && r.height === img.height) return img;
+  const out = new Uint8Array(r.width * r.height * 4);
+  for (let y = 0; y < r.height; y++) {
+    const from = ((r.top + y) * img.width + r.left) * 4;
+    out.set(img.data.subarray(from, from + r.width * 4), y * r.width * 4);
+  }
+  return { data: out, width: r.width, height: r.height };
+}
+
+/** Pastes `part` into `into` at (left, top). */
+export function pasteRaw(into: RawImage, part: RawImage, left: number, top: number): void {
+  for (let y = 0; y < part.height; y++) {
+    const from = y * part.width * 4;
+    into.data.set(part.data.subarray(from, from + part.width * 4), ((top + y) * into.width + left) * 4);
+  }
+}
+
+/** Scales an image to width x height (a pitched frame drawn at a lower ratio than asked). */
+export async function resizeRaw(img: RawImage, width: number, height: number): Promise<RawImage> {
+  const data = await raw(img).resize(width, height, { fit: 'fill' }).raw().toBuffer();
+  return { data, width, height };
+}
+
+/** Half size (a 256 px tile at z0 drawn at 512 px by a renderer without negative zooms). */
+export async function halveRaw(img: RawImage): Promise<RawImage> {
+  return resizeRaw(img, Math.round(img.width / 2), Math.round(img.height / 2));
+}
+
+/** The image with an SVG drawn over it, encoded. */
+export function encodeWithOverlay(img: RawImage, svg: string | undefined, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
+  if (!svg) return encodeImage(img, format, o);
+  return encode(raw(img).composite([{ input: Buffer.from(svg), left: 0, top: 0 }]), format, o);
+}

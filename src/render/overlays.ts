@@ -1,0 +1,169 @@
+// The overlay grammars of static maps (spec, "Static map image"), parsed strictly: every error names the part
+// of the value that is wrong. Coordinates are read as lon,lat, or lat,lon when `latlng` is set.
+//   path:   path-{strokeWidth}+{strokeColor}[-{fillColor}]({lon},{lat}|{lon},{lat}|...)   several joined by ~
+//   marker: pin-{s|m|l}[-{label}]+{color}({lon},{lat})                                     several joined by ~
+// A query string decodes `+` to a space (decisions.md): in the style part of an item (before its "(") a space
+// stands for `+`. The stroke width may be left out (3 px), and so may the stroke colour (blue, #0000ff, as in
+// simplestyle's default) — `path(…)`, `path-5(…)` and `path+f00(…)` are all read.
+
+export interface Rgba {
+  r: number;
+  g: number;
+  b: number;
+  /** 0..1 */
+  a: number;
+}
+
+export type LonLat = [number, number];
+
+export interface PathOverlay {
+  kind: 'path';
+  width: number;
+  stroke: Rgba;
+  /** A filled path is a polygon, closed when drawn. */
+  fill: Rgba | undefined;
+  points: LonLat[];
+}
+
+export type PinSize = 's' | 'm' | 'l';
+
+export interface MarkerOverlay {
+  kind: 'marker';
+  size: PinSize;
+  label: string | undefined;
+  color: Rgba;
+  point: LonLat;
+}
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
+
+export const DEFAULT_STROKE_WIDTH = 3;
+export const DEFAULT_STROKE: Rgba = { r: 0, g: 0, b: 255, a: 1 };
+/** Pin boxes in CSS pixels (width x height); the tip is at the box centre, the pin fills the upper half. */
+export const PIN_SIZES: Record<PinSize, { width: number; height: number }> = { s: { width: 20, height: 50 }, m: { width: 30, height: 70 }, l: { width: 40, height: 100 } };
+/** Widest stroke accepted, in CSS pixels. */
+const MAX_STROKE_WIDTH = 100;
+
+const HEX = /^(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$/;
+const NUMBER = /^-?(?:\d+(?:\.\d*)?|\.\d+)$/;
+
+/** A colour of 3, 4, 6 or 8 hex digits (no "#"); 4 and 8 digits carry alpha. */
+export function parseHexColor(hex: string): Rgba | undefined {
+  if (!HEX.test(hex)) return undefined;
+  const full = hex.length <= 4 ? [...hex].map((c) => c + c).join('') : hex;
+  const n = (i: number) => parseInt(full.slice(i, i + 2), 16);
+  return { r: n(0), g: n(2), b: n(4), a: full.length === 8 ? n(6) / 255 : 1 };
+}
+
+/** A number as written in a URL: optional minus, digits, optional fraction. No exponents, no "+", no spaces. */
+export function parseNumber(s: string): number | undefined {
+  return NUMBER.test(s) ? Number(s) : undefined;
+}
+
+/** One `a,b` pair as [lon, lat], checked against the ranges of longitudes and latitudes. */
+export function parseLonLat(pair: string, latlng: boolean): Parsed<LonLat> {
+  const parts = pair.split(',');
+  if (parts.length !== 2) return { ok: false, problem: `"${pair}" is not a coordinate pair ${latlng ? 'lat,lng' : 'lon,lat'}` };
+  const a = parseNumber(parts[0]);
+  const b = parseNumber(parts[1]);
+  if (a === undefined || b === undefined) return { ok: false, problem: `"${pair}" is not a pair of numbers` };
+  const [lon, lat] = latlng ? [b, a] : [a, b];
+  if (lon < -180 || lon > 180) return { ok: false, problem: `longitude ${lon} in "${pair}" is outside -180..180` };
+  if (lat < -90 || lat > 90) return { ok: false, problem: `latitude ${lat} in "${pair}" is outside -90..90` };
+  return { ok: true, value: [lon, lat] };
+}
+
+/** Splits an item into its style part (spaces read as "+") and the text inside its one pair of parentheses. */
+function splitItem(item: string): Parsed<{ head: string; body: string }> {
+  const open = item.indexOf('(');
+  if (open < 0 || !item.endsWith(')')) return { ok: false, problem: `"${item}" has no (coordinates) at its end` };
+  const body = item.slice(open + 1, -1);
+  if (body.includes('(') || body.includes(')')) return { ok: false, problem: `"${item}" has unbalanced parentheses` };
+  return { ok: true, value: { head: item.slice(0, open).replace(/ /g, '+'), body } };
+}
+
+/** Items of a value joined by "~"; an empty item is an error. */
+function items(value: string): Parsed<string[]> {
+  const list = value.split('~');
+  const empty = list.findIndex((s) => s.trim() === '');
+  if (empty >= 0) return { ok: false, problem: `item ${empty + 1} of "${value}" is empty` };
+  return { ok: true, value: list };
+}
+
+export function parsePath(item: string, latlng: boolean): Parsed<PathOverlay> {
+  const split = splitItem(item);
+  if (!split.ok) return split;
+  const { head, body } = split.value;
+  const m = /^path(?:-([^+]*))?(?:\+([^-]*)(?:-(.*))?)?$/.exec(head);
+  if (!m) return { ok: false, problem: `"${head}" is not path-{strokeWidth}+{strokeColor}[-{fillColor}]` };
+  let width = DEFAULT_STROKE_WIDTH;
+  if (m[1] !== undefined) {
+    const w = parseNumber(m[1]);
+    if (w === undefined || w <= 0 || w > MAX_STROKE_WIDTH) return { ok: false, problem: `stroke width "${m[1]}" in "${head}" is not a number above 0 and at most ${MAX_STROKE_WIDTH}` };
+    width = w;
+  }
+  let stroke = DEFAULT_STROKE;
+  if (m[2] !== undefined) {
+    const c = parseHexColor(m[2]);
+    if (!c) return { ok: false, problem: `stroke color "${m[2]}" in "${head}" is not 3, 4, 6 or 8 hex digits` };
+    stroke = c;
+  }
+  let fill: Rgba | undefined;
+  if (m[3] !== undefined) {
+    fill = parseHexColor(m[3]);
+    if (!fill) return { ok: false, problem: `fill color "${m[3]}" in "${head}" is not 3, 4, 6 or 8 hex digits` };
+  }
+  const pairs = body.split('|');
+  if (pairs.length < 2) return { ok: false, problem: `the path "${item}" has ${pairs.length} point; a path needs at least 2` };
+  const points: LonLat[] = [];
+  for (const pair of pairs) {
+    const p = parseLonLat(pair, latlng);
+    if (!p.ok) return { ok: false, problem: `in the path "${item}": ${p.problem}` };
+    points.push(p.value);
+  }
+  return { ok: true, value: { kind: 'path', width, stroke, fill, points } };
+}
+
+export function parseMarker(item: string, latlng: boolean): Parsed<MarkerOverlay> {
+  const split = splitItem(item);
+  if (!split.ok) return split;
+  const { head, body } = split.value;
+  const m = /^pin-([sml])(?:-([\p{L}\p{N}]))?\+([^+]*)$/u.exec(head);
+  if (!m) {
+    if (/^pin-[^sml]/.test(head)) return { ok: false, problem: `pin size in "${head}" is not s, m or l` };
+    if (/^pin-[sml]-/.test(head)) return { ok: false, problem: `the label in "${head}" is not one letter or digit` };
+    return { ok: false, problem: `"${head}" is not pin-{s|m|l}[-{label}]+{color}` };
+  }
+  const color = parseHexColor(m[3]);
+  if (!color) return { ok: false, problem: `marker color "${m[3]}" in "${head}" is not 3, 4, 6 or 8 hex digits` };
+  const p = parseLonLat(body, latlng);
+  if (!p.ok) return { ok: false, problem: `in the marker "${item}": ${p.problem}` };
+  return { ok: true, value: { kind: 'marker', size: m[1] as PinSize, label: m[2], color, point: p.value } };
+}
+
+/** All paths of `path` query values (each may hold several joined by "~"). */
+export function parsePaths(values: readonly string[], latlng: boolean): Parsed<PathOverlay[]> {
+  return parseAll(values, (i) => parsePath(i, latlng));
+}
+
+/** All markers of `marker` query values (each may hold several joined by "~"). */
+export function parseMarkers(values: readonly string[], latlng: boolean): Parsed<MarkerOverlay[]> {
+  return parseAll(values, (i) => parseMarker(i, latlng));
+}
+
+function parseAll<T>(values: readonly string[], one: (item: string) => Parsed<T>): Parsed<T[]> {
+  const out: T[] = [];
+  for (const value of values) {
+    const list = items(value);
+    if (!list.ok) return list;
+    for (const item of list.value) {
+      const r = one(item);
+      if (!r.ok) return r;
+      out.push(r.value);
+    }
+  }
+  return { ok: true, value: out };
+}
+
+/** Text of a colour as SVG wants it, alpha apart. */
+export const svgColor = (c: Rgba) => `rgb(${c.r},${c.g},${c.b})`;

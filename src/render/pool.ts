@@ -1,0 +1,202 @@
+// The render pool of one HTTP process: Piscina worker threads (entry workers/render.ts), one renderer each.
+// The pool bounds the queue (full: overload, 503 with Retry-After), answers the threads' resource requests
+// in-process, enforces the render time limit as a backstop to the thread's own (a thread stuck past it is
+// terminated and its browser killed), retries a render once when its renderer crashed under it, and closes
+// every browser it started.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { killMarked } from './processes.js';
+import { RenderError, type BackendName, type Frame, type RenderedFrame, type ResourceFetcher, type StyleRef } from './renderer.js';
+import { threadMarkerPrefix, type PoolMessage, type ThreadConfig, type ThreadMessage, type ThreadResult, type ThreadTask } from './thread.js';
+
+export interface PoolOptions {
+  backend: BackendName;
+  threads: number;
+  /** Concurrent frames per thread (Chromium pages per browser). */
+  pages: number;
+  timeoutMs: number;
+  maxQueue: number;
+  maxRenders: number;
+  maxFrame: number;
+  chromiumPath: string | undefined;
+  /** Answers the threads' resource requests (in-process, src/render/resources.ts). */
+  fetch: ResourceFetcher;
+  onThreadError?: (err: Error) => void;
+}
+
+/** A task as the pool builds it; the port is added per run. */
+type TaskWithoutPort = ThreadTask extends infer T ? (T extends ThreadTask ? Omit<T, 'port'> : never) : never;
+
+/** Time a thread gets beyond the render limit to report its own timeout before the pool terminates it. */
+const BACKSTOP_GRACE_MS = 5_000;
+
+/** The built thread entry: beside the bundle (dist/cli.js), or dist/ when running from the sources. */
+export function workerFile(): string {
+  const candidates = [new URL('./workers/render.js', import.meta.url), new URL('../../dist/workers/render.js', import.meta.url)];
+  const found = candidates.map((u) => fileURLToPath(u)).find((f) => existsSync(f));
+  if (!found) throw new RenderError('unavailable', 'the render thread entry dist/workers/render.js is missing (run the build)');
+  return found;
+}
+
+export class RenderPool {
+  private readonly piscina: Piscina<ThreadTask, ThreadResult>;
+  private readonly markerPrefix = `p${process.pid}-${randomBytes(4).toString('hex')}`;
+  private readonly control: BroadcastChannel;
+  private closed = false;
+
+  constructor(private readonly o: PoolOptions) {
+    const cfg: ThreadConfig = {
+      backend: o.backend,
+      pages: o.pages,
+      maxRenders: o.maxRenders,
+      maxFrame: o.maxFrame,
+      chromiumPath: o.chromiumPath,
+      markerPrefix: this.markerPrefix,
+      controlChannel: `tileserver-ts-render-${this.markerPrefix}`,
+    };
+    this.control = new BroadcastChannel(cfg.controlChannel);
+    this.control.unref();
+    this.piscina = new Piscina<ThreadTask, ThreadResult>({
+      filename: workerFile(),
+      minThreads: o.threads,
+      maxThreads: o.threads,
+      idleTimeout: Number.POSITIVE_INFINITY,
+      concurrentTasksPerWorker: o.pages,
+      workerData: cfg,
+      // The queue bound is enforced here (render), before a task is created.
+      maxQueue: Number.POSITIVE_INFINITY,
+    });
+    // A thread that ends (terminated after a hung render, or crashed) leaves its browser behind: end it.
+    this.piscina.on('workerDestroy', (w: { id: number }) => void killMarked(threadMarkerPrefix(this.markerPrefix, w.id)));
+    this.piscina.on('error', (err: Error) => o.onThreadError?.(err));
+  }
+
+  get backend(): BackendName {
+    return this.o.backend;
+  }
+
+  get maxFrame(): number {
+    return this.o.maxFrame;
+  }
+
+  /** Renders waiting for a renderer now. */
+  get queued(): number {
+    return this.piscina.queueSize;
+  }
+
+  /**
+   * Starts every renderer and draws one frame of `style` on each, so the first request does not pay for the
+   * browser start. Resolves when at least one renderer works; rejects with the reason when none does.
+   */
+  async warmUp(style: StyleRef | undefined, timeoutMs: number): Promise<void> {
+    const runs = Array.from({ length: this.o.threads * this.o.pages }, () => this.run({ kind: 'warmup', style, timeoutMs }, timeoutMs));
+    const results = await Promise.allSettled(runs);
+    if (results.some((r) => r.status === 'fulfilled')) return;
+    const first = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    throw first?.reason instanceof RenderError ? first.reason : new RenderError('unavailable', String(first?.reason));
+  }
+
+  async render(style: StyleRef, frame: Frame): Promise<RenderedFrame> {
+    if (this.closed) throw new RenderError('unavailable', 'the renderer is shutting down');
+    if (this.piscina.queueSize >= this.o.maxQueue) throw new RenderError('overload', `${this.piscina.queueSize} renders are waiting (render.max_queue = ${this.o.maxQueue})`);
+    try {
+      return await this.renderOnce(style, frame);
+    } catch (err) {
+      // The renderer died under this render (not because of it: timeouts are not retried). Once more, on a new one.
+      if (err instanceof RenderError && err.reason === 'crash' && !this.closed) return this.renderOnce(style, frame);
+      throw err;
+    }
+  }
+
+  private async renderOnce(style: StyleRef, frame: Frame): Promise<RenderedFrame> {
+    let out: RenderedFrame | undefined;
+    await this.run({ kind: 'render', style, frame, timeoutMs: this.o.timeoutMs }, this.o.timeoutMs, (f) => (out = f));
+    if (!out) throw new RenderError('failed', 'the render thread reported success without a frame');
+    return out;
+  }
+
+  /** Runs one task with its own MessagePort for resources and the frame. */
+  private async run(task: TaskWithoutPort, timeoutMs: number, onFrame?: (f: RenderedFrame) => void): Promise<void> {
+    const { port1, port2 } = new MessageChannel();
+    const abort = new AbortController();
+    let backstop: NodeJS.Timeout | undefined;
+    let threadId: number | undefined;
+    const queuedAt = performance.now();
+    let queueMs = 0;
+    let frameArrived: () => void = () => {};
+    const frame = new Promise<void>((resolve) => (frameArrived = resolve));
+    port1.on('message', (msg: ThreadMessage) => {
+      if (msg.type === 'started') {
+        threadId = msg.threadId;
+        queueMs = performance.now() - queuedAt;
+        backstop = setTimeout(() => abort.abort(), timeoutMs + BACKSTOP_GRACE_MS);
+      } else if (msg.type === 'resource') {
+        void this.answer(port1, msg);
+      } else if (msg.type === 'frame') {
+        onFrame?.({ data: msg.data, width: msg.width, height: msg.height, timings: { ...(msg.timings as unknown as RenderedFrame['timings']), queue: queueMs } });
+        frameArrived();
+      }
+    });
+    try {
+      let result: ThreadResult;
+      try {
+        result = await this.piscina.run({ ...task, port: port2 } as ThreadTask, { transferList: [port2], signal: abort.signal });
+      } catch (err) {
+        if (abort.signal.aborted) {
+          if (threadId !== undefined) await killMarked(threadMarkerPrefix(this.markerPrefix, threadId));
+          throw new RenderError('timeout', `the render did not finish within ${timeoutMs} ms; its renderer was replaced`);
+        }
+        // The thread itself died (Piscina starts a new one): treat as a crash of the renderer.
+        throw new RenderError(this.closed ? 'unavailable' : 'crash', `render thread failed: ${(err as Error).message}`);
+      }
+      if (!result.ok) throw new RenderError(result.reason, result.message);
+      // The frame travels on the port, the result through Piscina: the frame may come a moment later.
+      if (task.kind === 'render') await Promise.race([frame, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    } finally {
+      clearTimeout(backstop);
+      port1.close();
+    }
+  }
+
+  private async answer(port: import('node:worker_threads').MessagePort, msg: Extract<ThreadMessage, { type: 'resource' }>): Promise<void> {
+    let reply: PoolMessage;
+    try {
+      const r = await this.o.fetch(msg.path, msg.base);
+      reply = { type: 'resource', id: msg.id, status: r.status, contentType: r.contentType, body: r.body };
+    } catch {
+      reply = { type: 'resource', id: msg.id, status: 500, contentType: undefined, body: new Uint8Array(0) };
+    }
+    const b = reply.body;
+    // Transfer only a buffer the body owns entirely (a slice of a shared buffer would be detached for everyone).
+    const own = b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && !(b.buffer instanceof SharedArrayBuffer);
+    try {
+      port.postMessage(reply, own ? [b.buffer as ArrayBuffer] : []);
+    } catch {
+      /* the task is over and its port closed: the renderer answers the request empty */
+    }
+  }
+
+  /** Closes every renderer (each thread closes its browser), ends the threads and kills anything left. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const threads = this.piscina.threads.length;
+    const acks = new BroadcastChannel(this.control.name);
+    acks.unref();
+    let closedCount = 0;
+    const allClosed = new Promise<void>((resolve) => {
+      acks.onmessage = (ev) => {
+        if ((ev as unknown as { data: { type?: string } }).data?.type === 'closed' && ++closedCount >= threads) resolve();
+      };
+    });
+    this.control.postMessage({ type: 'close' });
+    await Promise.race([allClosed, new Promise((r) => setTimeout(r, 8_000).unref())]);
+    acks.close();
+    this.control.close();
+    await this.piscina.destroy().catch(() => {});
+    await killMarked(this.markerPrefix);
+  }
+}

@@ -1,0 +1,134 @@
+// Cache of rendered images: in memory per process (LRU by bytes), and for raster style tiles also on disk
+// under `[cache] dir`/render, shared by every worker process. Keys start with the style id and a hash of the
+// style file and the configuration, so an edited style or configuration never serves old pixels.
+// The disk cache is bounded: when the bytes written since the last sweep pass a tenth of the budget, the
+// oldest files are removed until the directory is under 90% of it.
+import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { LRUCache } from 'lru-cache';
+
+export interface CachedImage {
+  body: Uint8Array;
+  etag: string;
+  contentType: string;
+}
+
+const ENTRY_OVERHEAD = 128;
+
+export class RenderCache {
+  private readonly memory: LRUCache<string, CachedImage> | undefined;
+  private readonly diskBudget: number;
+  private writtenSinceSweep = 0;
+  private sweeping: Promise<void> | undefined;
+
+  constructor(
+    memoryMb: number,
+    private readonly dir: string | undefined,
+    diskMb: number,
+    private readonly onError: (err: Error) => void = () => {},
+  ) {
+    const maxSize = Math.floor(memoryMb * 1024 * 1024);
+    if (maxSize > 0) {
+      this.memory = new LRUCache<string, CachedImage>({
+        maxSize,
+        sizeCalculation: (v, k) => v.body.byteLength + k.length + ENTRY_OVERHEAD,
+        maxEntrySize: Math.max(1, Math.floor(maxSize / 8)),
+      });
+    }
+    this.diskBudget = dir ? Math.floor(diskMb * 1024 * 1024) : 0;
+  }
+
+  getMemory(key: string): CachedImage | undefined {
+    return this.memory?.get(key);
+  }
+
+  setMemory(key: string, value: CachedImage): void {
+    this.memory?.set(key, value);
+  }
+
+  /** Drops the memory cache (a reload drops cached tiles; the disk cache is keyed by content and stays). */
+  clearMemory(): void {
+    this.memory?.clear();
+  }
+
+  get diskEnabled(): boolean {
+    return this.diskBudget > 0;
+  }
+
+  private file(key: string): string {
+    // Keys are made of ids, hashes and numbers; anything else is replaced so a key can never leave the directory.
+    const safe = key.split('/').map((p) => p.replace(/[^A-Za-z0-9_.@-]/g, '_').replace(/^\.+/, '_'));
+    return path.join(this.dir!, ...safe);
+  }
+
+  async getDisk(key: string): Promise<Buffer | undefined> {
+    if (!this.diskEnabled) return undefined;
+    try {
+      return await readFile(this.file(key));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Writes atomically (temp file and rename), so another process never reads half a file. */
+  async setDisk(key: string, body: Uint8Array): Promise<void> {
+    if (!this.diskEnabled) return;
+    const file = this.file(key);
+    const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    try {
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(tmp, body);
+      await rename(tmp, file);
+    } catch (err) {
+      await unlink(tmp).catch(() => {});
+      this.onError(err as Error);
+      return;
+    }
+    this.writtenSinceSweep += body.byteLength;
+    if (this.writtenSinceSweep > this.diskBudget / 10 && !this.sweeping) {
+      this.writtenSinceSweep = 0;
+      this.sweeping = this.sweep()
+        .catch((err: Error) => this.onError(err))
+        .finally(() => (this.sweeping = undefined));
+    }
+  }
+
+  /** Removes the oldest files until the directory holds at most 90% of the budget. */
+  async sweep(): Promise<void> {
+    const files: { file: string; size: number; mtime: number }[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) await walk(p);
+        else if (e.isFile()) {
+          const s = await stat(p).catch(() => undefined);
+          if (s) files.push({ file: p, size: s.size, mtime: s.mtimeMs });
+        }
+      }
+    };
+    await walk(this.dir!);
+    let total = files.reduce((n, f) => n + f.size, 0);
+    if (total <= this.diskBudget) return;
+    files.sort((a, b) => a.mtime - b.mtime);
+    for (const f of files) {
+      if (total <= this.diskBudget * 0.9) break;
+      await unlink(f.file).catch(() => {});
+      total -= f.size;
+    }
+  }
+
+  get entries(): number {
+    return this.memory?.size ?? 0;
+  }
+
+  get bytes(): number {
+    return this.memory?.calculatedSize ?? 0;
+  }
+}

@@ -1,0 +1,312 @@
+// The rendering service of one HTTP process: starts the render pool in the background (warm) when there is
+// something to render, follows reloads, and turns tile, static-map and social-card requests into images —
+// metatiles drawn once and cut, large frames drawn in parts, overlays composited, every result cached and
+// concurrent identical requests sharing one render.
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { RenderConfig } from '../config/schema.js';
+import { poolShare, workerCount } from '../cluster/sizing.js';
+import type { RuntimeStatus } from '../http/context.js';
+import { resolvedCacheDir } from '../http/routes/operational.js';
+import type { Logger } from '../log.js';
+import type { AppState } from '../state/app-state.js';
+import type { LoadedStyle } from '../styles/registry.js';
+import { etagOf } from '../tiles/tile-service.js';
+import { backendCandidates } from './backends/select.js';
+import type { Camera } from './camera.js';
+import { cropRaw, encodeRegion, encodeWithOverlay, pasteRaw, resizeRaw, type EncodeOptions, type RawImage } from './image.js';
+import { renderMetrics } from './metrics.js';
+import { RenderPool } from './pool.js';
+import { RenderCache, type CachedImage } from './render-cache.js';
+import { RenderError, type BackendName, type Frame, type RenderedFrame, type StyleRef } from './renderer.js';
+import { inProcessFetcher, type AppFetch } from './resources.js';
+import { CONTENT_TYPES, type ImageFormat } from './static-params.js';
+import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
+import { planMetatile, splitFrame, tileRect, type TileRequest } from './tile-render.js';
+
+/** Largest frame edge a renderer draws at once (SwiftShader allows 8192; memory per frame stays bounded). */
+const MAX_FRAME = 4096;
+/** Overlap of the parts of a split frame, CSS pixels. */
+const SPLIT_BUFFER = 64;
+/** How long a request waits for renderers that are still starting. */
+const START_WAIT_MS = 60_000;
+
+export interface RenderStatus {
+  available: boolean;
+  backend: BackendName | undefined;
+  /** Why rendering is not available (while `available` is false). */
+  reason: string | undefined;
+}
+
+const extOf = (f: ImageFormat) => (f === 'jpeg' ? 'jpg' : f);
+
+/** An image and how it was obtained; `timing` (milliseconds per phase) when this request rendered it. */
+export interface RenderResult {
+  image: CachedImage;
+  from: 'memory' | 'disk' | 'render';
+  timing: Record<string, number> | undefined;
+}
+
+interface Rendered {
+  images: Map<string, CachedImage>;
+  timing: Record<string, number>;
+}
+
+interface DrawnFrame {
+  raw: RawImage;
+  timing: Record<string, number>;
+}
+
+export class RenderService {
+  private pool: RenderPool | undefined;
+  private starting: Promise<void> | undefined;
+  private reason: string | undefined = 'rendering has not started';
+  private poolKey: string | undefined;
+  private fetcher: AppFetch | undefined;
+  private cache: RenderCache | undefined;
+  private cacheKeyOfCache: string | undefined;
+  private lastState: AppState | undefined;
+  private readonly inflight = new Map<string, Promise<Rendered>>();
+  private closed = false;
+
+  constructor(
+    private readonly runtime: RuntimeStatus,
+    private readonly log: Logger,
+  ) {}
+
+  /** The app whose routes answer the renderers' resource requests (in-process). */
+  attach(fetch: AppFetch): void {
+    this.fetcher = fetch;
+  }
+
+  status(): RenderStatus {
+    return { available: this.pool !== undefined && !this.starting, backend: this.pool?.backend, reason: this.reason };
+  }
+
+  /** Follows the active state: starts, keeps, restarts or stops the pool; drops memory-cached images on reload. */
+  onState(state: AppState): void {
+    if (this.closed) return;
+    if (this.lastState && this.lastState !== state) this.cache?.clearMemory();
+    this.lastState = state;
+    const cfg = state.config.render;
+    const dir = resolvedCacheDir(state);
+    const cacheKey = JSON.stringify([cfg.memory_cache_mb, cfg.disk_cache_mb, dir]);
+    if (cacheKey !== this.cacheKeyOfCache) {
+      this.cache = new RenderCache(cfg.memory_cache_mb, path.join(dir, 'render'), cfg.disk_cache_mb, (err) => this.log.warn({ err: err.message }, 'render cache'));
+      this.cacheKeyOfCache = cacheKey;
+    }
+    this.runtime.renderRoutesMounted = !state.config.server.disable_render;
+    const wanted = !state.config.server.disable_render && state.styles.size > 0;
+    const key = JSON.stringify([cfg, state.config.server.workers]);
+    if (!wanted) {
+      this.reason = state.config.server.disable_render ? 'server.disable_render is set' : 'no styles are configured';
+      void this.stopPool();
+      return;
+    }
+    if (key === this.poolKey && (this.pool || this.starting)) return;
+    this.poolKey = key;
+    const previous = this.stopPool();
+    const firstStyle = state.styles.values().next().value as LoadedStyle;
+    this.starting = previous
+      .then(() => this.startPool(cfg, state, firstStyle))
+      .finally(() => (this.starting = undefined));
+  }
+
+  private async startPool(cfg: RenderConfig, state: AppState, warmStyle: LoadedStyle): Promise<void> {
+    const fetcher = this.fetcher;
+    if (!fetcher) throw new Error('RenderService.attach was not called');
+    this.runtime.rendererEnabled = false;
+    this.runtime.renderer = undefined;
+    const renderers = cfg.pool_size ?? poolShare(workerCount(state.config.server.workers));
+    const choice = await backendCandidates(cfg);
+    const reasons = [...choice.reasons];
+    for (const c of choice.candidates) {
+      const pages = c.backend === 'chromium' ? Math.min(cfg.pages_per_browser, renderers) : 1;
+      const pool = new RenderPool({
+        backend: c.backend,
+        threads: Math.ceil(renderers / pages),
+        pages,
+        timeoutMs: cfg.timeout_ms,
+        maxQueue: cfg.max_queue,
+        maxRenders: cfg.max_renders,
+        maxFrame: MAX_FRAME,
+        chromiumPath: c.chromiumPath,
+        fetch: inProcessFetcher(fetcher),
+        onThreadError: (err) => this.log.error({ err: err.message }, 'render thread error'),
+      });
+      try {
+        // The warm-up loads a style and draws a frame: allow it more than one render's time (browser start).
+        await pool.warmUp(this.styleRef(state, warmStyle), Math.max(cfg.timeout_ms, START_WAIT_MS));
+      } catch (err) {
+        reasons.push(`${c.backend}: ${(err as Error).message}`);
+        await pool.close();
+        continue;
+      }
+      if (this.closed) return void (await pool.close());
+      this.pool = pool;
+      this.reason = undefined;
+      this.runtime.rendererEnabled = true;
+      this.runtime.renderer = c.backend;
+      this.log.info({ backend: c.backend, threads: Math.ceil(renderers / pages), pages }, 'renderer ready');
+      return;
+    }
+    this.reason = `no renderer could start: ${reasons.join('; ')}`;
+    this.log.warn(this.reason);
+  }
+
+  private async stopPool(): Promise<void> {
+    if (this.starting) await this.starting.catch(() => {});
+    const pool = this.pool;
+    this.pool = undefined;
+    this.poolKey = undefined;
+    this.runtime.rendererEnabled = false;
+    this.runtime.renderer = undefined;
+    await pool?.close();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.stopPool();
+  }
+
+  /** The pool, waiting for it while it starts; RenderError 'unavailable' when there is none. */
+  private async ready(): Promise<RenderPool> {
+    if (this.starting) await Promise.race([this.starting.catch(() => {}), new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
+    if (this.pool) return this.pool;
+    throw new RenderError('unavailable', this.starting ? 'the renderer is still starting' : (this.reason ?? 'rendering is not available'));
+  }
+
+  /** Renderer identity of a style in this state (changes with the style, the configuration, or any reload). */
+  private styleRef(state: AppState, style: LoadedStyle): StyleRef {
+    const key = createHash('sha256').update(`${style.hash}\n${state.configHash}\n${state.loadedAt}`).digest('hex').slice(0, 16);
+    return { id: style.id, key };
+  }
+
+  /** Cache identity of a style's images: the same in every process serving the same files. */
+  private contentKey(state: AppState, style: LoadedStyle): string {
+    return createHash('sha256').update(`${style.hash}\n${state.configHash}`).digest('hex').slice(0, 16);
+  }
+
+  private encodeOptions(state: AppState): EncodeOptions {
+    return { jpegQuality: state.config.render.jpeg_quality, webpQuality: state.config.render.webp_quality };
+  }
+
+  /** A raster tile of a style: from memory, disk, or its metatile's render. */
+  async tile(state: AppState, style: LoadedStyle, t: TileRequest, format: ImageFormat): Promise<RenderResult> {
+    const cache = this.cache!;
+    const base = `${style.id}/${this.contentKey(state, style)}/${t.base}@${t.scale}x`;
+    const key = `${base}/${t.z}/${t.x}/${t.y}.${extOf(format)}`;
+    const hit = cache.getMemory(key);
+    if (hit) return { image: hit, from: 'memory', timing: undefined };
+    const fromDisk = await cache.getDisk(key);
+    if (fromDisk) {
+      const image: CachedImage = { body: fromDisk, etag: etagOf(fromDisk), contentType: CONTENT_TYPES[format] };
+      cache.setMemory(key, image);
+      return { image, from: 'disk', timing: undefined };
+    }
+    const cfg = state.config.render;
+    const plan = planMetatile(t, cfg.metatile, cfg.tile_buffer, MAX_FRAME);
+    const metaKey = `${base}/${t.z}/${plan.x0}/${plan.y0}/${plan.size}.${extOf(format)}`;
+    const rendered = await this.shared(
+      metaKey,
+      async () => {
+        const started = performance.now();
+        const drawn = await this.renderFrame(state, style, plan.frame);
+        const encodeStart = performance.now();
+        const images = new Map<string, CachedImage>();
+        const n = 2 ** t.z;
+        const encode = this.encodeOptions(state);
+        const cells: [number, number][] = [];
+        for (let y = plan.y0; y < Math.min(n, plan.y0 + plan.size); y++) for (let x = plan.x0; x < Math.min(n, plan.x0 + plan.size); x++) cells.push([x, y]);
+        // Tiles are encoded concurrently: sharp runs each on a libvips thread.
+        const bodies = await Promise.all(cells.map(([x, y]) => encodeRegion(drawn.raw, tileRect(plan, x, y), format, encode)));
+        cells.forEach(([x, y], i) => {
+          const body = bodies[i];
+          const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
+          const k = `${base}/${t.z}/${x}/${y}.${extOf(format)}`;
+          images.set(k, image);
+          cache.setMemory(k, image);
+          void cache.setDisk(k, body);
+        });
+        const done = performance.now();
+        renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
+        return { images, timing: { ...drawn.timing, encode: done - encodeStart, tiles: cells.length, total: done - started } };
+      },
+      style.id,
+    );
+    const image = rendered.images.get(key);
+    if (!image) throw new RenderError('failed', `the metatile render did not produce ${key}`);
+    return { image, from: 'render', timing: rendered.timing };
+  }
+
+  /** A static map or social card: one frame (in parts when large), overlays drawn over it, encoded. */
+  async image(state: AppState, style: LoadedStyle, cam: Camera, ratio: number, format: ImageFormat, overlays: Overlays | undefined, requestKey: string): Promise<RenderResult> {
+    const key = `${style.id}/${this.contentKey(state, style)}/image/${createHash('sha256').update(requestKey).digest('hex').slice(0, 32)}`;
+    const hit = this.cache!.getMemory(key);
+    if (hit) return { image: hit, from: 'memory', timing: undefined };
+    const rendered = await this.shared(
+      key,
+      async () => {
+        const started = performance.now();
+        const drawn = await this.renderFrame(state, style, { ...cam, ratio });
+        const encodeStart = performance.now();
+        const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
+        const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
+        const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
+        this.cache!.setMemory(key, image);
+        const done = performance.now();
+        renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
+        return { images: new Map([[key, image]]), timing: { ...drawn.timing, encode: done - encodeStart, total: done - started } };
+      },
+      style.id,
+    );
+    return { image: rendered.images.get(key)!, from: 'render', timing: rendered.timing };
+  }
+
+  /** Runs `work` once for concurrent callers of the same key; counts failures for the metrics. */
+  private shared(key: string, work: () => Promise<Rendered>, styleId: string): Promise<Rendered> {
+    let p = this.inflight.get(key);
+    if (!p) {
+      p = work()
+        .catch((err: unknown) => {
+          const e = err instanceof RenderError ? err : new RenderError('failed', (err as Error).message);
+          renderMetrics.countError(styleId, e.reason);
+          throw e;
+        })
+        .finally(() => this.inflight.delete(key));
+      this.inflight.set(key, p);
+    }
+    return p;
+  }
+
+  /** Pixels of a frame of any size: parts drawn concurrently and joined, or a pitched view drawn smaller and scaled. */
+  private async renderFrame(state: AppState, style: LoadedStyle, frame: Frame): Promise<DrawnFrame> {
+    const pool = await this.ready();
+    const ref = this.styleRef(state, style);
+    const parts = splitFrame(frame, pool.maxFrame, SPLIT_BUFFER);
+    const pw = Math.round(frame.width * frame.ratio);
+    const ph = Math.round(frame.height * frame.ratio);
+    const timing = (t: RenderedFrame['timings']): Record<string, number> => ({ ...t });
+    if (parts.length === 1) {
+      if (pw <= pool.maxFrame && ph <= pool.maxFrame) {
+        const f = await pool.render(ref, frame);
+        return { raw: f, timing: timing(f.timings) };
+      }
+      const ratio = pool.maxFrame / Math.max(frame.width, frame.height);
+      const smaller = await pool.render(ref, { ...frame, ratio });
+      return { raw: await resizeRaw(smaller, pw, ph), timing: timing(smaller.timings) };
+    }
+    const drawn = await Promise.all(parts.map((p) => pool.render(ref, p.frame)));
+    const whole: RawImage = { data: new Uint8Array(pw * ph * 4), width: pw, height: ph };
+    parts.forEach((p, i) => pasteRaw(whole, cropRaw(drawn[i], { left: p.cropLeft, top: p.cropTop, width: p.width, height: p.height }), p.left, p.top));
+    // Parts run concurrently: report the slowest part's phases.
+    const slowest = drawn.reduce((a, b) => (sum(b.timings) > sum(a.timings) ? b : a));
+    return { raw: whole, timing: { ...timing(slowest.timings), parts: parts.length } };
+  }
+
+  get cacheStats(): { entries: number; bytes: number } {
+    return { entries: this.cache?.entries ?? 0, bytes: this.cache?.bytes ?? 0 };
+  }
+}
+
+const sum = (t: RenderedFrame['timings']) => t.resources + t.draw + t.readback + t.transfer + t.style;
