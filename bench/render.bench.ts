@@ -22,7 +22,7 @@ const WORKERS = process.env.BENCH_WORKERS;
 const CLI = path.join(ROOT, 'dist/cli.js');
 const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
 
-let clk = 100;
+const clk = 100;
 /** Every process descended from `root` (browsers are in their own process groups, so a group walk misses them). */
 function tree(root: number): { cpu: number; rss: number } {
   const parent = new Map<number, number>();
@@ -198,7 +198,6 @@ function breakdown(rows: Record<string, number>[]): string {
 }
 
 async function main(): Promise<void> {
-  clk = 100;
   const n = cores();
   console.log(`machine: ${n} cores; ${SECONDS} s per tile run; style osm-liberty over omt-planet-z0-1 (z4-z6 overzoomed), 512 px PNG`);
   const tiles = tileList();

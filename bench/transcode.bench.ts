@@ -1,5 +1,5 @@
 // MVT <-> MLT transcoding: (1) throughput of one thread (one core) over the 11 OpenMapTiles fixture tiles in
-// each direction, with the time split between decoding and encoding; (2) where MVT -> MLT spends its time,
+// each direction, with the time split between decoding and encoding; (2) where each direction spends its time,
 // from a --cpu-prof profile of the same loop; (3) serving through the real server with its tile cache off:
 // `.mlt` of an MVT archive (a transcode per request) against `.pbf` of the same archive (stored bytes).
 //
@@ -114,17 +114,29 @@ function throughput(tiles: Pair[]): void {
   }
 }
 
+/** The part of the pipeline a profiled function belongs to. */
+function areaOf(url: string, fn: string): string {
+  if (fn === '(garbage collector)') return 'garbage collection';
+  if (url === 'node:internal/encoding' || fn === 'encodeUtf8String' || fn === 'decodeUTF8') return 'UTF-8 (TextEncoder / TextDecoder, called by @maplibre/mlt)';
+  if (url.includes('@maplibre/mlt/dist/encoding')) return '@maplibre/mlt encoder (encodeTile)';
+  if (url.includes('@maplibre/mlt') || url.includes('point-geometry')) return '@maplibre/mlt decoder (decodeTile, getFeatures)';
+  if (url.includes('mvt-decode')) return 'MVT decoding (src/tiles/mvt-decode.ts)';
+  if (url.includes('mvt-encode')) return 'MVT encoding (src/tiles/mvt-encode.ts)';
+  if (url.includes('mlt-codec') || url.includes('vector-model')) return 'model <-> MLT library shapes (src/tiles/mlt-codec.ts)';
+  if (url.includes('/pbf/')) return 'pbf reader / writer';
+  return 'other (runtime, bench loop)';
+}
+
 interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
 }
 
-/** Where the time goes: a profiled child runs the MVT -> MLT loop; self time summed by function and by area. */
-function profile(): void {
-  if (PROFILE_SECONDS === 0) return;
+/** Where the time goes: a profiled child runs one direction's loop; self time summed by function and by area. */
+function profile(from: 'mvt' | 'mlt'): void {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'transcode-prof-'));
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--cpu-prof', '--cpu-prof-dir', dir, path.join(ROOT, 'bench/transcode.bench.ts'), '--profile-child'], {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--cpu-prof', '--cpu-prof-dir', dir, path.join(ROOT, 'bench/transcode.bench.ts'), `--profile-child=${from}`], {
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
     env: { ...process.env, BENCH_PROFILE_SECONDS: String(PROFILE_SECONDS) },
@@ -152,21 +164,11 @@ function profile(): void {
     const where = url.includes('@maplibre/mlt') ? url.slice(url.indexOf('@maplibre/mlt') + 14) : path.basename(url || '(native)');
     const fn = `${n.callFrame.functionName || '(anonymous)'} ${where}`;
     byFunction.set(fn, (byFunction.get(fn) ?? 0) + hits);
-    const area = url.includes('@maplibre/mlt/dist/encoding') || url === 'node:internal/encoding'
-      ? '@maplibre/mlt encoder (encodeTile, with its TextEncoder calls)'
-      : url.includes('@maplibre/mlt')
-        ? '@maplibre/mlt other'
-        : url.includes('mvt-decode')
-          ? 'MVT decoding (src/tiles/mvt-decode.ts)'
-          : url.includes('mlt-codec') || url.includes('vector-model')
-            ? 'model -> encoder input (mlt-codec.ts, ring classification)'
-            : n.callFrame.functionName === '(garbage collector)'
-              ? 'garbage collection'
-              : 'other (pbf, runtime, bench loop)';
+    const area = areaOf(url, n.callFrame.functionName);
     byArea.set(area, (byArea.get(area) ?? 0) + hits);
   }
   const pct = (h: number) => `${fmt((100 * h) / total, 1)} %`;
-  process.stdout.write(`\n2. MVT -> MLT profile (--cpu-prof, ${PROFILE_SECONDS} s), share of CPU samples\n`);
+  process.stdout.write(`\n2${from === 'mvt' ? 'a' : 'b'}. ${from === 'mvt' ? 'MVT -> MLT' : 'MLT -> MVT'} profile (--cpu-prof, ${PROFILE_SECONDS} s), share of CPU samples\n`);
   process.stdout.write(table([['area', 'share'], ...[...byArea].sort((a, b) => b[1] - a[1]).map(([k, h]) => [k, pct(h)])]) + '\n');
   const top = [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 12);
   process.stdout.write(table([['function (self time)', 'share'], ...top.map(([k, h]) => [k, pct(h)])]) + '\n');
@@ -258,11 +260,13 @@ async function serving(tiles: Pair[]): Promise<void> {
 
 async function main(): Promise<void> {
   const tiles = pairs();
-  if (process.argv.includes('--profile-child')) {
-    loop(tiles, 'mvt', 0.001);
+  const child = process.argv.find((a) => a.startsWith('--profile-child='));
+  if (child) {
+    const from = child.endsWith('mlt') ? 'mlt' : 'mvt';
+    loop(tiles, from, 0.001);
     // performance.now() counts from process start, as the profile's sample times do (near enough).
     process.stdout.write(`LOOP_START_MS=${performance.now()}\n`);
-    loop(tiles, 'mvt', PROFILE_SECONDS);
+    loop(tiles, from, PROFILE_SECONDS);
     return;
   }
   process.stdout.write(
@@ -270,7 +274,7 @@ async function main(): Promise<void> {
       `fixtures/vector/omt-tiles (${tiles.length} tiles, ${fmt(tiles.reduce((n, t) => n + t.mvt.length, 0) / 1e6, 1)} MB of MVT)\n`,
   );
   throughput(tiles);
-  profile();
+  if (PROFILE_SECONDS > 0) for (const from of ['mvt', 'mlt'] as const) profile(from);
   await serving(tiles);
 }
 

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from './config/errors.js';
 import { loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
-import { runPrimary } from './cluster/primary.js';
+import { listenErrorLine } from './cluster/listen-error.js';
+import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './cluster/sizing.js';
 import { runSingle, runWorker } from './cluster/worker.js';
 import { log } from './log.js';
@@ -90,13 +91,16 @@ async function main(): Promise<void> {
   if (count <= 1) {
     await runSingle(loaded);
   } else {
-    runPrimary(loaded, count);
+    await runPrimary(loaded, count);
   }
   process.stdout.write(`tileserver-ts ${VERSION} listening on http://${server.host}:${server.port} (${count} process${count > 1 ? 'es' : ''})\n`);
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof SourceOpenError) {
+  const listenError = listenErrorLine(err);
+  if (listenError) {
+    process.stderr.write(`tileserver-ts: ${listenError}\n`);
+  } else if (err instanceof ConfigError || err instanceof SourceOpenError || err instanceof WorkerStartError) {
     process.stderr.write(`tileserver-ts: ${err.message}\n`);
   } else {
     process.stderr.write(`tileserver-ts: ${(err as Error)?.stack ?? String(err)}\n`);

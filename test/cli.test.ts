@@ -3,8 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
-import { fixture, ROOT, runCli, startServer, writeTempConfig } from './helpers/server.js';
+import { fixture, freePort, ROOT, runCli, startServer, writeTempConfig } from './helpers/server.js';
 import { getJson, request, tempDir } from './helpers/foundation.js';
 
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -131,4 +132,19 @@ test('an invalid config stops start-up naming the file and key; a bad --port is 
   assertOneLine(await runCli(['--config', config]), [new RegExp(config.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), /server\.port/]);
   assertOneLine(await runCli([fixture('vector/world_cities.mbtiles'), '--port', 'http']), [/--port/]);
   assertOneLine(await runCli(['--config', path.join(tempDir(), 'absent.toml')]), [/absent\.toml/]);
+});
+
+test('a port already in use stops start-up with one line, with one process and with several', async () => {
+  const port = await freePort();
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(port, '127.0.0.1', resolve));
+  try {
+    for (const workers of ['1', '2']) {
+      const r = await runCli([fixture('vector/world_cities.mbtiles'), '--host', '127.0.0.1', '--port', String(port), '--workers', workers], {}, 60_000);
+      assertOneLine(r, [new RegExp(`127\\.0\\.0\\.1:${port}`), /already in use/]);
+      assert.doesNotMatch(r.stdout, /listening/, `workers=${workers}: no false "listening" line`);
+    }
+  } finally {
+    await new Promise((resolve) => taken.close(resolve));
+  }
 });

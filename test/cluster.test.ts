@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { gunzipSync } from 'node:zlib';
-import { fixture, startServer, type TestServer } from './helpers/server.js';
+import { spawn } from 'node:child_process';
+import { CLI, fixture, freePort, startServer, type TestServer } from './helpers/server.js';
 import { getJson, request, sha256, startRangeServer, storedPmtilesTile, waitFor, type RangeServer } from './helpers/foundation.js';
 
 const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
@@ -79,10 +80,13 @@ function serverSocketInode(serverPort: number, clientPort: number): string | und
  */
 async function servingPid(port: number, candidates: number[]): Promise<number | undefined> {
   const socket = net.connect(port, '127.0.0.1');
+  socket.setTimeout(5000);
   try {
     await new Promise<void>((resolve, reject) => {
       let got = '';
       socket.once('error', reject);
+      socket.once('timeout', () => reject(new Error('no answer within 5 s')));
+      socket.once('close', () => reject(new Error(`connection closed after ${JSON.stringify(got)}`)));
       socket.on('data', (d) => {
         got += d.toString();
         if (got.includes('\r\n\r\nOK')) resolve();
@@ -163,9 +167,10 @@ describe('workers = 2', () => {
     primary = server.proc.pid!;
   });
   after(async () => {
-    console.log('DEBUG-OUTPUT', server.output());
+    // Workers outlive a SIGKILLed primary (they are re-parented): take their pids first.
+    const workers = primary ? childPids(primary) : [];
     await server?.stop('SIGKILL');
-    for (const pid of childPids(primary)) process.kill(pid, 'SIGKILL');
+    for (const pid of workers) if (alive(pid)) process.kill(pid, 'SIGKILL');
     await remote?.close();
   });
 
@@ -210,7 +215,7 @@ describe('workers = 2', () => {
     const broken = configText(remote.url, `[[sources]]\nid = "bad"\ntype = "pmtiles"\npath = "${fixture('broken/invalid.pmtiles')}"\n`);
     writeFileSync(file, broken);
     process.kill(primary, 'SIGHUP');
-    await waitFor('both workers to refuse the reload', () => ((server.output().match(/kept its previous configuration/g) ?? []).length >= 2 ? true : undefined));
+    await waitFor('the primary to refuse the reload', () => (/SIGHUP: the new configuration cannot be loaded/.test(server.output()) ? true : undefined));
     assert.deepEqual(await hashesSeen(server), new Set([current]));
     assert.equal((await request(server.url, '/data/cities/0/0/0.pbf')).status, 200);
     assert.equal((await request(server.url, '/data/bad.json')).status, 404);
@@ -276,4 +281,24 @@ describe('workers = 1', () => {
   test('SIGTERM lets an in-flight request finish, then exits 0', async () => {
     await drainsInFlightRequest(server, remote, [1, 1, 1]);
   });
+});
+
+test('SIGTERM while the workers are still starting exits 0 (the stop is not lost)', async () => {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [CLI, OMT, '--host', '127.0.0.1', '--port', String(port), '--workers', '2'], { stdio: 'ignore' });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  try {
+    const workers = await waitFor('two forked workers', () => {
+      const kids = childPids(proc.pid!);
+      return kids.length === 2 ? kids : undefined;
+    });
+    proc.kill('SIGTERM');
+    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running after 20 s'), 20_000))]);
+    assert.equal(code, 0);
+    await waitFor('the workers to exit', () => (workers.some(alive) ? undefined : true));
+  } finally {
+    const left = childPids(proc.pid!);
+    proc.kill('SIGKILL');
+    for (const pid of left) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  }
 });

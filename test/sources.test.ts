@@ -102,6 +102,10 @@ id = "cities"
 type = "mbtiles"
 path = "${fixture('vector/world_cities.mbtiles')}"
 [[sources]]
+id = "cities.v2_b-1"
+type = "mbtiles"
+path = "${fixture('vector/world_cities.mbtiles')}"
+[[sources]]
 id = "raw"
 type = "mbtiles"
 path = "${fixture('vector/uncompressed_mvt.mbtiles')}"
@@ -163,6 +167,15 @@ test('MBTiles rows are flipped: XYZ 1/0/0 is the north-west tile (Vancouver), 1/
     for (const n of present) assert.ok(names.includes(n), `${zxy} should hold ${n}: ${names.join(', ')}`);
     for (const n of absent) assert.ok(!names.includes(n), `${zxy} should not hold ${n}`);
   }
+});
+
+test('ids with ".", "_" and "-" work in every URL, including one ending like a file extension', async () => {
+  const tj = await getJson<TileJson>(server.url, '/data/cities.v2_b-1.json');
+  assert.equal(tj.status, 200);
+  assert.deepEqual(tj.json.tiles, [`${server.url}/data/cities.v2_b-1/{z}/{x}/{y}.pbf`]);
+  const tile = await request(server.url, '/data/cities.v2_b-1/1/1/0.pbf');
+  assert.equal(tile.status, 200);
+  assert.ok(layerProperty(tile.body, 'cities', 'name').includes('Paris'));
 });
 
 test('an MBTiles twin of a PMTiles archive serves byte-identical tiles at every XYZ address', async () => {

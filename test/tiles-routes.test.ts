@@ -268,7 +268,7 @@ describe('status codes and headers', () => {
     const comparable = (h: RawResponse['headers']) => Object.fromEntries(Object.entries(h).filter(([k]) => !ignore.has(k)));
     for (const p of paths) {
       for (const ae of [undefined, 'gzip']) {
-        const headers = ae ? { 'Accept-Encoding': ae } : {};
+        const headers: Record<string, string> = ae ? { 'Accept-Encoding': ae } : {};
         const get = await request(server.url, p, { headers });
         const head = await request(server.url, p, { method: 'HEAD', headers });
         assert.equal(head.status, get.status, p);

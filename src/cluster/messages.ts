@@ -2,7 +2,11 @@
 import type { LoadedConfig } from '../config/load.js';
 
 export type ToWorker = { type: 'reload'; loaded: LoadedConfig; flush: boolean } | { type: 'shutdown' };
-export type ToPrimary = { type: 'ready' } | { type: 'reloaded'; ok: boolean; reloaded: boolean; error?: string };
+export type ToPrimary =
+  | { type: 'ready' }
+  | { type: 'reloaded'; ok: boolean; reloaded: boolean; error?: string }
+  /** The worker could not start (one line); it exits after sending this. */
+  | { type: 'failed'; error: string };
 
 /** Environment variable carrying the validated configuration to a forked worker. */
 export const CONFIG_ENV = 'TILESERVER_TS_LOADED_CONFIG';

@@ -4,24 +4,55 @@ import cluster, { type Worker } from 'node:cluster';
 import type { LoadedConfig } from '../config/load.js';
 import { log } from '../log.js';
 import { rereadConfig } from '../server.js';
+import { buildAppState } from '../state/app-state.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
 
-export function runPrimary(initial: LoadedConfig, count: number): void {
+/** No worker could start (the port is taken, say): the one line that says why. */
+export class WorkerStartError extends Error {
+  override name = 'WorkerStartError';
+}
+
+/**
+ * Forks `count` workers. Resolves when the first of them listens; rejects when a worker dies before any has
+ * listened, since whatever stopped it (a port in use, no permission) would stop every replacement too.
+ */
+export function runPrimary(initial: LoadedConfig, count: number): Promise<void> {
   let loaded = initial;
   let stopping = false;
+  /** Some worker has listened: from then on a dead worker is replaced. */
+  let up = false;
+  let failed = false;
+  /** The first start-up error a worker reported. */
+  let startError: string | undefined;
   const recentDeaths: number[] = [];
+  let started: { resolve: () => void; reject: (err: Error) => void };
+  const startup = new Promise<void>((resolve, reject) => (started = { resolve, reject }));
 
   const fork = (): Worker => {
     const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded) });
     worker.on('message', (msg: ToPrimary) => {
       if (msg.type === 'reloaded' && !msg.ok) log.error({ worker: worker.id, error: msg.error }, 'worker kept its previous configuration');
+      if (msg.type === 'failed') startError ??= msg.error;
     });
     return worker;
   };
 
+  cluster.on('listening', () => {
+    if (up) return;
+    up = true;
+    started.resolve();
+  });
+
   cluster.on('exit', (worker, code, signal) => {
+    if (failed) return;
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    if (!up) {
+      failed = true;
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
+      started.reject(new WorkerStartError(startError ?? `a worker exited during start-up (${signal ?? `exit code ${code}`})`));
       return;
     }
     const now = Date.now();
@@ -36,15 +67,26 @@ export function runPrimary(initial: LoadedConfig, count: number): void {
   for (let i = 0; i < count; i++) fork();
 
   process.on('SIGHUP', () => {
+    let next: LoadedConfig | undefined;
     try {
-      const next = rereadConfig(loaded);
+      next = rereadConfig(loaded);
       if (!next) return log.warn('SIGHUP: started from file arguments, there is no config file to re-read');
-      loaded = next;
-      const msg: ToWorker = { type: 'reload', loaded, flush: false };
-      for (const w of Object.values(cluster.workers ?? {})) w?.send(msg);
     } catch (err) {
-      log.error({ err: (err as Error).message }, 'SIGHUP: the configuration is invalid; keeping the current one');
+      return log.error({ err: (err as Error).message }, 'SIGHUP: the configuration is invalid; keeping the current one');
     }
+    const candidate = next;
+    // Open every source once here before adopting the file: a replacement worker is forked with `loaded`, and
+    // one forked with a configuration whose sources cannot be opened would die at start, again and again.
+    buildAppState(candidate)
+      .then((probe) => probe.close())
+      .then(
+        () => {
+          loaded = candidate;
+          const msg: ToWorker = { type: 'reload', loaded, flush: false };
+          for (const w of Object.values(cluster.workers ?? {})) w?.send(msg);
+        },
+        (err: Error) => log.error({ err: err.message }, 'SIGHUP: the new configuration cannot be loaded; keeping the current one'),
+      );
   });
 
   const stop = () => {
@@ -57,4 +99,5 @@ export function runPrimary(initial: LoadedConfig, count: number): void {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  return startup;
 }

@@ -117,33 +117,40 @@ function toModelId(id: number | bigint | undefined): number | bigint | undefined
   return id;
 }
 
-/** Decodes uncompressed MLT bytes into the model. Throws on bytes that are not a well-formed MLT tile. */
+/**
+ * Decodes uncompressed MLT bytes into the model. Columns are read directly (`getValue` per feature) rather than
+ * through `getFeatures`, which would build a properties object per feature only for us to copy it.
+ * Throws on bytes that are not a well-formed MLT tile.
+ */
 export function decodeMlt(bytes: Uint8Array): VectorTileData {
-  const tables = decodeTile(bytes, undefined, false);
   const out: VectorTileData = [];
-  for (const table of tables) {
-    const features: TileFeature[] = [];
-    for (const f of table.getFeatures()) {
-      const type = MVT_TYPE[f.geometry.type];
-      if (type === undefined) throw new Error(`unknown MLT geometry type ${f.geometry.type}`);
+  for (const table of decodeTile(bytes, undefined, false)) {
+    const geometryVector = table.geometryVector;
+    const geometries = geometryVector.getGeometries();
+    const ids = table.idVector;
+    const columns = table.propertyVectors.filter((c) => !!c);
+    const features: TileFeature[] = new Array(table.numFeatures);
+    for (let i = 0; i < features.length; i++) {
+      const type = MVT_TYPE[geometryVector.geometryType(i)];
+      if (type === undefined) throw new Error(`unknown MLT geometry type ${geometryVector.geometryType(i)}`);
       const geometry: number[][] = [];
-      for (const part of f.geometry.coordinates) {
+      for (const part of geometries[i]) {
         let n = part.length;
         // The decoder closes polygon rings; the model keeps them open.
         if (type === 3 && n > 1 && part[0].x === part[n - 1].x && part[0].y === part[n - 1].y) n--;
         const flat: number[] = new Array(n * 2);
-        for (let i = 0; i < n; i++) {
-          flat[2 * i] = part[i].x;
-          flat[2 * i + 1] = part[i].y;
+        for (let j = 0; j < n; j++) {
+          flat[2 * j] = part[j].x;
+          flat[2 * j + 1] = part[j].y;
         }
         geometry.push(flat);
       }
       const properties = Object.create(null) as Record<string, PropValue>;
-      for (const key in f.properties) {
-        const v = toPropValue(f.properties[key]);
-        if (v !== undefined) properties[key] = v;
+      for (const column of columns) {
+        const v = toPropValue(column.getValue(i));
+        if (v !== undefined) properties[column.name] = v;
       }
-      features.push({ id: toModelId(f.id), type, geometry, properties });
+      features[i] = { id: toModelId((ids?.getValue(i) ?? undefined) as number | bigint | undefined), type, geometry, properties };
     }
     out.push({ name: table.name, extent: table.extent, version: 2, features });
   }

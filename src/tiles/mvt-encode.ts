@@ -93,19 +93,16 @@ interface LayerTables {
   keys: string[];
   keyIndex: Map<string, number>;
   values: PropValue[];
-  /** Per JavaScript type, since 1 (number) and "1" (string) must stay distinct entries. */
-  valueIndex: Map<string, Map<PropValue, number>>;
+  /** Map keys compare by SameValueZero: 1, "1", 1n and true stay distinct entries, as MVT values must. */
+  valueIndex: Map<PropValue, number>;
 }
 
 function valueSlot(t: LayerTables, value: PropValue): number {
-  const kind = typeof value;
-  let byKind = t.valueIndex.get(kind);
-  if (!byKind) t.valueIndex.set(kind, (byKind = new Map()));
-  let i = byKind.get(value);
+  let i = t.valueIndex.get(value);
   if (i === undefined) {
     i = t.values.length;
     t.values.push(value);
-    byKind.set(value, i);
+    t.valueIndex.set(value, i);
   }
   return i;
 }

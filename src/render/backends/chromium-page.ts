@@ -140,6 +140,7 @@ async function render(job) {
 }
 
 window.__tsts = { render };
+Object.defineProperty(window, '__tstsDebugMap', { get: () => map });
 window.__tstsReady = true;
 </script></body></html>`;
 }
