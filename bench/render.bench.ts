@@ -1,6 +1,7 @@
-// Rendering: uncached raster tiles of the showcase style (OSM Liberty over the OpenMapTiles planet archive,
-// overzoomed), distinct 512 px tiles requested by several clients at once so the renderers are saturated;
-// with metatile 1 and 2. Then static maps (800x600 with a path, markers and a GeoJSON polygon) and social cards
+// Rendering: uncached raster tiles of the showcase style (OSM Liberty), distinct 512 px tiles requested by
+// several clients at once so the renderers are saturated, in 4x4 blocks as a map client fills its view; with
+// metatile 1 and 2, on two workloads: the OpenMapTiles planet archive (z0-1) overzoomed to z5-z7, and z14 tiles
+// that each hold the real Paris z14 tile (the densest fixture). Then static maps (800x600 with a path, markers and a GeoJSON polygon) and social cards
 // one at a time, for their latency. Prints tiles/s, tiles/s per core, tiles per CPU-second (every process of
 // the server, browsers included), p50/p99, peak memory, and where a frame's time goes (from the Server-Timing
 // header the service sends with every rendered answer).
@@ -8,23 +9,27 @@
 //   node --import tsx bench/render.bench.ts        (make bench runs it; build first: node scripts/build.mjs)
 //
 // Environment: BENCH_RENDER_SECONDS (measured seconds per tile run, 30), BENCH_RENDER_CLIENTS (concurrent
-// clients; default two per renderer), BENCH_RENDER_METATILES (1,2), BENCH_RENDER_SAMPLES (static/og
-// requests, 12), BENCH_WORKERS (worker processes; default auto).
+// clients; default twice the cores), BENCH_RENDER_METATILES (1,2), BENCH_RENDER_WORKLOADS (planet,city),
+// BENCH_RENDER_SAMPLES (static/og requests, 12), BENCH_WORKERS (worker processes; default auto),
+// BENCH_RENDER_EXTRA (extra TOML lines for the [render] section, e.g. "tile_buffer = 0").
+import Database from 'better-sqlite3';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { ChildServer, cores, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
 
 const SECONDS = envNumber('BENCH_RENDER_SECONDS', 30);
 const SAMPLES = envNumber('BENCH_RENDER_SAMPLES', 12);
 const METATILES = (process.env.BENCH_RENDER_METATILES ?? '1,2').split(',').map(Number);
+const WORKLOADS = (process.env.BENCH_RENDER_WORKLOADS ?? 'planet,city').split(',') as ('planet' | 'city')[];
 const WORKERS = process.env.BENCH_WORKERS;
 const CLI = path.join(ROOT, 'dist/cli.js');
 const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
 
 const clk = 100;
 /** Every process descended from `root` (browsers are in their own process groups, so a group walk misses them). */
-function tree(root: number): { cpu: number; rss: number } {
+function tree(root: number, withMemory = false): { cpu: number; rss: number } {
   const parent = new Map<number, number>();
   const stats = new Map<number, { cpu: number; rss: number }>();
   for (const e of readdirSync('/proc')) {
@@ -33,7 +38,7 @@ function tree(root: number): { cpu: number; rss: number } {
       const st = readFileSync(`/proc/${e}/stat`, 'utf8');
       const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
       parent.set(Number(e), Number(f[1]));
-      stats.set(Number(e), { cpu: (Number(f[11]) + Number(f[12])) / clk, rss: Number(f[21]) * 4096 });
+      stats.set(Number(e), { cpu: (Number(f[11]) + Number(f[12])) / clk, rss: 0 });
     } catch {
       /* gone */
     }
@@ -47,9 +52,19 @@ function tree(root: number): { cpu: number; rss: number } {
   for (const [pid, s] of stats) {
     if (!inTree(pid)) continue;
     cpu += s.cpu;
-    rss += s.rss;
+    if (withMemory) rss += pss(pid);
   }
   return { cpu, rss };
+}
+
+/** Proportional set size: shared pages (Chromium's processes share many) counted once across processes. */
+function pss(pid: number): number {
+  try {
+    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
@@ -65,18 +80,42 @@ function timings(header: string | string[] | undefined): Record<string, number> 
   return out;
 }
 
-/** Distinct tiles over Europe at z4..z6, in raster order (as a map client fills a view row by row). */
-function tileList(): string[] {
+/** Tiles in blocks of 4x4, as a map client fills its view, block after block across the area. */
+function blocks(z: number, x0: number, x1: number, y0: number, y1: number): string[] {
   const out: string[] = [];
-  for (const z of [5, 6, 4]) {
-    const n = 2 ** z;
-    const x0 = Math.floor(((-15 + 180) / 360) * n);
-    const x1 = Math.floor(((35 + 180) / 360) * n);
-    const y = (lat: number) => Math.floor(((1 - Math.log(Math.tan(Math.PI / 4 + (lat * Math.PI) / 360)) / Math.PI) / 2) * n);
-    for (let ty = y(65); ty <= y(35); ty++) for (let tx = x0; tx <= x1; tx++) out.push(`${z}/${tx}/${ty}`);
-  }
+  for (let by = y0; by <= y1; by += 4)
+    for (let bx = x0; bx <= x1; bx += 4)
+      for (let y = by; y < Math.min(by + 4, y1 + 1); y++) for (let x = bx; x < Math.min(bx + 4, x1 + 1); x++) out.push(`${z}/${x}/${y}`);
   return out;
 }
+
+const tileY = (lat: number, n: number) => Math.floor(((1 - Math.log(Math.tan(Math.PI / 4 + (lat * Math.PI) / 360)) / Math.PI) / 2) * n);
+const tileX = (lon: number, n: number) => Math.floor(((lon + 180) / 360) * n);
+
+/** The planet archive (z0-1) overzoomed: Europe and around at z5, z6, then z7. */
+function planetTiles(): string[] {
+  return [5, 6, 7].flatMap((z) => blocks(z, tileX(-30, 2 ** z), tileX(60, 2 ** z), tileY(70, 2 ** z), tileY(30, 2 ** z)));
+}
+
+/** A block of z14 tiles, each holding the real z14 Paris tile (900 KB, dense), around XYZ 14/8298/5635. */
+const CITY = { x0: 8290, y0: 5627, size: 12 };
+function cityTiles(): string[] {
+  return blocks(14, CITY.x0, CITY.x0 + CITY.size - 1, CITY.y0, CITY.y0 + CITY.size - 1);
+}
+
+function writeCityArchive(file: string): void {
+  const paris = gzipSync(readFileSync(fixture('vector/omt-tiles/14_8298_10748.mvt')));
+  const db = new Database(file);
+  db.exec('CREATE TABLE metadata (name TEXT, value TEXT); CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);');
+  const meta = db.prepare('INSERT INTO metadata VALUES (?, ?)');
+  for (const [k, v] of Object.entries({ name: 'city', format: 'pbf', minzoom: '0', maxzoom: '14' })) meta.run(k, v);
+  const ins = db.prepare('INSERT INTO tiles VALUES (?, ?, ?, ?)');
+  ins.run(0, 0, 0, gzipSync(readFileSync(fixture('vector/omt-tiles/0_0_0.mvt'))));
+  for (let x = CITY.x0 - 2; x < CITY.x0 + CITY.size + 2; x++) for (let y = CITY.y0 - 2; y < CITY.y0 + CITY.size + 2; y++) ins.run(14, x, 2 ** 14 - 1 - y, paris);
+  db.close();
+}
+
+type Workload = 'planet' | 'city';
 
 interface Server {
   child: ChildServer;
@@ -86,7 +125,7 @@ interface Server {
   sampler: NodeJS.Timeout;
 }
 
-async function start(metatile: number): Promise<Server> {
+async function start(metatile: number, workload: Workload, cityFile: string): Promise<Server> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-render-bench-'));
   const port = await freePort();
   const toml = `fonts = "${fixture('fonts')}"
@@ -96,8 +135,8 @@ port = ${port}
 ${WORKERS ? `workers = ${WORKERS === 'auto' ? '"auto"' : WORKERS}` : ''}
 [[sources]]
 id = "openmaptiles"
-type = "pmtiles"
-path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
+type = "${workload === 'city' ? 'mbtiles' : 'pmtiles'}"
+path = "${workload === 'city' ? cityFile : fixture('vector/omt-planet-z0-1.pmtiles')}"
 [[sources]]
 id = "natural_earth"
 type = "pmtiles"
@@ -109,9 +148,10 @@ path = "${fixture('styles/osm-liberty/style.json')}"
 dir = "${dir}"
 [render]
 metatile = ${metatile}
+${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
 `;
   writeFileSync(path.join(dir, 'config.toml'), toml);
-  const child = ChildServer.start(`tileserver-ts (metatile ${metatile})`, process.execPath, [CLI, '--config', path.join(dir, 'config.toml')], { env: { LOG_LEVEL: 'warn' } });
+  const child = ChildServer.start(`tileserver-ts (${workload}, metatile ${metatile})`, process.execPath, [CLI, '--config', path.join(dir, 'config.toml')], { env: { LOG_LEVEL: 'warn' } });
   const url = `http://127.0.0.1:${port}`;
   await child.waitReady(`${url}/health`);
   // Rendering is ready when every process says so (each worker process warms its own pool).
@@ -124,7 +164,7 @@ metatile = ${metatile}
   }
   // Other worker processes may still be warming: a short settle before measuring.
   await new Promise((r) => setTimeout(r, 5_000));
-  const s: Server = { child, url, dir, peak: 0, sampler: setInterval(() => (s.peak = Math.max(s.peak, tree(child.proc.pid!).rss)), 250) };
+  const s: Server = { child, url, dir, peak: 0, sampler: setInterval(() => (s.peak = Math.max(s.peak, tree(child.proc.pid!, true).rss)), 1000) };
   return s;
 }
 
@@ -135,6 +175,7 @@ async function stop(s: Server): Promise<void> {
 }
 
 interface TileRun {
+  workload: Workload;
   metatile: number;
   tiles: number;
   seconds: number;
@@ -145,8 +186,8 @@ interface TileRun {
   peak: number;
 }
 
-async function tileRun(metatile: number, tiles: string[]): Promise<TileRun> {
-  const s = await start(metatile);
+async function tileRun(workload: Workload, metatile: number, tiles: string[], cityFile: string): Promise<TileRun> {
+  const s = await start(metatile, workload, cityFile);
   const clients = envNumber('BENCH_RENDER_CLIENTS', 2 * Math.max(2, cores()));
   const lat: number[] = [];
   const rendered: Record<string, number>[] = [];
@@ -174,7 +215,7 @@ async function tileRun(metatile: number, tiles: string[]): Promise<TileRun> {
   const seconds = (Date.now() - t0) / 1000;
   const cpu = tree(s.child.proc.pid!).cpu - cpu0;
   await stop(s);
-  return { metatile, tiles: lat.length, seconds, cpu, lat: lat.sort((a, b) => a - b), rendered, errors, peak: s.peak };
+  return { workload, metatile, tiles: lat.length, seconds, cpu, lat: lat.sort((a, b) => a - b), rendered, errors, peak: s.peak };
 }
 
 async function sequential(paths: string[], s: Server): Promise<{ lat: number[]; rendered: Record<string, number>[] }> {
@@ -199,13 +240,18 @@ function breakdown(rows: Record<string, number>[]): string {
 
 async function main(): Promise<void> {
   const n = cores();
-  console.log(`machine: ${n} cores; ${SECONDS} s per tile run; style osm-liberty over omt-planet-z0-1 (z4-z6 overzoomed), 512 px PNG`);
-  const tiles = tileList();
+  const work = mkdtempSync(path.join(os.tmpdir(), 'tsts-render-bench-data-'));
+  const cityFile = path.join(work, 'city.mbtiles');
+  writeCityArchive(cityFile);
+  console.log(`machine: ${n} cores; ${SECONDS} s per tile run; style osm-liberty; 512 px PNG; every tile distinct and uncached`);
+  console.log('  planet: the OpenMapTiles planet archive (z0-1) overzoomed, Europe at z5-z7');
+  console.log('  city:   z14 tiles each holding the real Paris z14 tile (900 KB, the densest fixture)');
   const runs: TileRun[] = [];
-  for (const m of METATILES) runs.push(await tileRun(m, tiles));
-  const rows = [['metatile', 'tiles', 'tiles/s', 'tiles/s/core', 'tiles/CPU-s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB']];
+  for (const w of WORKLOADS) for (const m of METATILES) runs.push(await tileRun(w, m, w === 'city' ? cityTiles() : planetTiles(), cityFile));
+  const rows = [['workload', 'metatile', 'tiles', 'tiles/s', 'tiles/s/core', 'tiles/CPU-s', 'p50 ms', 'p99 ms', 'errors', 'peak PSS MB']];
   for (const r of runs) {
     rows.push([
+      r.workload,
       String(r.metatile),
       String(r.tiles),
       fmt(r.tiles / r.seconds, 2),
@@ -218,9 +264,9 @@ async function main(): Promise<void> {
     ]);
   }
   console.log(table(rows));
-  for (const r of runs) console.log(`metatile ${r.metatile}: per frame: ${breakdown(r.rendered)}`);
+  for (const r of runs) console.log(`${r.workload}, metatile ${r.metatile}: per frame: ${breakdown(r.rendered)}`);
 
-  const s = await start(METATILES[METATILES.length - 1]);
+  const s = await start(METATILES[METATILES.length - 1], 'planet', cityFile);
   const statics: string[] = [];
   const ogs: string[] = [];
   for (let i = 0; i < SAMPLES; i++) {
@@ -245,7 +291,8 @@ async function main(): Promise<void> {
   );
   console.log(`static: per frame: ${breakdown(st.rendered)}`);
   console.log(`og: per frame: ${breakdown(og.rendered)}`);
-  console.log(`peak RSS of the server with its renderers (static/og run): ${fmt(peak / 1e6)} MB`);
+  console.log(`peak memory (PSS) of the server with its renderers (static/og run): ${fmt(peak / 1e6)} MB`);
+  rmSync(work, { recursive: true, force: true });
 }
 
 await main();

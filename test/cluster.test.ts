@@ -179,7 +179,11 @@ describe('workers = 2', () => {
       const kids = childPids(primary);
       return kids.length === 2 ? kids : undefined;
     });
-    const served = await servingPids(server.port, [primary, ...workers]);
+    // /health answered once the first worker listened; the second may still be starting.
+    const served = await waitFor('both workers to serve', async () => {
+      const s = await servingPids(server.port, [primary, ...workers]);
+      return s.size >= 2 ? s : undefined;
+    });
     assert.deepEqual([...served].sort((a, b) => a - b), workers, 'every worker served a connection, the primary none');
     const tile = await request(server.url, '/data/omt/0/0/0.pbf');
     assert.equal(tile.status, 200);
@@ -264,12 +268,18 @@ describe('workers = 1', () => {
     await remote?.close();
   });
 
-  test('one process serves; SIGHUP reloads, an invalid file is refused', async () => {
+  test('one process serves; SIGHUP reloads (dropping the tile cache), an invalid file is refused', async () => {
     assert.deepEqual(childPids(server.proc.pid!), []);
+    assert.equal((await request(server.url, '/data/omt/0/0/0.pbf')).status, 200);
+    const before = (await getJson<{ cache_entries: number; loaded_at_unix: number }>(server.url, '/ping')).json;
+    assert.ok(before.cache_entries >= 1);
     const next = `${configText(remote.url)}\n# edited\n`;
     writeFileSync(server.configFile!, next);
     server.proc.kill('SIGHUP');
     await waitForHash(server, sha256(next));
+    const reloaded = (await getJson<{ cache_entries: number; loaded_at_unix: number }>(server.url, '/ping')).json;
+    assert.equal(reloaded.cache_entries, 0, 'a reload starts with an empty tile cache');
+    assert.ok(reloaded.loaded_at_unix >= before.loaded_at_unix);
     writeFileSync(server.configFile!, '[[sources]]\nid = 5\n');
     server.proc.kill('SIGHUP');
     await waitFor('the invalid-config message', () => (/SIGHUP: the configuration is invalid/.test(server.output()) ? true : undefined));

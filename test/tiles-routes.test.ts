@@ -200,6 +200,11 @@ describe('status codes and headers', () => {
       assert.match(res.headers.vary ?? '', /Accept-Encoding/);
       assert.ok(res.headers['content-type'] === undefined || res.headers['content-type'] === 'application/x-protobuf', `304 Content-Type ${res.headers['content-type']}`);
     }
+    // The same through the general router (a percent-encoded path is not taken by the tile fast lane).
+    const routed = await request(server.url, '/data/omt/0/0/%30.pbf', { headers: { 'If-None-Match': etag } });
+    assert.equal(routed.status, 304);
+    assert.equal(routed.headers.etag, etag);
+    assert.equal(routed.headers['content-type'], 'application/x-protobuf', 'a 304 must not relabel the cached tile');
     const stale = await request(server.url, '/data/omt/0/0/0.pbf', { headers: { 'If-None-Match': '"not-it"' } });
     assert.equal(stale.status, 200);
     // The gzip variant's ETag does not validate the identity variant.
@@ -257,12 +262,14 @@ describe('status codes and headers', () => {
       '/data/omt/99/0/0.pbf',
       '/data/nope/0/0/0.pbf',
       '/health',
+      '/ping',
       '/data.json',
       '/data/omt.json',
       '/data/nope.json',
       '/index.json',
       '/openapi.json',
       '/_openapi',
+      '/_openapi/swagger-ui.css',
     ];
     const ignore = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding']);
     const comparable = (h: RawResponse['headers']) => Object.fromEntries(Object.entries(h).filter(([k]) => !ignore.has(k)));

@@ -1,7 +1,8 @@
 // Messages between the primary process and its HTTP workers.
 import type { LoadedConfig } from '../config/load.js';
 
-export type ToWorker = { type: 'reload'; loaded: LoadedConfig; flush: boolean } | { type: 'shutdown' };
+/** Workers are stopped with SIGTERM, not a message (see primary.ts). */
+export type ToWorker = { type: 'reload'; loaded: LoadedConfig; flush: boolean };
 export type ToPrimary =
   | { type: 'ready' }
   | { type: 'reloaded'; ok: boolean; reloaded: boolean; error?: string }

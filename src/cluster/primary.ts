@@ -28,12 +28,26 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
   let started: { resolve: () => void; reject: (err: Error) => void };
   const startup = new Promise<void>((resolve, reject) => (started = { resolve, reject }));
 
+  /**
+   * Workers that have said `ready`. Messages go to a worker only after that: one sent while it is still loading
+   * arrives before it listens for messages, and is dropped.
+   */
+  const ready = new Set<Worker>();
+  const sendReload = (w: Worker) => w.send({ type: 'reload', loaded, flush: false } satisfies ToWorker);
+
   const fork = (): Worker => {
+    const forkedWith = loaded.hash;
     const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded) });
     worker.on('message', (msg: ToPrimary) => {
       if (msg.type === 'reloaded' && !msg.ok) log.error({ worker: worker.id, error: msg.error }, 'worker kept its previous configuration');
       if (msg.type === 'failed') startError ??= msg.error;
+      if (msg.type === 'ready') {
+        ready.add(worker);
+        // A SIGHUP came while it was starting: it has the older configuration.
+        if (forkedWith !== loaded.hash) sendReload(worker);
+      }
     });
+    worker.once('exit', () => ready.delete(worker));
     return worker;
   };
 
@@ -82,8 +96,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
       .then(
         () => {
           loaded = candidate;
-          const msg: ToWorker = { type: 'reload', loaded, flush: false };
-          for (const w of Object.values(cluster.workers ?? {})) w?.send(msg);
+          for (const w of ready.keys()) sendReload(w);
         },
         (err: Error) => log.error({ err: err.message }, 'SIGHUP: the new configuration cannot be loaded; keeping the current one'),
       );
@@ -95,7 +108,9 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
     log.info('stopping: draining workers');
     const workers = Object.values(cluster.workers ?? {});
     if (workers.length === 0) process.exit(0);
-    for (const w of workers) w?.send({ type: 'shutdown' } satisfies ToWorker);
+    // A signal, not a message: it cannot be lost while a worker is still loading (the default action then
+    // ends it, with nothing in flight); a running worker drains on it.
+    for (const w of workers) w?.process.kill('SIGTERM');
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

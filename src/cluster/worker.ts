@@ -1,4 +1,4 @@
-// An HTTP worker: serves, reloads on the primary's message, drains and exits 0 on shutdown.
+// An HTTP worker: serves, reloads on the primary's message, drains and exits 0 on SIGTERM.
 import type { LoadedConfig } from '../config/load.js';
 import { log } from '../log.js';
 import { startServer, rereadConfig, type RunningServer } from '../server.js';
@@ -11,31 +11,18 @@ function send(msg: ToPrimary) {
 
 export async function runWorker(): Promise<void> {
   const loaded = JSON.parse(process.env[CONFIG_ENV] ?? 'null') as LoadedConfig;
-  // Handlers come first: a shutdown that arrived while the server was starting would be lost (and the primary
-  // would wait for this worker forever), and so would a reload (leaving this worker on the old configuration).
+  // Signal handlers come before the server starts: a SIGTERM while it starts ends the worker at once (nothing
+  // is in flight yet), and a SIGHUP or SIGINT meant for the primary's process group must not kill it.
   let server: RunningServer | undefined;
-  let pendingReload: Extract<ToWorker, { type: 'reload' }> | undefined;
   let draining = false;
   const drain = async () => {
     if (draining) return;
     draining = true;
-    // Not serving yet: nothing is in flight.
+    // While the server is still starting there is nothing in flight to wait for.
     await server?.drain();
     process.exit(0);
   };
-  const reload = (running: RunningServer, msg: Extract<ToWorker, { type: 'reload' }>) =>
-    running.reload(msg.loaded, msg.flush).then(
-      (r) => send({ type: 'reloaded', ok: true, reloaded: r.reloaded }),
-      (err: Error) => send({ type: 'reloaded', ok: false, reloaded: false, error: err.message }),
-    );
-  process.on('message', (msg: ToWorker) => {
-    if (msg.type === 'shutdown') void drain();
-    else if (msg.type === 'reload') {
-      if (server) reload(server, msg);
-      else pendingReload = msg;
-    }
-  });
-  // The primary decides about signals sent to the whole process group; a worker told directly drains too.
+  // The primary stops workers with SIGTERM and decides about signals sent to the whole process group.
   process.on('SIGTERM', () => void drain());
   process.on('SIGINT', () => {});
   process.on('SIGHUP', () => {});
@@ -47,7 +34,15 @@ export async function runWorker(): Promise<void> {
     process.send?.({ type: 'failed', error } satisfies ToPrimary, undefined, {}, () => process.exit(1));
     return;
   }
-  if (pendingReload) reload(server, pendingReload);
+  const running = server;
+  // The primary sends messages only after `ready`.
+  process.on('message', (msg: ToWorker) => {
+    if (msg.type !== 'reload') return;
+    running.reload(msg.loaded, msg.flush).then(
+      (r) => send({ type: 'reloaded', ok: true, reloaded: r.reloaded }),
+      (err: Error) => send({ type: 'reloaded', ok: false, reloaded: false, error: err.message }),
+    );
+  });
   send({ type: 'ready' });
 }
 

@@ -91,6 +91,8 @@ export const RenderSchema = v.object({
   disk_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0)), 1024),
   jpeg_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
   webp_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
+  /** Chromium only: in pitch-0 frames draw fill-extrusion layers as flat fills of their lit roof colour (much faster). */
+  flat_extrusions: v.optional(v.boolean(), true),
   /** The Chromium (or Chrome) executable; default: CHROMIUM_PATH, then the usual Debian and Chrome locations. */
   chromium_path: v.optional(nonEmpty),
 });

@@ -22,6 +22,7 @@ export interface PoolOptions {
   maxRenders: number;
   maxFrame: number;
   chromiumPath: string | undefined;
+  flatExtrusions: boolean;
   /** Answers the threads' resource requests (in-process, src/render/resources.ts). */
   fetch: ResourceFetcher;
   onThreadError?: (err: Error) => void;
@@ -54,6 +55,7 @@ export class RenderPool {
       maxRenders: o.maxRenders,
       maxFrame: o.maxFrame,
       chromiumPath: o.chromiumPath,
+      flatExtrusions: o.flatExtrusions,
       markerPrefix: this.markerPrefix,
       controlChannel: `tileserver-ts-render-${this.markerPrefix}`,
     };

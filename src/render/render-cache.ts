@@ -4,7 +4,7 @@
 // The disk cache is bounded: when the bytes written since the last sweep pass a tenth of the budget, the
 // oldest files are removed until the directory is under 90% of it.
 import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 
@@ -91,6 +91,43 @@ export class RenderCache {
       this.sweeping = this.sweep()
         .catch((err: Error) => this.onError(err))
         .finally(() => (this.sweeping = undefined));
+    }
+  }
+
+  private lockFile(key: string): string {
+    return path.join(this.dir!, 'locks', createHash('sha256').update(key).digest('hex').slice(0, 32));
+  }
+
+  /**
+   * Claims the render of `key` among the processes sharing the disk cache (a lock file created exclusively).
+   * Returns the release, or undefined while another process holds a claim younger than `staleMs` (an older
+   * claim belongs to a process that died: it is taken over). Without a disk cache every claim succeeds.
+   */
+  async claim(key: string, staleMs: number): Promise<(() => Promise<void>) | undefined> {
+    if (!this.diskEnabled) return async () => {};
+    const file = this.lockFile(key);
+    await mkdir(path.dirname(file), { recursive: true }).catch(() => {});
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await writeFile(file, String(process.pid), { flag: 'wx' });
+        return () => unlink(file).catch(() => {});
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return async () => {};
+        const age = await stat(file).then((st) => Date.now() - st.mtimeMs, () => 0);
+        if (age < staleMs) return undefined;
+        await unlink(file).catch(() => {});
+      }
+    }
+    return undefined;
+  }
+
+  /** Waits until the claim on `key` is released (or `timeoutMs` passes). */
+  async awaitRelease(key: string, timeoutMs: number): Promise<void> {
+    const file = this.lockFile(key);
+    const deadline = Date.now() + timeoutMs;
+    for (let wait = 10; Date.now() < deadline; wait = Math.min(100, wait * 2)) {
+      if (!(await stat(file).then(() => true, () => false))) return;
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
 

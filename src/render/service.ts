@@ -131,6 +131,7 @@ export class RenderService {
         maxRenders: cfg.max_renders,
         maxFrame: MAX_FRAME,
         chromiumPath: c.chromiumPath,
+        flatExtrusions: cfg.flat_extrusions,
         fetch: inProcessFetcher(fetcher),
         onThreadError: (err) => this.log.error({ err: err.message }, 'render thread error'),
       });
@@ -207,36 +208,68 @@ export class RenderService {
     const cfg = state.config.render;
     const plan = planMetatile(t, cfg.metatile, cfg.tile_buffer, MAX_FRAME);
     const metaKey = `${base}/${t.z}/${plan.x0}/${plan.y0}/${plan.size}.${extOf(format)}`;
+    const n = 2 ** t.z;
+    const cells: [number, number][] = [];
+    for (let y = plan.y0; y < Math.min(n, plan.y0 + plan.size); y++) for (let x = plan.x0; x < Math.min(n, plan.x0 + plan.size); x++) cells.push([x, y]);
+    const cellKey = ([x, y]: [number, number]) => `${base}/${t.z}/${x}/${y}.${extOf(format)}`;
     const rendered = await this.shared(
       metaKey,
       async () => {
         const started = performance.now();
-        const drawn = await this.renderFrame(state, style, plan.frame);
-        const encodeStart = performance.now();
-        const images = new Map<string, CachedImage>();
-        const n = 2 ** t.z;
-        const encode = this.encodeOptions(state);
-        const cells: [number, number][] = [];
-        for (let y = plan.y0; y < Math.min(n, plan.y0 + plan.size); y++) for (let x = plan.x0; x < Math.min(n, plan.x0 + plan.size); x++) cells.push([x, y]);
-        // Tiles are encoded concurrently: sharp runs each on a libvips thread.
-        const bodies = await Promise.all(cells.map(([x, y]) => encodeRegion(drawn.raw, tileRect(plan, x, y), format, encode)));
-        cells.forEach(([x, y], i) => {
-          const body = bodies[i];
-          const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
-          const k = `${base}/${t.z}/${x}/${y}.${extOf(format)}`;
-          images.set(k, image);
-          cache.setMemory(k, image);
-          void cache.setDisk(k, body);
-        });
-        const done = performance.now();
-        renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
-        return { images, timing: { ...drawn.timing, encode: done - encodeStart, tiles: cells.length, total: done - started } };
+        // Worker processes share the disk cache: when another one is drawing this metatile, take its tiles.
+        let release = await cache.claim(metaKey, cfg.timeout_ms * 2);
+        if (!release) {
+          await cache.awaitRelease(metaKey, cfg.timeout_ms);
+          const found = new Map<string, CachedImage>();
+          for (const c of cells) {
+            const body = await cache.getDisk(cellKey(c));
+            if (body) found.set(cellKey(c), { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] });
+          }
+          if (found.has(key)) return { images: found, timing: { wait: performance.now() - started } };
+          release = (await cache.claim(metaKey, cfg.timeout_ms * 2)) ?? (async () => {});
+        }
+        try {
+          return await this.renderMetatile(state, style, plan, cells, cellKey, format, started);
+        } finally {
+          await release();
+        }
       },
       style.id,
     );
     const image = rendered.images.get(key);
     if (!image) throw new RenderError('failed', `the metatile render did not produce ${key}`);
-    return { image, from: 'render', timing: rendered.timing };
+    return { image, from: rendered.timing.wait !== undefined ? 'disk' : 'render', timing: rendered.timing };
+  }
+
+  private async renderMetatile(
+    state: AppState,
+    style: LoadedStyle,
+    plan: ReturnType<typeof planMetatile>,
+    cells: [number, number][],
+    cellKey: (c: [number, number]) => string,
+    format: ImageFormat,
+    started: number,
+  ): Promise<Rendered> {
+    const cache = this.cache!;
+    const drawn = await this.renderFrame(state, style, plan.frame);
+    const encodeStart = performance.now();
+    const encode = this.encodeOptions(state);
+    // Tiles are encoded concurrently: sharp runs each on a libvips thread.
+    const bodies = await Promise.all(cells.map(([x, y]) => encodeRegion(drawn.raw, tileRect(plan, x, y), format, encode)));
+    const images = new Map<string, CachedImage>();
+    await Promise.all(
+      cells.map(async (c, i) => {
+        const body = bodies[i];
+        const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
+        images.set(cellKey(c), image);
+        cache.setMemory(cellKey(c), image);
+        // Written before the claim is released: a process waiting on it finds the tiles.
+        await cache.setDisk(cellKey(c), body);
+      }),
+    );
+    const done = performance.now();
+    renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
+    return { images, timing: { ...drawn.timing, encode: done - encodeStart, tiles: cells.length, total: done - started } };
   }
 
   /** A static map or social card: one frame (in parts when large), overlays drawn over it, encoded. */

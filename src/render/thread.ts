@@ -13,6 +13,7 @@ export interface ThreadConfig {
   maxRenders: number;
   maxFrame: number;
   chromiumPath: string | undefined;
+  flatExtrusions: boolean;
   /** Prefix of the browser markers of this pool (processes.ts); the thread adds its id and a sequence number. */
   markerPrefix: string;
   /** BroadcastChannel name the pool uses to tell every thread to close its renderer. */
@@ -113,7 +114,7 @@ export class RenderThread {
     const c = this.cfg;
     if (c.backend === 'native') return NativeRenderer.start({ maxFrame: c.maxFrame });
     if (!c.chromiumPath) throw new RenderError('unavailable', 'no Chromium executable');
-    return ChromiumRenderer.start({ executablePath: c.chromiumPath, pages: c.pages, marker: marker(c.markerPrefix, threadId, ++this.seq), maxFrame: c.maxFrame });
+    return ChromiumRenderer.start({ executablePath: c.chromiumPath, pages: c.pages, marker: marker(c.markerPrefix, threadId, ++this.seq), maxFrame: c.maxFrame, flatExtrusions: c.flatExtrusions });
   }
 
   private async closeAll(): Promise<void> {

@@ -7,7 +7,7 @@ import { PbfReader } from 'pbf';
 import { PMTiles, type RangeResponse, type Source } from 'pmtiles';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -102,7 +102,17 @@ export function storedMbtilesTile(file: string, z: number, x: number, y: number)
   }
 }
 
-export const tempDir = (prefix = 'tsts-foundation-') => mkdtempSync(path.join(os.tmpdir(), prefix));
+/** Temp dirs of this test process, removed when it exits. */
+const tempDirs: string[] = [];
+process.once('exit', () => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+export function tempDir(prefix = 'tsts-foundation-'): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
+}
 
 export interface MbtilesTile {
   /** XYZ coordinates; the file gets the TMS row. */

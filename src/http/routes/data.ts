@@ -124,7 +124,11 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
         case 'tile': {
           // The same header rules as the tile fast lane in front of Hono (http/tile-fast-lane.ts).
           const a = tileAnswer(result, cacheControl, c.req.header('if-none-match'));
-          return a.body ? c.body(a.body as Uint8Array<ArrayBuffer>, 200, a.headers) : c.body(null, a.status, a.headers);
+          if (a.body) return c.body(a.body as Uint8Array<ArrayBuffer>, 200, a.headers);
+          // @hono/node-server gives a body-less answer `text/plain` unless told otherwise, and a cache updates its
+          // stored tile's headers from a 304: name the tile's real type there.
+          if (a.status === 304 && result.kind === 'tile') a.headers['content-type'] = result.contentType;
+          return c.body(null, a.status, a.headers);
         }
       }
     },

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { MARKER_SWITCH } from '../processes.js';
 import { beforeDeadline, glPixelsToImage, RenderError, type Frame, type RenderedFrame, type Renderer, type ResourceFetcher, type StyleRef } from '../renderer.js';
-import { LocalServer } from './local-server.js';
+import { FLAT_QUERY, LocalServer } from './local-server.js';
 
 /** Where Chromium or Chrome usually is; Debian's /usr/bin/chromium is a wrapper script around the first. */
 const CANDIDATES = ['/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/opt/google/chrome/chrome'];
@@ -27,6 +27,8 @@ export interface ChromiumOptions {
   marker: string;
   /** Largest frame edge in pixels; larger frames are split by the caller. */
   maxFrame?: number;
+  /** Draw fill-extrusion layers flat in pitch-0 frames (flat-extrusions.ts). */
+  flatExtrusions?: boolean;
   launchTimeoutMs?: number;
 }
 
@@ -71,6 +73,7 @@ export class ChromiumRenderer implements Renderer {
     private readonly server: LocalServer,
     private readonly slots: Slot[],
     maxFrame: number,
+    private readonly flatExtrusions: boolean,
   ) {
     this.maxFrame = maxFrame;
     browser.on('disconnected', () => (this.broken ??= 'the browser exited'));
@@ -79,7 +82,7 @@ export class ChromiumRenderer implements Renderer {
 
   static async start(o: ChromiumOptions): Promise<ChromiumRenderer> {
     const maxFrame = o.maxFrame ?? 4096;
-    const server = new LocalServer({ workers: 1, maxCanvas: maxFrame, tileCache: 400 });
+    const server = new LocalServer({ workers: 1, maxCanvas: maxFrame });
     await server.listen();
     let browser: Browser | undefined;
     try {
@@ -99,7 +102,7 @@ export class ChromiumRenderer implements Renderer {
         await page.waitForFunction('window.__tstsReady === true', undefined, { timeout: 30_000 });
         slots.push({ page, busy: false });
       }
-      return new ChromiumRenderer(browser, server, slots, maxFrame);
+      return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true);
     } catch (err) {
       await browser?.close().catch(() => {});
       await server.close();
@@ -122,9 +125,10 @@ export class ChromiumRenderer implements Renderer {
     const id = randomBytes(8).toString('hex');
     const upload = this.server.expectFrame(id);
     const base = this.server.resourceBase(style.key);
+    const flat = this.flatExtrusions && frame.pitch === 0;
     const job = {
-      styleKey: style.key,
-      styleUrl: `${base}/styles/${encodeURIComponent(style.id)}/style.json`,
+      styleKey: flat ? `${style.key}:flat` : style.key,
+      styleUrl: `${base}/styles/${encodeURIComponent(style.id)}/style.json${flat ? FLAT_QUERY : ''}`,
       upload: upload.url,
       width: frame.width,
       height: frame.height,

@@ -14,10 +14,14 @@ import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Resource, ResourceFetcher } from '../renderer.js';
+import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
+import { flattenExtrusions } from '../flat-extrusions.js';
 import { emptyResource } from '../resources.js';
 import { pageHtml, type PageOptions } from './chromium-page.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
+/** Query of a style URL asking for its flat-extrusion form (flat-extrusions.ts). */
+export const FLAT_QUERY = '?flat-extrusions=1';
 /** maplibre-gl files the page may load; nothing else of node_modules is reachable. */
 const ASSETS = new Set(['maplibre-gl.mjs', 'maplibre-gl-worker.mjs']);
 
@@ -116,11 +120,17 @@ export class LocalServer {
   private async resource(pathAndQuery: string, base: string, res: http.ServerResponse): Promise<void> {
     const pathname = pathAndQuery.split('?')[0];
     const fetcher = this.fetcher;
+    // The style with flat extrusions (flat-extrusions.ts) is made here from the style as served.
+    const flat = pathAndQuery.endsWith(FLAT_QUERY) && /^\/styles\/[^/]+\/style\.json$/.test(pathname);
     let answer: Resource;
     if (!fetcher) answer = emptyResource(pathname, 503);
     else {
       try {
-        answer = await fetcher(pathAndQuery, base);
+        answer = await fetcher(flat ? pathname : pathAndQuery, base);
+        if (flat && answer.status === 200) {
+          const style = JSON.parse(Buffer.from(answer.body).toString('utf8')) as StyleSpecification;
+          answer = { ...answer, body: Buffer.from(JSON.stringify(flattenExtrusions(style))) };
+        }
       } catch {
         answer = emptyResource(pathname, 503);
       }
