@@ -40,6 +40,11 @@ test: build
 	npx tsc --noEmit
 	node --import tsx --test --test-concurrency=1 --test-reporter=spec 'test/**/*.test.ts'
 
+# Rewrites the golden images of the rendering tests (test/goldens/render) from this machine's renders; review
+# the new images before committing them.
+goldens: build
+	UPDATE_GOLDENS=1 node --import tsx --test test/render-routes.test.ts
+
 bench: build
 	node --import tsx scripts/build-bench-data.ts
 	node --import tsx bench/run.ts

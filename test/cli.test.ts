@@ -1,6 +1,6 @@
 // The command line: --help, --version, --config, archives given as arguments, --host/--port, and start-up
 // failures (a source that cannot be opened, an invalid config) as one clear line and a non-zero exit code.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -11,16 +11,14 @@ import { getJson, request, tempDir } from './helpers/foundation.js';
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
 
 test('--help prints the usage with every option and exits 0', async () => {
-  for (const flag of ['--help', '-h']) {
-    const r = await runCli([flag]);
+  for (const r of await Promise.all(['--help', '-h'].map((flag) => runCli([flag])))) {
     assert.equal(r.code, 0, r.stderr);
     for (const option of ['--config', '--host', '--port', '--help', '--version', '.pmtiles', '.mbtiles']) assert.ok(r.stdout.includes(option), `usage lacks ${option}`);
   }
 });
 
 test('--version prints the package version and exits 0', async () => {
-  for (const flag of ['--version', '-v']) {
-    const r = await runCli([flag]);
+  for (const r of await Promise.all(['--version', '-v'].map((flag) => runCli([flag])))) {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout.trim(), pkg.version);
   }
@@ -85,12 +83,15 @@ const BROKEN: [file: string, reason: RegExp][] = [
   ['json-format.mbtiles', /format "json"/],
 ];
 
-for (const [file, reason] of BROKEN) {
-  test(`broken/${file} as an argument stops start-up with one line naming the source and the reason`, async () => {
-    const r = await runCli([fixture('broken', file), '--port', '0', '--workers', '1']);
-    assertOneLine(r, [new RegExp(`"${path.basename(file, path.extname(file))}"`), reason]);
-  });
-}
+// Independent processes: run side by side to keep the suite's wall time down.
+describe('each broken fixture', { concurrency: true }, () => {
+  for (const [file, reason] of BROKEN) {
+    test(`broken/${file} as an argument stops start-up with one line naming the source and the reason`, async () => {
+      const r = await runCli([fixture('broken', file), '--port', '0', '--workers', '1']);
+      assertOneLine(r, [new RegExp(`"${path.basename(file, path.extname(file))}"`), reason]);
+    });
+  }
+});
 
 test('a broken source among good ones in a config stops start-up naming that source', async () => {
   const config = writeTempConfig(`
@@ -124,14 +125,20 @@ test('a missing archive, a non-SQLite .mbtiles and a wrong type are each one lin
     [[pmtilesAsMbtiles], [/"really-pmtiles"/, /not an SQLite database/]],
     [[fixture('files/README.txt')], [/README\.txt/, /\.pmtiles or \.mbtiles/]],
   ];
-  for (const [args, patterns] of cases) assertOneLine(await runCli([...args, '--port', '0', '--workers', '1']), patterns);
+  const results = await Promise.all(cases.map(([args]) => runCli([...args, '--port', '0', '--workers', '1'])));
+  results.forEach((r, i) => assertOneLine(r, cases[i][1]));
 });
 
 test('an invalid config stops start-up naming the file and key; a bad --port is refused', async () => {
   const config = writeTempConfig('[server]\nport = "eighty"\n');
-  assertOneLine(await runCli(['--config', config]), [new RegExp(config.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), /server\.port/]);
-  assertOneLine(await runCli([fixture('vector/world_cities.mbtiles'), '--port', 'http']), [/--port/]);
-  assertOneLine(await runCli(['--config', path.join(tempDir(), 'absent.toml')]), [/absent\.toml/]);
+  const [invalid, badPort, absent] = await Promise.all([
+    runCli(['--config', config]),
+    runCli([fixture('vector/world_cities.mbtiles'), '--port', 'http']),
+    runCli(['--config', path.join(tempDir(), 'absent.toml')]),
+  ]);
+  assertOneLine(invalid, [new RegExp(config.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), /server\.port/]);
+  assertOneLine(badPort, [/--port/]);
+  assertOneLine(absent, [/absent\.toml/]);
 });
 
 test('a port already in use stops start-up with one line, with one process and with several', async () => {
@@ -139,10 +146,12 @@ test('a port already in use stops start-up with one line, with one process and w
   const taken = net.createServer();
   await new Promise<void>((resolve) => taken.listen(port, '127.0.0.1', resolve));
   try {
-    for (const workers of ['1', '2']) {
-      const r = await runCli([fixture('vector/world_cities.mbtiles'), '--host', '127.0.0.1', '--port', String(port), '--workers', workers], {}, 60_000);
+    const runs = await Promise.all(
+      ['1', '2'].map((workers) => runCli([fixture('vector/world_cities.mbtiles'), '--host', '127.0.0.1', '--port', String(port), '--workers', workers], {}, 60_000)),
+    );
+    for (const r of runs) {
       assertOneLine(r, [new RegExp(`127\\.0\\.0\\.1:${port}`), /already in use/]);
-      assert.doesNotMatch(r.stdout, /listening/, `workers=${workers}: no false "listening" line`);
+      assert.doesNotMatch(r.stdout, /listening/, 'no false "listening" line');
     }
   } finally {
     await new Promise((resolve) => taken.close(resolve));

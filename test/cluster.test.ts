@@ -4,7 +4,7 @@
 // before exiting 0. The single-process mode (workers = 1) is checked for SIGHUP and SIGTERM as well.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { spawn } from 'node:child_process';
@@ -180,11 +180,13 @@ describe('workers = 2', () => {
       return kids.length === 2 ? kids : undefined;
     });
     // /health answered once the first worker listened; the second may still be starting.
+    // The primary accepts each connection and hands it over (it may hold the socket for a moment): the worker
+    // holding it is the one that answered.
     const served = await waitFor('both workers to serve', async () => {
-      const s = await servingPids(server.port, [primary, ...workers]);
+      const s = await servingPids(server.port, workers);
       return s.size >= 2 ? s : undefined;
     });
-    assert.deepEqual([...served].sort((a, b) => a - b), workers, 'every worker served a connection, the primary none');
+    assert.deepEqual([...served].sort((a, b) => a - b), workers, 'every worker served a connection');
     const tile = await request(server.url, '/data/omt/0/0/0.pbf');
     assert.equal(tile.status, 200);
   });
@@ -229,10 +231,13 @@ describe('workers = 2', () => {
     const before = childPids(primary);
     assert.equal(before.length, 2);
     const [victim, survivor] = before;
+    const exitsLogged = () => (server.output().match(/worker exited; starting a replacement/g) ?? []).length;
+    const logged = exitsLogged();
     process.kill(victim, 'SIGKILL');
-    // Once the primary has reaped it, every new connection goes to a live worker.
-    await waitFor('the killed worker to be reaped', () => (alive(victim) ? undefined : true));
-    for (let i = 0; i < 6; i++) assert.equal((await request(server.url, '/health')).status, 200);
+    // Once the primary has reaped it and said so, new connections go to the live worker. (A connection the
+    // primary hands to a worker in the instant it dies is lost inside node:cluster; no server code sees it.)
+    await waitFor('the primary to reap the killed worker', () => (existsSync(`/proc/${victim}`) || exitsLogged() === logged ? undefined : true));
+    for (let i = 0; i < 6; i++) assert.equal((await request(server.url, '/health', { timeoutMs: 10_000 })).status, 200);
     const after = await waitFor('a replacement worker', () => {
       const kids = childPids(primary);
       return kids.length === 2 && !kids.includes(victim) ? kids : undefined;

@@ -311,9 +311,11 @@ test('an MBTiles whose declared format contradicts its bytes stops start-up with
     ['pbf-but-webp', { format: 'pbf' }, png, /webp/],
     ['jpg-but-webp', { format: 'jpg' }, png, /webp/],
   ];
-  for (const [name, meta, data, reason] of cases) {
-    const file = writeMbtiles(path.join(dir, `${name}.mbtiles`), meta, [{ z: 0, x: 0, y: 0, data }]);
-    const r = await runCli([file, '--port', '0', '--workers', '1']);
+  const results = await Promise.all(
+    cases.map(([name, meta, data]) => runCli([writeMbtiles(path.join(dir, `${name}.mbtiles`), meta, [{ z: 0, x: 0, y: 0, data }]), '--port', '0', '--workers', '1'])),
+  );
+  for (const [i, [name, , , reason]] of cases.entries()) {
+    const r = results[i];
     assert.notEqual(r.code, 0, name);
     const lines = r.stderr.split('\n').filter((l) => l.trim());
     assert.equal(lines.length, 1, r.stderr);

@@ -73,8 +73,8 @@ export const RenderSchema = v.object({
   backend: v.optional(v.picklist(['auto', 'native', 'chromium']), 'auto'),
   /** Renderers (Chromium pages, native maps) of this process; default: its share of the cores (cluster/sizing.ts). */
   pool_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(256))),
-  /** Chromium only: pages per browser. Every page of a browser shares its one GPU process. */
-  pages_per_browser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64)), 1),
+  /** Chromium only: pages (renderers) per browser. The pages of a browser share its one GPU process (measured: docs/rendering.md). */
+  pages_per_browser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64)), 2),
   /** A render running longer fails (503) and its renderer is destroyed and replaced. */
   timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10), v.maxValue(600_000)), 30_000),
   /** Renders waiting for a renderer; beyond this, 503 with Retry-After. */

@@ -18,11 +18,14 @@ export interface Camera {
   height: number;
 }
 
-const clampLat = (lat: number) => Math.max(-MAX_LATITUDE, Math.min(MAX_LATITUDE, lat));
+const clamp = (lat: number, limit: number) => Math.max(-limit, Math.min(limit, lat));
 
-/** Mercator x, y in [0, 1] (y down) of a longitude/latitude. */
+/**
+ * Mercator x, y (y down; [0, 1] inside the world) of a longitude/latitude. Like MapLibre's, latitudes beyond
+ * the world's edge (±85.05°) project beyond it; only the poles themselves, at infinity, are held back.
+ */
 export function mercator(lon: number, lat: number): [number, number] {
-  const phi = (clampLat(lat) * Math.PI) / 180;
+  const phi = (clamp(lat, 89.9999) * Math.PI) / 180;
   return [(lon + 180) / 360, (1 - Math.log(Math.tan(Math.PI / 4 + phi / 2)) / Math.PI) / 2];
 }
 
@@ -76,8 +79,9 @@ export interface Bounds {
  */
 export function fitBounds(b: Bounds, width: number, height: number, padding: number, maxZoom: number, minZoom = 0): { center: [number, number]; zoom: number } {
   const east = b.east < b.west ? b.east + 360 : b.east;
-  const [x0, y0] = mercator(b.west, b.north);
-  const [x1, y1] = mercator(east, b.south);
+  // A box reaching towards a pole is fitted to the world's edge, not to the unreachable pole.
+  const [x0, y0] = mercator(b.west, clamp(b.north, MAX_LATITUDE));
+  const [x1, y1] = mercator(east, clamp(b.south, MAX_LATITUDE));
   const [lon, lat] = unmercator((x0 + x1) / 2, (y0 + y1) / 2);
   const center: [number, number] = [lon > 180 ? lon - 360 : lon, lat];
   const spanX = (x1 - x0) * TILE_SIZE;

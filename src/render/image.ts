@@ -70,11 +70,6 @@ export async function resizeRaw(img: RawImage, width: number, height: number): P
   return { data, width, height };
 }
 
-/** Half size (a 256 px tile at z0 drawn at 512 px by a renderer without negative zooms). */
-export async function halveRaw(img: RawImage): Promise<RawImage> {
-  return resizeRaw(img, Math.round(img.width / 2), Math.round(img.height / 2));
-}
-
 /** The image with an SVG drawn over it, encoded. */
 export function encodeWithOverlay(img: RawImage, svg: string | undefined, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
   if (!svg) return encodeImage(img, format, o);

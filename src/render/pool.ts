@@ -31,8 +31,11 @@ export interface PoolOptions {
 /** A task as the pool builds it; the port is added per run. */
 type TaskWithoutPort = ThreadTask extends infer T ? (T extends ThreadTask ? Omit<T, 'port'> : never) : never;
 
-/** Time a thread gets beyond the render limit to report its own timeout before the pool terminates it. */
-const BACKSTOP_GRACE_MS = 5_000;
+/**
+ * Time a thread gets beyond the render limit before the pool terminates it: enough to start a browser and load
+ * a style (which the frame limit does not count); the thread's own limit ends a hung frame well before.
+ */
+const BACKSTOP_GRACE_MS = 90_000;
 
 /** The built thread entry: beside the bundle (dist/cli.js), or dist/ when running from the sources. */
 export function workerFile(): string {
@@ -101,29 +104,36 @@ export class RenderPool {
     throw first?.reason instanceof RenderError ? first.reason : new RenderError('unavailable', String(first?.reason));
   }
 
-  async render(style: StyleRef, frame: Frame): Promise<RenderedFrame> {
+  /** Renders a frame. `cancel` drops it while it still waits in the queue (a sibling part of a frame failed). */
+  async render(style: StyleRef, frame: Frame, cancel?: AbortSignal): Promise<RenderedFrame> {
     if (this.closed) throw new RenderError('unavailable', 'the renderer is shutting down');
     if (this.piscina.queueSize >= this.o.maxQueue) throw new RenderError('overload', `${this.piscina.queueSize} renders are waiting (render.max_queue = ${this.o.maxQueue})`);
     try {
-      return await this.renderOnce(style, frame);
+      return await this.renderOnce(style, frame, cancel);
     } catch (err) {
       // The renderer died under this render (not because of it: timeouts are not retried). Once more, on a new one.
-      if (err instanceof RenderError && err.reason === 'crash' && !this.closed) return this.renderOnce(style, frame);
+      if (err instanceof RenderError && err.reason === 'crash' && !this.closed && !cancel?.aborted) return this.renderOnce(style, frame, cancel);
       throw err;
     }
   }
 
-  private async renderOnce(style: StyleRef, frame: Frame): Promise<RenderedFrame> {
+  private async renderOnce(style: StyleRef, frame: Frame, cancel: AbortSignal | undefined): Promise<RenderedFrame> {
     let out: RenderedFrame | undefined;
-    await this.run({ kind: 'render', style, frame, timeoutMs: this.o.timeoutMs }, this.o.timeoutMs, (f) => (out = f));
+    await this.run({ kind: 'render', style, frame, timeoutMs: this.o.timeoutMs }, this.o.timeoutMs, (f) => (out = f), cancel);
     if (!out) throw new RenderError('failed', 'the render thread reported success without a frame');
     return out;
   }
 
   /** Runs one task with its own MessagePort for resources and the frame. */
-  private async run(task: TaskWithoutPort, timeoutMs: number, onFrame?: (f: RenderedFrame) => void): Promise<void> {
+  private async run(task: TaskWithoutPort, timeoutMs: number, onFrame?: (f: RenderedFrame) => void, cancel?: AbortSignal): Promise<void> {
     const { port1, port2 } = new MessageChannel();
     const abort = new AbortController();
+    let started = false;
+    // A cancelled task is dropped only while queued; once a thread runs it, it finishes (or times out) there.
+    const onCancel = () => {
+      if (!started) abort.abort();
+    };
+    cancel?.addEventListener('abort', onCancel, { once: true });
     let backstop: NodeJS.Timeout | undefined;
     let threadId: number | undefined;
     const queuedAt = performance.now();
@@ -132,6 +142,7 @@ export class RenderPool {
     const frame = new Promise<void>((resolve) => (frameArrived = resolve));
     port1.on('message', (msg: ThreadMessage) => {
       if (msg.type === 'started') {
+        started = true;
         threadId = msg.threadId;
         queueMs = performance.now() - queuedAt;
         backstop = setTimeout(() => abort.abort(), timeoutMs + BACKSTOP_GRACE_MS);
@@ -147,6 +158,7 @@ export class RenderPool {
       try {
         result = await this.piscina.run({ ...task, port: port2 } as ThreadTask, { transferList: [port2], signal: abort.signal });
       } catch (err) {
+        if (abort.signal.aborted && !started) throw new RenderError('failed', 'cancelled before it started');
         if (abort.signal.aborted) {
           if (threadId !== undefined) await killMarked(threadMarkerPrefix(this.markerPrefix, threadId));
           throw new RenderError('timeout', `the render did not finish within ${timeoutMs} ms; its renderer was replaced`);
@@ -159,6 +171,7 @@ export class RenderPool {
       if (task.kind === 'render') await Promise.race([frame, new Promise((r) => setTimeout(r, 10_000).unref())]);
     } finally {
       clearTimeout(backstop);
+      cancel?.removeEventListener('abort', onCancel);
       port1.close();
     }
   }

@@ -18,7 +18,7 @@ import { cropRaw, encodeRegion, encodeWithOverlay, pasteRaw, resizeRaw, type Enc
 import { renderMetrics } from './metrics.js';
 import { RenderPool } from './pool.js';
 import { RenderCache, type CachedImage } from './render-cache.js';
-import { RenderError, type BackendName, type Frame, type RenderedFrame, type StyleRef } from './renderer.js';
+import { RenderError, type Frame, type RenderedFrame, type StyleRef } from './renderer.js';
 import { inProcessFetcher, type AppFetch } from './resources.js';
 import { CONTENT_TYPES, type ImageFormat } from './static-params.js';
 import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
@@ -30,13 +30,6 @@ const MAX_FRAME = 4096;
 const SPLIT_BUFFER = 64;
 /** How long a request waits for renderers that are still starting. */
 const START_WAIT_MS = 60_000;
-
-export interface RenderStatus {
-  available: boolean;
-  backend: BackendName | undefined;
-  /** Why rendering is not available (while `available` is false). */
-  reason: string | undefined;
-}
 
 const extOf = (f: ImageFormat) => (f === 'jpeg' ? 'jpg' : f);
 
@@ -77,10 +70,6 @@ export class RenderService {
   /** The app whose routes answer the renderers' resource requests (in-process). */
   attach(fetch: AppFetch): void {
     this.fetcher = fetch;
-  }
-
-  status(): RenderStatus {
-    return { available: this.pool !== undefined && !this.starting, backend: this.pool?.backend, reason: this.reason };
   }
 
   /** Follows the active state: starts, keeps, restarts or stops the pool; drops memory-cached images on reload. */
@@ -329,7 +318,16 @@ export class RenderService {
       const smaller = await pool.render(ref, { ...frame, ratio });
       return { raw: await resizeRaw(smaller, pw, ph), timing: timing(smaller.timings) };
     }
-    const drawn = await Promise.all(parts.map((p) => pool.render(ref, p.frame)));
+    // When one part fails the answer is an error: parts still waiting in the queue are dropped.
+    const cancel = new AbortController();
+    const drawn = await Promise.all(
+      parts.map((p) =>
+        pool.render(ref, p.frame, cancel.signal).catch((err: unknown) => {
+          cancel.abort();
+          throw err;
+        }),
+      ),
+    );
     const whole: RawImage = { data: new Uint8Array(pw * ph * 4), width: pw, height: ph };
     parts.forEach((p, i) => pasteRaw(whole, cropRaw(drawn[i], { left: p.cropLeft, top: p.cropTop, width: p.width, height: p.height }), p.left, p.top));
     // Parts run concurrently: report the slowest part's phases.

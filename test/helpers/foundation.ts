@@ -24,11 +24,16 @@ export interface RawResponse {
  * One HTTP request exactly as given: node:http sends no Accept-Encoding unless told, decodes nothing and
  * leaves `..` in the path alone (fetch would normalise it away before a traversal test could send it).
  */
-export function request(base: string, pathAndQuery: string, opts: { method?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+export function request(
+  base: string,
+  pathAndQuery: string,
+  opts: { method?: string; headers?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<RawResponse> {
   const url = new URL(base);
+  const method = opts.method ?? 'GET';
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: url.hostname, port: url.port, method: opts.method ?? 'GET', path: pathAndQuery, headers: opts.headers ?? {}, agent: false },
+      { host: url.hostname, port: url.port, method, path: pathAndQuery, headers: opts.headers ?? {}, agent: false },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -37,6 +42,8 @@ export function request(base: string, pathAndQuery: string, opts: { method?: str
       },
     );
     req.on('error', reject);
+    // A hung answer fails the test that waits for it instead of stalling the whole run.
+    req.setTimeout(opts.timeoutMs ?? 30_000, () => req.destroy(new Error(`no answer to ${method} ${pathAndQuery} within ${opts.timeoutMs ?? 30_000} ms`)));
     req.end();
   });
 }

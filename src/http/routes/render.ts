@@ -21,7 +21,7 @@ import {
 import { parseLonLat, parseNumber } from '../../render/overlays.js';
 import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
 import type { ServerContext } from '../context.js';
-import { problem } from '../problem.js';
+import { problem, problemBody } from '../problem.js';
 import { notModified } from '../respond.js';
 import { param, type Router } from '../router.js';
 
@@ -44,24 +44,19 @@ function invalid(c: Context, p: Problem): Response {
 /** The answer for a render that could not be made. */
 function renderProblem(c: Context, err: unknown): Response {
   const e = err instanceof RenderError ? err : new RenderError('failed', (err as Error).message);
-  const retry = { 'Retry-After': '1' };
-  let res: Response;
+  // 503s carry Retry-After. Headers are given at construction: @hono/node-server's Response may not see later changes.
+  const unavailable = (title: string, retryAfter: string) =>
+    new Response(JSON.stringify(problemBody(503, title, e.message)), { status: 503, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': retryAfter } });
   switch (e.reason) {
     case 'overload':
-      res = problem(c, 503, 'Render queue full', e.message);
-      break;
+      return unavailable('Render queue full', '1');
     case 'timeout':
-      res = problem(c, 503, 'Render timed out', e.message);
-      break;
+      return unavailable('Render timed out', '1');
     case 'unavailable':
-      res = problem(c, 503, 'Rendering unavailable', e.message);
-      retry['Retry-After'] = '10';
-      break;
+      return unavailable('Rendering unavailable', '10');
     default:
       return problem(c, 500, 'Render failed', e.message, { reason: e.reason });
   }
-  res.headers.set('Retry-After', retry['Retry-After']);
-  return res;
 }
 
 /** `Server-Timing` of a rendered answer: where the render's time went, or which cache answered. */

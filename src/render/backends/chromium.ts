@@ -59,7 +59,12 @@ const FLAGS = [
 interface Slot {
   page: Page;
   busy: boolean;
+  /** The style key the page's map has loaded. */
+  styleKey: string | undefined;
 }
+
+/** Loading a style (once per page and style) has its own time budget; `render.timeout_ms` bounds frames. */
+const STYLE_LOAD_MS = 60_000;
 
 export class ChromiumRenderer implements Renderer {
   readonly backend = 'chromium' as const;
@@ -100,7 +105,7 @@ export class ChromiumRenderer implements Renderer {
         const page = await browser.newPage({ viewport: { width: 512, height: 512 }, deviceScaleFactor: 1 });
         await page.goto(server.pageUrl());
         await page.waitForFunction('window.__tstsReady === true', undefined, { timeout: 30_000 });
-        slots.push({ page, busy: false });
+        slots.push({ page, busy: false, styleKey: undefined });
       }
       return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true);
     } catch (err) {
@@ -139,6 +144,17 @@ export class ChromiumRenderer implements Renderer {
       pitch: frame.pitch,
     };
     try {
+      let styleMs = 0;
+      if (slot.styleKey !== job.styleKey) {
+        const t = performance.now();
+        slot.styleKey = undefined;
+        const load = slot.page.evaluate(`window.__tsts.load(${JSON.stringify(job.styleUrl)}, ${JSON.stringify(job.styleKey)})`);
+        await beforeDeadline(load, Math.max(deadline, Date.now() + STYLE_LOAD_MS));
+        slot.styleKey = job.styleKey;
+        styleMs = performance.now() - t;
+        // The frame's own time limit starts now.
+        deadline += styleMs;
+      }
       // A string expression: a bundled function could carry helpers that do not exist in the page.
       const done = slot.page.evaluate(`window.__tsts.render(${JSON.stringify(job)})`) as Promise<PageResult>;
       const result = await beforeDeadline(done, deadline);
@@ -155,7 +171,7 @@ export class ChromiumRenderer implements Renderer {
         data,
         width: result.width,
         height: result.height,
-        timings: { style: result.style, resources: result.resources, draw: result.draw, readback: result.readback, transfer: result.transfer + (performance.now() - t) },
+        timings: { style: styleMs, resources: result.resources, draw: result.draw, readback: result.readback, transfer: result.transfer + (performance.now() - t) },
       };
     } catch (err) {
       this.server.cancelFrame(id, err as Error);
@@ -187,7 +203,6 @@ export class ChromiumRenderer implements Renderer {
 interface PageResult {
   width: number;
   height: number;
-  style: number;
   resources: number;
   draw: number;
   readback: number;
