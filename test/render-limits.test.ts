@@ -3,7 +3,7 @@
 // starts no browser; a renderer that cannot start makes the routes answer 503 saying why.
 // A plain style (background only) keeps these servers cheap; frame sizes make renders slow or fast.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -11,10 +11,12 @@ import { waitFor } from './helpers/foundation.js';
 import { browserPids, chromiumDescendants, decode, distance, pixel } from './helpers/render.js';
 import { startServer, type TestServer } from './helpers/server.js';
 
+const plainStyle = (color: string) => JSON.stringify({ version: 8, name: 'plain', sources: {}, layers: [{ id: 'bg', type: 'background', paint: { 'background-color': color } }] });
+
 function plainConfig(render: string, server = ''): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-render-limits-'));
   const style = path.join(dir, 'plain.json');
-  writeFileSync(style, JSON.stringify({ version: 8, name: 'plain', sources: {}, layers: [{ id: 'bg', type: 'background', paint: { 'background-color': '#336699' } }] }));
+  writeFileSync(style, plainStyle('#336699'));
   return `[server]\n${server}\n[[styles]]\nid = "plain"\npath = "${style}"\n[cache]\ndir = "${path.join(dir, 'cache')}"\n[render]\n${render}\n`;
 }
 
@@ -117,5 +119,60 @@ describe('rendering enabled but no renderer can start', () => {
     const p = await ping(s);
     assert.equal(p.renderer_enabled, false);
     assert.equal(p.render_enabled, true);
+  });
+});
+
+describe('reload with a changed style', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startServer({ toml: plainConfig('pool_size = 1'), workers: 1 });
+    await rendererReady(s);
+  });
+  after(() => s?.stop());
+
+  test('the renderer draws the new style (no stale image from any cache); the pool stays', async () => {
+    const p = '/styles/plain/static/0,0,1/64x64.png';
+    const before = await get(s, p);
+    assert.ok(distance(pixel(await decode(before.body), 32, 32), [0x33, 0x66, 0x99]) <= 2);
+    const browser = browserPids(s.proc.pid!);
+    const configFile = s.configFile!;
+    const stylePath = /path = "([^"]+plain\.json)"/.exec(readFileSync(configFile, 'utf8'))![1];
+    writeFileSync(stylePath, plainStyle('#993366'));
+    // A changed configuration file (a comment is enough) makes SIGHUP rebuild the state, styles included.
+    writeFileSync(configFile, `${readFileSync(configFile, 'utf8')}\n# reloaded\n`);
+    s.proc.kill('SIGHUP');
+    const after = await waitFor(
+      'the new style',
+      async () => {
+        const r = await get(s, p);
+        return r.status === 200 && distance(pixel(await decode(r.body), 32, 32), [0x99, 0x33, 0x66]) <= 2 ? r : undefined;
+      },
+      30_000,
+    );
+    assert.notEqual(after.headers.get('etag'), before.headers.get('etag'));
+    assert.deepEqual(browserPids(s.proc.pid!), browser, 'a style change reloads the style in the running browser');
+  });
+});
+
+describe('renderer recycling', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startServer({ toml: plainConfig('pool_size = 1\nmax_renders = 1'), workers: 1 });
+    await rendererReady(s);
+  });
+  after(() => s?.stop());
+
+  test('after max_renders renders the browser is replaced, and rendering goes on', async () => {
+    const first = await get(s, '/styles/plain/static/0,0,1/32x32.png');
+    assert.equal(first.status, 200);
+    const a = browserPids(s.proc.pid!);
+    const second = await get(s, '/styles/plain/static/1,0,1/32x32.png');
+    assert.equal(second.status, 200);
+    const b = await waitFor('the used browser to end', () => {
+      const now = browserPids(s.proc.pid!);
+      return now.some((p) => a.includes(p)) ? undefined : now;
+    });
+    assert.equal(a.length, 1);
+    assert.equal(b.length, 1);
   });
 });

@@ -3,7 +3,7 @@
 // social cards, every 400 case, caching headers, golden images, and recovery from a killed browser.
 // Goldens: `make goldens` (UPDATE_GOLDENS=1) rewrites test/goldens/render/*.png from this machine's renders.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pixelmatch from 'pixelmatch';
@@ -33,6 +33,7 @@ const UPDATE = process.env.UPDATE_GOLDENS === '1';
 
 let server: TestServer;
 let archive: string;
+let cacheDir: string;
 
 async function get(p: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: Buffer }> {
   const res = await fetch(server.url + p, { headers });
@@ -75,7 +76,8 @@ describe('rendering through the server (headless Chromium)', () => {
   before(async () => {
     const dir = renderTempDir();
     archive = await buildOmtArchive(dir);
-    server = await startServer({ toml: renderToml(archive, path.join(dir, 'cache'), 'pool_size = 1\nmetatile = 2'), workers: 1 });
+    cacheDir = path.join(dir, 'cache');
+    server = await startServer({ toml: renderToml(archive, cacheDir, 'pool_size = 1\nmetatile = 2'), workers: 1 });
     // The renderer starts in the background; /ping says when it is ready and which backend it is.
     await waitFor('renderer', async () => ((await (await fetch(`${server.url}/ping`)).json()) as { renderer_enabled: boolean }).renderer_enabled || undefined, 90_000);
   });
@@ -119,6 +121,9 @@ describe('rendering through the server (headless Chromium)', () => {
     assert.ok(distance(pixel(img, ...tilePixel(1, 1, 0, 18, 34.5)), WATER) <= 3, 'Mediterranean');
     assert.ok(distance(pixel(img, ...tilePixel(1, 1, 0, 10, 25)), WATER) > 40, 'Sahara');
     assert.match(b.headers.get('server-timing') ?? '', /cache/, 'the sibling of a metatile comes from the cache');
+    // All four tiles of the z1 metatile are on disk, where every worker process finds them.
+    const onDisk = readdirSync(cacheDir, { recursive: true, encoding: 'utf8' }).filter((f) => /osm-liberty\/[0-9a-f]+\/512@1x\/1\/[01]\/[01]\.png$/.test(f));
+    assert.equal(onDisk.length, 4, onDisk.join(', '));
   });
 
   test('the z14 Paris tile shows a dense city', async () => {

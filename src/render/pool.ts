@@ -208,7 +208,8 @@ export class RenderPool {
       };
     });
     this.control.postMessage({ type: 'close' });
-    await Promise.race([allClosed, new Promise((r) => setTimeout(r, 8_000).unref())]);
+    // Browsers still starting may not answer soon: they are killed below by their marker.
+    await Promise.race([allClosed, new Promise((r) => setTimeout(r, 3_000).unref())]);
     acks.close();
     this.control.close();
     await this.piscina.destroy().catch(() => {});

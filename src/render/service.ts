@@ -55,6 +55,11 @@ export class RenderService {
   private starting: Promise<void> | undefined;
   private reason: string | undefined = 'rendering has not started';
   private poolKey: string | undefined;
+  /** Counts pool changes: a pool that finishes starting after a newer change closes itself. */
+  private generation = 0;
+  private workers: AppState['config']['server']['workers'] | undefined;
+  /** The pool being warmed up, so that a stop does not wait for its browsers to start. */
+  private warming: RenderPool | undefined;
   private fetcher: AppFetch | undefined;
   private cache: RenderCache | undefined;
   private cacheKeyOfCache: string | undefined;
@@ -86,27 +91,34 @@ export class RenderService {
     }
     this.runtime.renderRoutesMounted = !state.config.server.disable_render;
     const wanted = !state.config.server.disable_render && state.styles.size > 0;
-    const key = JSON.stringify([cfg, state.config.server.workers]);
+    // The number of worker processes cannot change without a restart: size pools by the one the process began with.
+    this.workers ??= state.config.server.workers;
+    const key = JSON.stringify(cfg);
     if (!wanted) {
       this.reason = state.config.server.disable_render ? 'server.disable_render is set' : 'no styles are configured';
       void this.stopPool();
       return;
     }
     if (key === this.poolKey && (this.pool || this.starting)) return;
-    this.poolKey = key;
+    // The old pool (if any) is closed before the new one starts: never two sets of browsers at once.
     const previous = this.stopPool();
+    this.poolKey = key;
+    const generation = this.generation;
     const firstStyle = state.styles.values().next().value as LoadedStyle;
-    this.starting = previous
-      .then(() => this.startPool(cfg, state, firstStyle))
-      .finally(() => (this.starting = undefined));
+    const starting = previous.then(() => this.startPool(cfg, state, firstStyle, generation));
+    this.starting = starting;
+    const done = () => {
+      if (this.starting === starting) this.starting = undefined;
+    };
+    starting.then(done, done);
   }
 
-  private async startPool(cfg: RenderConfig, state: AppState, warmStyle: LoadedStyle): Promise<void> {
+  private async startPool(cfg: RenderConfig, state: AppState, warmStyle: LoadedStyle, generation: number): Promise<void> {
     const fetcher = this.fetcher;
     if (!fetcher) throw new Error('RenderService.attach was not called');
     this.runtime.rendererEnabled = false;
     this.runtime.renderer = undefined;
-    const renderers = cfg.pool_size ?? poolShare(workerCount(state.config.server.workers));
+    const renderers = cfg.pool_size ?? poolShare(workerCount(this.workers ?? 'auto'));
     const choice = await backendCandidates(cfg);
     const reasons = [...choice.reasons];
     for (const c of choice.candidates) {
@@ -124,15 +136,20 @@ export class RenderService {
         fetch: inProcessFetcher(fetcher),
         onThreadError: (err) => this.log.error({ err: err.message }, 'render thread error'),
       });
+      this.warming = pool;
       try {
         // The warm-up loads a style and draws a frame: allow it more than one render's time (browser start).
         await pool.warmUp(this.styleRef(state, warmStyle), Math.max(cfg.timeout_ms, START_WAIT_MS));
       } catch (err) {
-        reasons.push(`${c.backend}: ${(err as Error).message}`);
         await pool.close();
+        if (generation !== this.generation) return;
+        reasons.push(`${c.backend}: ${(err as Error).message}`);
         continue;
+      } finally {
+        if (this.warming === pool) this.warming = undefined;
       }
-      if (this.closed) return void (await pool.close());
+      // Stopped or replaced while starting (a reload, a shutdown): this pool is not wanted any more.
+      if (this.closed || generation !== this.generation) return void (await pool.close());
       this.pool = pool;
       this.reason = undefined;
       this.runtime.rendererEnabled = true;
@@ -140,18 +157,25 @@ export class RenderService {
       this.log.info({ backend: c.backend, threads: Math.ceil(renderers / pages), pages }, 'renderer ready');
       return;
     }
+    if (generation !== this.generation) return;
     this.reason = `no renderer could start: ${reasons.join('; ')}`;
     this.log.warn(this.reason);
   }
 
-  private async stopPool(): Promise<void> {
-    if (this.starting) await this.starting.catch(() => {});
+  /** Takes the pool out of service now; resolves when it (and any pool still starting) is closed. */
+  private stopPool(): Promise<void> {
+    this.generation++;
     const pool = this.pool;
+    const starting = this.starting;
+    // A pool still warming up is closed now, not after its browsers have finished starting.
+    void this.warming?.close();
+    this.warming = undefined;
     this.pool = undefined;
+    this.starting = undefined;
     this.poolKey = undefined;
     this.runtime.rendererEnabled = false;
     this.runtime.renderer = undefined;
-    await pool?.close();
+    return Promise.all([pool?.close(), starting?.catch(() => {})]).then(() => {});
   }
 
   async close(): Promise<void> {
