@@ -38,7 +38,7 @@ run: build
 
 test: build
 	npx tsc --noEmit
-	node --import tsx --test --test-concurrency=1 --test-reporter=spec 'test/**/*.test.ts'
+	node --import tsx --test --test-concurrency=1 --test-reporter=spec test/*.test.ts
 
 # Rewrites the golden images of the rendering tests (test/goldens/render) from this machine's renders; review
 # the new images before committing them.

@@ -23,9 +23,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
 
   app.onError((err, c) => {
     if (err instanceof HttpProblem) {
-      const res = problem(c, err.status, err.title, err.detail, err.extra);
-      for (const [k, val] of Object.entries(err.headers)) res.headers.set(k, val);
-      return res;
+      return problem(c, err.status, err.title, err.detail, err.extra, err.headers);
     }
     log.error({ err, path: c.req.path }, 'request failed');
     return problem(c, 500, 'Internal error', 'the request could not be completed; the error is in the server log');

@@ -13,10 +13,21 @@ export function problemBody(status: number, title: string, detail: string, extra
   return { type: 'about:blank', title, status, detail, ...extra };
 }
 
-export function problem(c: Context, status: number, title: string, detail: string, extra: Record<string, unknown> = {}): Response {
+/**
+ * A problem response. Extra headers (Retry-After) go in at construction: @hono/node-server's lightweight
+ * Response does not carry headers set on it afterwards to the wire.
+ */
+export function problem(
+  c: Context,
+  status: number,
+  title: string,
+  detail: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Response {
   return new Response(JSON.stringify(problemBody(status, title, detail, extra)), {
     status,
-    headers: { 'Content-Type': 'application/problem+json' },
+    headers: { 'Content-Type': 'application/problem+json', ...headers },
   });
 }
 
