@@ -19,7 +19,7 @@ system-deps:
 
 # Install without scripts first, then build the native modules the way this machine needs them:
 # gdal-async against Debian's libgdal, better-sqlite3 from source when no prebuilt binary can be fetched.
-node_modules/.installed: package.json package-lock.json | system-deps
+node_modules/.installed: package-lock.json | system-deps
 	npm install --no-audit --no-fund --ignore-scripts
 	npm_config_build_from_source=true npm_config_shared_gdal=true npm rebuild gdal-async better-sqlite3
 	npm rebuild esbuild sharp
