@@ -1,9 +1,9 @@
 // Helpers shared by the benchmarks: free ports, child servers started in their own process group and stopped
 // with everything they forked, readiness polling, plain HTTP GETs, number formatting and tables.
+import autocannon, { type AutocannonClient, type AutocannonResult } from 'autocannon';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,15 +23,39 @@ export function envNumber(name: string, fallback: number): number {
   return n;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
+/** The same free-port probe the tests use. */
+export { freePort } from '../test/helpers/server.js';
+
+export interface CycleLoad {
+  connections: number;
+  /** Seconds. */
+  duration: number;
+  /** Seconds a request may take before autocannon counts it as an error. */
+  timeout: number;
+  headers: Record<string, string>;
+}
+
+/**
+ * autocannon GETs over `paths`: connection i starts at its own offset in the list and cycles through it, so
+ * the connections spread over the whole list instead of marching through it in step.
+ */
+export function cycleLoad(base: string, paths: string[], o: CycleLoad): Promise<AutocannonResult> {
+  const requests = paths.map((p) => ({ method: 'GET', path: p }));
+  let client = 0;
+  return Promise.resolve(
+    autocannon({
+      url: base,
+      connections: o.connections,
+      duration: o.duration,
+      timeout: o.timeout,
+      headers: o.headers,
+      requests: [requests[0]],
+      setupClient(c: AutocannonClient) {
+        const start = Math.floor((client++ * requests.length) / o.connections) % requests.length;
+        c.setRequests([...requests.slice(start), ...requests.slice(0, start)]);
+      },
+    }),
+  );
 }
 
 export interface HttpResult {

@@ -12,7 +12,7 @@
 // Environment: BENCH_DURATION (s per measured run, 10), BENCH_WARMUP (s per warm-up run, 3), BENCH_CONNECTIONS (64),
 // BENCH_WORKERS (tileserver-ts worker processes; default: one per core), BENCH_ARCHIVE (pmtiles | mbtiles),
 // BENCH_TILE_SERVERS (ts,peer), BENCH_TS_CACHE (on | off: tileserver-ts's in-memory tile cache).
-import autocannon, { type AutocannonClient, type AutocannonResult } from 'autocannon';
+import type { AutocannonResult } from 'autocannon';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { buildBenchData, MBTILES, PMTILES, type BenchTileList } from '../scripts/build-bench-data.js';
-import { ChildServer, cores, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+import { ChildServer, cores, cycleLoad, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
 
 const DURATION = envNumber('BENCH_DURATION', 10);
 const WARMUP = envNumber('BENCH_WARMUP', 3);
@@ -159,25 +159,8 @@ async function verify(base: string, zxys: string[]): Promise<Check> {
   return check;
 }
 
-/** autocannon on `paths`: each connection cycles through the list from its own starting point. */
-function load(base: string, paths: string[], duration: number): Promise<AutocannonResult> {
-  const requests = paths.map((p) => ({ method: 'GET', path: tilePath(p) }));
-  let client = 0;
-  return Promise.resolve(
-    autocannon({
-      url: base,
-      connections: CONNECTIONS,
-      duration,
-      timeout: 20,
-      headers: HEADERS,
-      requests: [requests[0]],
-      setupClient(c: AutocannonClient) {
-        const start = Math.floor((client++ * requests.length) / CONNECTIONS) % requests.length;
-        c.setRequests([...requests.slice(start), ...requests.slice(0, start)]);
-      },
-    }),
-  );
-}
+const load = (base: string, paths: string[], duration: number) =>
+  cycleLoad(base, paths.map(tilePath), { connections: CONNECTIONS, duration, timeout: 20, headers: HEADERS });
 
 async function benchServer(kind: ServerKind, archive: string, scenarios: Scenario[], dir: string): Promise<{ measured: Measured[]; check: Check }> {
   const port = await freePort();

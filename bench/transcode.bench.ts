@@ -7,7 +7,6 @@
 //
 // Environment: BENCH_TRANSCODE_SECONDS (s per direction, 8), BENCH_DURATION (s per served run, 10),
 // BENCH_WARMUP (3), BENCH_CONNECTIONS (16), BENCH_PROFILE_SECONDS (4; 0 skips the profile).
-import autocannon, { type AutocannonClient, type AutocannonResult } from 'autocannon';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -18,7 +17,7 @@ import { buildPmtiles } from '../scripts/pmtiles-writer.js';
 import { decodeMlt, encodeMlt } from '../src/tiles/mlt-codec.js';
 import { decodeMvt } from '../src/tiles/mvt-decode.js';
 import { encodeMvt } from '../src/tiles/mvt-encode.js';
-import { ChildServer, cores, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+import { ChildServer, cores, cycleLoad, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
 
 const SECONDS = envNumber('BENCH_TRANSCODE_SECONDS', 8);
 const PROFILE_SECONDS = process.env.BENCH_PROFILE_SECONDS === '0' ? 0 : envNumber('BENCH_PROFILE_SECONDS', 4);
@@ -192,23 +191,8 @@ function buildArchive(tiles: Pair[], dir: string): string {
   return file;
 }
 
-function load(base: string, paths: string[], duration: number): Promise<AutocannonResult> {
-  let client = 0;
-  return Promise.resolve(
-    autocannon({
-      url: base,
-      connections: CONNECTIONS,
-      duration,
-      timeout: 60,
-      headers: HEADERS,
-      requests: [{ method: 'GET', path: paths[0] }],
-      setupClient(c: AutocannonClient) {
-        const start = client++ % paths.length;
-        c.setRequests([...paths.slice(start), ...paths.slice(0, start)].map((p) => ({ method: 'GET', path: p })));
-      },
-    }),
-  );
-}
+const load = (base: string, paths: string[], duration: number) =>
+  cycleLoad(base, paths, { connections: CONNECTIONS, duration, timeout: 60, headers: HEADERS });
 
 async function serving(tiles: Pair[]): Promise<void> {
   if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: build first (node scripts/build.mjs, or make bench)');

@@ -27,7 +27,11 @@ export function etagOf(body: Uint8Array): string {
   return `"${createHash('sha1').update(body).digest('base64url').slice(0, 22)}"`;
 }
 
-const inflight = new Map<string, Promise<TileResult>>();
+/**
+ * Tiles being produced, per state snapshot: concurrent requests for one tile share one read. Per snapshot,
+ * because after a reload a request must not be handed a tile read from the previous configuration's source.
+ */
+const inflightByState = new WeakMap<AppState, Map<string, Promise<TileResult>>>();
 
 export async function fetchTile(state: AppState, req: TileRequest): Promise<TileResult> {
   // Composites (named, or ad hoc `a+b`) are resolved only when no plain source has the id.
@@ -55,6 +59,8 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
   const cached = state.tileCache.get(key);
   if (cached) return cached.empty ? { kind: 'empty' } : tileResult(cached.body, req.format, encoding, cached.etag);
 
+  let inflight = inflightByState.get(state);
+  if (!inflight) inflightByState.set(state, (inflight = new Map()));
   const pending = inflight.get(key);
   if (pending) return pending;
   const work = produce(state, source, req, encoding, key).finally(() => inflight.delete(key));
