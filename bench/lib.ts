@@ -221,3 +221,47 @@ export function table(rows: string[][]): string {
       .trimEnd();
   return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }
+
+/** CPU seconds of every thread under `root`, keyed "process kind/thread name" (digits folded), for BENCH_RENDER_THREADS=1. */
+export function threadCpu(root: number): Map<string, number> {
+  const parent = new Map<number, number>();
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const st = readFileSync(`/proc/${e}/stat`, 'utf8');
+      parent.set(Number(e), Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      /* gone */
+    }
+  }
+  const out = new Map<string, number>();
+  for (const pid of parent.keys()) {
+    let p = pid;
+    for (let i = 0; p > 1 && p !== root && i < 64; i++) p = parent.get(p) ?? 0;
+    if (p !== root) continue;
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      const kind = /--type=([a-z-]+)/.exec(cmd)?.[1] ?? (cmd.includes('chromium') ? 'browser' : 'node');
+      for (const t of readdirSync(`/proc/${pid}/task`)) {
+        const st = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+        const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')).replace(/\d+/g, '#');
+        const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+        const key = `${kind}/${name}`;
+        out.set(key, (out.get(key) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+      }
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+/** Machine-wide CPU time counters from /proc/stat (jiffies): total and the part stolen by the hypervisor. */
+export function cpuTimes(): { total: number; steal: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already inside user)
+  return { total: f.slice(0, 8).reduce((a, b) => a + b, 0), steal: f[7] ?? 0 };
+}
+
+/** Share of the machine's CPU time the hypervisor took between two readings (a noisy neighbour's mark). */
+export const stealShare = (a: { total: number; steal: number }, b: { total: number; steal: number }) => (b.steal - a.steal) / Math.max(1, b.total - a.total);

@@ -1,28 +1,34 @@
-// Rendering: uncached raster tiles of the showcase style (OSM Liberty), distinct 512 px tiles requested by
-// several clients at once so the renderers are saturated, in 4x4 blocks as a map client fills its view; with
-// metatile 1 and 2, on two workloads: the OpenMapTiles planet archive (z0-1) overzoomed to z5-z7, and z14 tiles
-// that each hold the real Paris z14 tile (the densest fixture). Then static maps (800x600 with a path, markers and a GeoJSON polygon) and social cards
-// one at a time, for their latency. Prints tiles/s, tiles/s per core, tiles per CPU-second (every process of
-// the server, browsers included), p50/p99, peak memory, and where a frame's time goes (from the Server-Timing
-// header the service sends with every rendered answer).
+// Rendering: uncached raster tiles of the showcase style (OSM Liberty), distinct 512 px tiles, with metatile 1, 2
+// and 4, on three workloads:
+//   planet:    the OpenMapTiles planet archive (z0-1) overzoomed to z5-z7 over Europe;
+//   city:      z14 tiles that each hold the real Paris z14 tile (the densest fixture);
+//   scattered: distinct z7 tiles in a shuffled order, as a load test with a random tile list sends them.
+// On planet and city, simulated users (two connections each) fill their own views in 4x4 blocks aligned to a
+// grid of 4, so the renderers are saturated and every metatile size covers whole blocks. Then static maps
+// (800x600 with a path, markers and a GeoJSON polygon) and social cards one at a time, for their latency.
+// Prints tiles/s, tiles/s per core, tiles per CPU-second (every process of the server, browsers included),
+// p50/p99, peak memory, the share of CPU time the hypervisor stole during the run, and where a frame's time
+// goes (from the Server-Timing header the service sends with every rendered answer).
 //
 //   node --import tsx bench/render.bench.ts        (make bench runs it; build first: node scripts/build.mjs)
 //
 // Environment: BENCH_RENDER_SECONDS (measured seconds per tile run, 30), BENCH_RENDER_CLIENTS (concurrent
-// clients; default twice the cores), BENCH_RENDER_METATILES (1,2), BENCH_RENDER_WORKLOADS (planet,city),
-// BENCH_RENDER_SAMPLES (static/og requests, 12), BENCH_WORKERS (worker processes; default auto),
-// BENCH_RENDER_EXTRA (extra TOML lines for the [render] section, e.g. "tile_buffer = 0").
+// connections; default four per core), BENCH_RENDER_METATILES (1,2,4), BENCH_RENDER_WORKLOADS
+// (planet,city,scattered), BENCH_RENDER_SAMPLES (static/og requests, 12), BENCH_WORKERS (worker processes;
+// default auto), BENCH_RENDER_EXTRA (extra TOML lines for the [render] section, e.g. "tile_buffer = 0"),
+// BENCH_RENDER_THREADS=1 (print CPU per tile by process kind and thread name: where the CPU goes),
+// BENCH_STYLE (another style file in place of OSM Liberty).
 import Database from 'better-sqlite3';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { ChildServer, cores, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+import { ChildServer, cores, cpuTimes, stealShare, threadCpu, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
 
 const SECONDS = envNumber('BENCH_RENDER_SECONDS', 30);
 const SAMPLES = envNumber('BENCH_RENDER_SAMPLES', 12);
-const METATILES = (process.env.BENCH_RENDER_METATILES ?? '1,2').split(',').map(Number);
-const WORKLOADS = (process.env.BENCH_RENDER_WORKLOADS ?? 'planet,city').split(',') as ('planet' | 'city')[];
+const METATILES = (process.env.BENCH_RENDER_METATILES ?? '1,2,4').split(',').map(Number);
+const WORKLOADS = (process.env.BENCH_RENDER_WORKLOADS ?? 'planet,city,scattered').split(',') as Workload[];
 const WORKERS = process.env.BENCH_WORKERS;
 const CLI = path.join(ROOT, 'dist/cli.js');
 const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
@@ -80,27 +86,63 @@ function timings(header: string | string[] | undefined): Record<string, number> 
   return out;
 }
 
-/** Tiles in blocks of 4x4, as a map client fills its view, block after block across the area. */
-function blocks(z: number, x0: number, x1: number, y0: number, y1: number): string[] {
-  const out: string[] = [];
-  for (let by = y0; by <= y1; by += 4)
-    for (let bx = x0; bx <= x1; bx += 4)
-      for (let y = by; y < Math.min(by + 4, y1 + 1); y++) for (let x = bx; x < Math.min(bx + 4, x1 + 1); x++) out.push(`${z}/${x}/${y}`);
+/**
+ * Tiles in blocks of 4x4 over an area, block after block, as a map client fills its view. Blocks are aligned to
+ * a grid of 4 (the area is widened to it), so every metatile size covers whole blocks: what a client panning
+ * over a region, or a seeding job, sees in steady state. A run of 30 s covers only part of an area, and an
+ * unaligned start would leave half-used metatiles at the run's edge that a longer run would use later.
+ */
+function blocks(z: number, x0: number, x1: number, y0: number, y1: number): string[][] {
+  const out: string[][] = [];
+  const a = (v: number) => Math.floor(v / 4) * 4;
+  for (let by = a(y0); by <= y1; by += 4)
+    for (let bx = a(x0); bx <= x1; bx += 4) {
+      const block: string[] = [];
+      for (let y = by; y < by + 4; y++) for (let x = bx; x < bx + 4; x++) block.push(`${z}/${x}/${y}`);
+      out.push(block);
+    }
   return out;
 }
 
 const tileY = (lat: number, n: number) => Math.floor(((1 - Math.log(Math.tan(Math.PI / 4 + (lat * Math.PI) / 360)) / Math.PI) / 2) * n);
 const tileX = (lon: number, n: number) => Math.floor(((lon + 180) / 360) * n);
 
+/**
+ * What each simulated user requests, in order. Users are independent map clients (two connections each, as a
+ * browser fetching its view): block i of the area goes to user i mod users, so at any time the users are
+ * filling different views and every renderer has work.
+ */
+function perUser(all: string[][], users: number): string[][] {
+  const out: string[][] = Array.from({ length: users }, () => []);
+  all.forEach((block, i) => out[i % users].push(...block));
+  return out;
+}
+
 /** The planet archive (z0-1) overzoomed: Europe and around at z5, z6, then z7. */
-function planetTiles(): string[] {
+function planetBlocks(): string[][] {
   return [5, 6, 7].flatMap((z) => blocks(z, tileX(-30, 2 ** z), tileX(60, 2 ** z), tileY(70, 2 ** z), tileY(30, 2 ** z)));
 }
 
 /** A block of z14 tiles, each holding the real z14 Paris tile (900 KB, dense), around XYZ 14/8298/5635. */
-const CITY = { x0: 8290, y0: 5627, size: 12 };
-function cityTiles(): string[] {
+const CITY = { x0: 8288, y0: 5624, size: 16 };
+function cityBlocks(): string[][] {
   return blocks(14, CITY.x0, CITY.x0 + CITY.size - 1, CITY.y0, CITY.y0 + CITY.size - 1);
+}
+
+/**
+ * Scattered: distinct z7 tiles in a shuffled order (a fixed seed), as a load test with a random tile list sends
+ * them. Neighbours are rarely asked for soon after each other, so a metatile's other tiles are mostly wasted.
+ */
+function scatteredBlocks(): string[][] {
+  const tiles: string[] = [];
+  for (let y = tileY(70, 128); y <= tileY(30, 128); y++) for (let x = tileX(-30, 128); x <= tileX(60, 128); x++) tiles.push(`7/${x}/${y}`);
+  let seed = 42;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let i = tiles.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [tiles[i], tiles[j]] = [tiles[j], tiles[i]];
+  }
+  return [tiles];
 }
 
 function writeCityArchive(file: string): void {
@@ -115,7 +157,7 @@ function writeCityArchive(file: string): void {
   db.close();
 }
 
-type Workload = 'planet' | 'city';
+type Workload = 'planet' | 'city' | 'scattered';
 
 interface Server {
   child: ChildServer;
@@ -143,7 +185,7 @@ type = "pmtiles"
 path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
 [[styles]]
 id = "osm-liberty"
-path = "${fixture('styles/osm-liberty/style.json')}"
+path = "${process.env.BENCH_STYLE ?? fixture('styles/osm-liberty/style.json')}"
 [cache]
 dir = "${dir}"
 [render]
@@ -184,22 +226,33 @@ interface TileRun {
   rendered: Record<string, number>[];
   errors: number;
   peak: number;
+  /** Share of the machine's CPU time stolen by the hypervisor during the run. */
+  steal: number;
 }
 
-async function tileRun(workload: Workload, metatile: number, tiles: string[], cityFile: string): Promise<TileRun> {
+async function tileRun(workload: Workload, metatile: number, cityFile: string): Promise<TileRun> {
   const s = await start(metatile, workload, cityFile);
-  const clients = envNumber('BENCH_RENDER_CLIENTS', 2 * Math.max(2, cores()));
+  const clients = envNumber('BENCH_RENDER_CLIENTS', 4 * Math.max(2, cores()));
+  const all = workload === 'city' ? cityBlocks() : workload === 'planet' ? planetBlocks() : scatteredBlocks();
+  // Scattered tiles are one shared list; the other workloads are users of two connections each.
+  const lists = workload === 'scattered' ? all : perUser(all, Math.max(1, Math.floor(clients / 2)));
   const lat: number[] = [];
   const rendered: Record<string, number>[] = [];
-  let next = 0;
   let errors = 0;
   const cpu0 = tree(s.child.proc.pid!).cpu;
+  const threads0 = process.env.BENCH_RENDER_THREADS ? threadCpu(s.child.proc.pid!) : undefined;
+  const steal0 = cpuTimes();
   const t0 = Date.now();
   const end = t0 + SECONDS * 1000;
+  const cursor = lists.map(() => 0);
   await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (Date.now() < end && next < tiles.length) {
-        const t = tiles[next++];
+    Array.from({ length: clients }, async (_, c) => {
+      const u = c % lists.length;
+      const tiles = lists[u];
+      // After the deadline a user finishes the block it is in, so that every metatile drawn is counted whole
+      // (a run cut mid-block would charge a metatile's whole render to the few tiles served from it).
+      while (cursor[u] < tiles.length && (Date.now() < end || (workload !== 'scattered' && cursor[u] % 16 !== 0))) {
+        const t = tiles[cursor[u]++];
         const started = performance.now();
         const r = await httpGet(`${s.url}/styles/osm-liberty/${t}.png`, {}, 60_000);
         if (r.status !== 200) {
@@ -214,8 +267,14 @@ async function tileRun(workload: Workload, metatile: number, tiles: string[], ci
   );
   const seconds = (Date.now() - t0) / 1000;
   const cpu = tree(s.child.proc.pid!).cpu - cpu0;
+  const steal = stealShare(steal0, cpuTimes());
+  if (threads0) {
+    const diff = [...threadCpu(s.child.proc.pid!)].map(([k, v]) => [k, v - (threads0.get(k) ?? 0)] as const).filter(([, v]) => v > 0.05);
+    console.log(`${workload}, metatile ${metatile}: CPU ms per tile by thread:`);
+    for (const [k, v] of diff.sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(40)} ${fmt((v * 1000) / Math.max(1, lat.length), 1)}`);
+  }
   await stop(s);
-  return { workload, metatile, tiles: lat.length, seconds, cpu, lat: lat.sort((a, b) => a - b), rendered, errors, peak: s.peak };
+  return { workload, metatile, tiles: lat.length, seconds, cpu, lat: lat.sort((a, b) => a - b), rendered, errors, peak: s.peak, steal };
 }
 
 async function sequential(paths: string[], s: Server): Promise<{ lat: number[]; rendered: Record<string, number>[] }> {
@@ -247,8 +306,8 @@ async function main(): Promise<void> {
   console.log('  planet: the OpenMapTiles planet archive (z0-1) overzoomed, Europe at z5-z7');
   console.log('  city:   z14 tiles each holding the real Paris z14 tile (900 KB, the densest fixture)');
   const runs: TileRun[] = [];
-  for (const w of WORKLOADS) for (const m of METATILES) runs.push(await tileRun(w, m, w === 'city' ? cityTiles() : planetTiles(), cityFile));
-  const rows = [['workload', 'metatile', 'tiles', 'tiles/s', 'tiles/s/core', 'tiles/CPU-s', 'p50 ms', 'p99 ms', 'errors', 'peak PSS MB']];
+  for (const w of WORKLOADS) for (const m of METATILES) runs.push(await tileRun(w, m, cityFile));
+  const rows = [['workload', 'metatile', 'tiles', 'tiles/s', 'tiles/s/core', 'tiles/CPU-s', 'p50 ms', 'p99 ms', 'errors', 'peak PSS MB', 'steal %']];
   for (const r of runs) {
     rows.push([
       r.workload,
@@ -261,6 +320,7 @@ async function main(): Promise<void> {
       fmt(pct(r.lat, 99)),
       String(r.errors),
       fmt(r.peak / 1e6),
+      fmt(r.steal * 100),
     ]);
   }
   console.log(table(rows));

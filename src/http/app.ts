@@ -30,7 +30,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   });
   app.notFound((c) => problem(c, 404, 'Not found', `no route for ${c.req.method} ${c.req.path}`));
 
-  const router = new Router(app);
+  const router = new Router(app, () => ctx.holder.current);
   registerOperationalRoutes(router, ctx);
   registerDataRoutes(router, ctx);
   registerFileRoutes(router, ctx);

@@ -31,7 +31,12 @@ export function urlContext(c: Context, state: AppState): UrlContext {
   const internal = (c.env as RenderRequestEnv | undefined)?.renderBase;
   const configured = state.config.server.public_url;
   const base = internal ?? (configured ? configured.replace(/\/+$/, '') : new URL(c.req.url).origin);
-  return { base, key: c.req.query('key') };
+  return { base, key: c.req.query('key'), forRenderer: internal !== undefined };
+}
+
+/** Whether this request comes from a renderer in-process (src/render/resources.ts), not from a client. */
+export function isRenderRequest(c: Context): boolean {
+  return (c.env as RenderRequestEnv | undefined)?.renderBase !== undefined;
 }
 
 /** The Hono `env` of a request a renderer makes in-process through `app.fetch`. */

@@ -3,6 +3,8 @@
 import type { Context, Hono } from 'hono';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
+import type { AppState } from '../state/app-state.js';
+import { problem } from './problem.js';
 
 type Schema = v.GenericSchema;
 
@@ -30,13 +32,35 @@ export interface RouteDoc {
 
 export type Handler = (c: Context) => Response | Promise<Response>;
 
-export class Router {
-  readonly docs: RouteDoc[] = [];
-  constructor(readonly app: Hono) {}
+/**
+ * Why a route is not mounted under a state (a configuration switch such as server.disable_render), or undefined
+ * when it is. The configuration is reloadable, so this is asked per request and per /openapi.json document.
+ */
+export type Absence = (state: AppState) => string | undefined;
 
-  add(doc: RouteDoc, handler: Handler): void {
-    this.docs.push(doc);
-    this.app.on(doc.method.toUpperCase(), doc.hono, handler);
+export class Router {
+  private readonly routes: { doc: RouteDoc; absent?: Absence }[] = [];
+  constructor(
+    readonly app: Hono,
+    /** The active state (`holder.current`). */
+    private readonly current: () => AppState,
+  ) {}
+
+  /** Routes a request to `handler`; with `absent`, the route answers 404 as if it did not exist while that gives a reason. */
+  add(doc: RouteDoc, handler: Handler, absent?: Absence): void {
+    this.routes.push({ doc, absent });
+    const gated: Handler = absent
+      ? (c) => {
+          const why = absent(this.current());
+          return why === undefined ? handler(c) : problem(c, 404, 'Not found', `no route for ${c.req.method} ${c.req.path} (${why})`);
+        }
+      : handler;
+    this.app.on(doc.method.toUpperCase(), doc.hono, gated);
+  }
+
+  /** The routes mounted under `state`: what /openapi.json describes. */
+  docs(state: AppState): RouteDoc[] {
+    return this.routes.filter((r) => r.absent?.(state) === undefined).map((r) => r.doc);
   }
 }
 

@@ -104,8 +104,7 @@ export function renderErrorFrom(err: unknown): RenderError {
 
 /**
  * Converts pixels read from a GL framebuffer (rows bottom to top, alpha premultiplied) into what image
- * encoders expect (rows top to bottom, straight alpha), as a new buffer. Opaque pixels, the usual case for
- * maps, cost one comparison.
+ * encoders expect (rows top to bottom, straight alpha), as a new buffer.
  */
 export function glPixelsToImage(src: Uint8Array, width: number, height: number, flip: boolean): Uint8Array {
   const out = new Uint8Array(src.length);
@@ -114,15 +113,30 @@ export function glPixelsToImage(src: Uint8Array, width: number, height: number, 
     const from = (flip ? height - 1 - y : y) * row;
     out.set(src.subarray(from, from + row), y * row);
   }
-  for (let i = 3; i < out.length; i += 4) {
-    const a = out[i];
-    if (a === 255 || a === 0) continue;
-    const k = 255 / a;
-    out[i - 3] = Math.min(255, Math.round(out[i - 3] * k));
-    out[i - 2] = Math.min(255, Math.round(out[i - 2] * k));
-    out[i - 1] = Math.min(255, Math.round(out[i - 1] * k));
-  }
+  unpremultiplyInPlace(out);
   return out;
+}
+
+/**
+ * Premultiplied RGBA to straight alpha, in place. Maps are mostly opaque: the scan reads whole pixels as
+ * 32-bit words and only the translucent ones are divided.
+ */
+export function unpremultiplyInPlace(px: Uint8Array): void {
+  const n = px.length >> 2;
+  if (px.byteOffset % 4 === 0) {
+    const words = new Uint32Array(px.buffer, px.byteOffset, n);
+    // Alpha is the high byte of a little-endian word: an opaque pixel is a word of at least 0xff000000.
+    for (let p = 0; p < n; p++) if (words[p] < 0xff000000) unpremultiplyPixel(px, p * 4);
+  } else for (let i = 0; i < px.length; i += 4) if (px[i + 3] !== 255) unpremultiplyPixel(px, i);
+}
+
+function unpremultiplyPixel(px: Uint8Array, i: number): void {
+  const a = px[i + 3];
+  if (a === 0) return;
+  const k = 255 / a;
+  px[i] = Math.min(255, Math.round(px[i] * k));
+  px[i + 1] = Math.min(255, Math.round(px[i + 1] * k));
+  px[i + 2] = Math.min(255, Math.round(px[i + 2] * k));
 }
 
 /** `p`, or a timeout RenderError at `deadline` (epoch ms), whichever comes first; `onTimeout` runs first. */

@@ -7,6 +7,8 @@ export interface UrlContext {
   base: string;
   /** The `key` query parameter of the request, forwarded into every URL handed out. */
   key: string | undefined;
+  /** The request is a renderer's (in-process): styles it gets may use renderer-only tile URLs. */
+  forRenderer?: boolean;
 }
 
 export function withKey(url: string, key: string | undefined): string {

@@ -6,6 +6,7 @@ import type { UrlContext } from '../sources/tilejson.js';
 import { withKey } from '../sources/tilejson.js';
 import type { SourceInfo, TileSource } from '../sources/source.js';
 import type { AppState } from '../state/app-state.js';
+import { RENDER_MAXZOOM } from '../tiles/overzoom.js';
 import type { LoadedStyle } from './registry.js';
 
 /**
@@ -43,7 +44,7 @@ export function servedSource(state: AppState, spec: SourceSpecification, ctx: Ur
   const id = sourceRef(spec.url);
   const source = id === undefined ? undefined : findSource(state, id);
   if (!source || id === undefined) return spec;
-  if (source.info.format !== 'mlt') return { ...spec, url: sourceTileJsonUrl(id, ctx) };
+  if (source.info.format !== 'mlt') return { ...spec, url: sourceTileJsonUrl(id, ctx), ...renderMaxzoom(source.info, spec, ctx) };
   const out = { ...spec, ...mltTileFields(source.info, spec, ctx) } as SourceSpecification & { url?: string; encoding?: string };
   delete out.url;
   // The tiles are MVT after transcoding: a style that declared the MLT encoding must not say so any more.
@@ -58,10 +59,21 @@ function mltTileFields(info: SourceInfo, spec: SourceSpecification, ctx: UrlCont
     minzoom: given.minzoom ?? info.minzoom,
     maxzoom: given.maxzoom ?? info.maxzoom,
     bounds: given.bounds ?? info.bounds,
+    ...renderMaxzoom(info, spec, ctx),
   };
   const attribution = given.attribution ?? info.attribution;
   if (attribution) fields.attribution = attribution;
   return fields;
+}
+
+/**
+ * For a renderer, a vector source of this service reaches RENDER_MAXZOOM: tiles below the archive's maxzoom are
+ * cut from their ancestor (tiles/overzoom.ts) instead of MapLibre laying out the whole ancestor for every deeper
+ * tile. A maxzoom the style itself gives is kept.
+ */
+function renderMaxzoom(info: SourceInfo, spec: SourceSpecification, ctx: UrlContext): { maxzoom?: number } {
+  if (!ctx.forRenderer || spec.type !== 'vector' || (spec as { maxzoom?: number }).maxzoom !== undefined) return {};
+  return info.maxzoom < RENDER_MAXZOOM ? { maxzoom: RENDER_MAXZOOM } : {};
 }
 
 /** Rewrites the `sources` of a style; shared by configured and generated styles. */

@@ -8,6 +8,10 @@ import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from './format.js';
 import { tileIntersectsBounds, type TileCoord } from './coords.js';
 import { isProblem, resolveSource } from '../sources/resolve.js';
 import { transcodeStored } from './transcode.js';
+import { decodeMvt } from './mvt-decode.js';
+import { encodeMvt } from './mvt-encode.js';
+import { cutTile, RENDER_MAXZOOM } from './overzoom.js';
+import type { VectorTileData } from './vector-model.js';
 
 export type TileResult =
   | { kind: 'tile'; body: Uint8Array; contentType: string; contentEncoding: ContentEncoding; etag: string }
@@ -102,4 +106,66 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
 
 function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncoding, etag: string): TileResult {
   return { kind: 'tile', body, contentType: CONTENT_TYPES[format], contentEncoding: encoding, etag };
+}
+
+/** Geometry kept beyond a cut tile's edges, as a fraction of its extent (128 units of 4096). */
+const CUT_BUFFER = 1 / 32;
+/** Decoded ancestor tiles kept per state snapshot: a render asks for a handful of cuts of the same ancestors. */
+const ANCESTORS_KEPT = 8;
+const ancestorsByState = new WeakMap<AppState, Map<string, Promise<VectorTileData | undefined>>>();
+
+/**
+ * A vector tile below its source's maxzoom, cut from the ancestor tile at maxzoom (overzoom.ts), as identity
+ * MVT bytes. For renderers only: public tile URLs answer the archive's own zoom range (spec). Tiles within the
+ * range, and raster sources, are answered as `fetchTile` answers them.
+ */
+export async function fetchRenderTile(state: AppState, req: TileRequest): Promise<TileResult> {
+  const source = state.sources.get(req.sourceId) ?? resolveSource(state, req.sourceId);
+  if (isProblem(source)) return source;
+  const { info } = source;
+  const { z, x, y } = req.coord;
+  if (!isVector(info.format) || !isVector(req.format) || z <= info.maxzoom || z > RENDER_MAXZOOM) return fetchTile(state, req);
+  const dz = z - info.maxzoom;
+  const ancestor = { z: info.maxzoom, x: Math.floor(x / 2 ** dz), y: Math.floor(y / 2 ** dz) };
+  const key = `render-cut:${info.id}/${z}/${x}/${y}`;
+  const cached = state.tileCache.get(key);
+  if (cached) return cached.empty ? { kind: 'empty' } : tileResult(cached.body, 'pbf', 'identity', cached.etag);
+  let inflight = inflightByState.get(state);
+  if (!inflight) inflightByState.set(state, (inflight = new Map()));
+  const pending = inflight.get(key);
+  if (pending) return pending;
+  const work = (async (): Promise<TileResult> => {
+    const decoded = await decodedAncestor(state, { ...req, coord: ancestor, format: 'pbf', accepted: new Map() });
+    const cut = decoded && cutTile(decoded, dz, x - ancestor.x * 2 ** dz, y - ancestor.y * 2 ** dz, CUT_BUFFER);
+    if (!cut || cut.length === 0) {
+      state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
+      return { kind: 'empty' };
+    }
+    const body = encodeMvt(cut);
+    const etag = etagOf(body);
+    state.tileCache.set(key, { body, contentEncoding: 'identity', etag, empty: false });
+    return tileResult(body, 'pbf', 'identity', etag);
+  })().finally(() => inflight.delete(key));
+  inflight.set(key, work);
+  return work;
+}
+
+/** The ancestor tile decoded, from a small per-snapshot LRU; undefined when the source has no tile there. */
+function decodedAncestor(state: AppState, req: TileRequest): Promise<VectorTileData | undefined> {
+  let kept = ancestorsByState.get(state);
+  if (!kept) ancestorsByState.set(state, (kept = new Map()));
+  const key = `${req.sourceId}/${req.coord.z}/${req.coord.x}/${req.coord.y}`;
+  let p = kept.get(key);
+  if (p) {
+    // Most recently used last.
+    kept.delete(key);
+    kept.set(key, p);
+    return p;
+  }
+  p = fetchTile(state, req).then((r) => (r.kind === 'tile' && r.body.byteLength ? decodeMvt(r.body) : undefined));
+  // A failed read is not kept: the next render retries.
+  p.catch(() => kept.delete(key));
+  kept.set(key, p);
+  while (kept.size > ANCESTORS_KEPT) kept.delete(kept.keys().next().value!);
+  return p;
 }

@@ -4,11 +4,11 @@ import { sourceTileJson, type TileJson } from '../../sources/tilejson.js';
 import { rasterStylesOffered, styleTileJson } from '../../styles/style-tilejson.js';
 import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
 import { formatFromExtension } from '../../tiles/format.js';
-import { fetchTile } from '../../tiles/tile-service.js';
+import { fetchRenderTile, fetchTile } from '../../tiles/tile-service.js';
 import { isProblem, resolveSource } from '../../sources/resolve.js';
 import { sendTileGeoJson } from './tile-geojson.js';
 import { acceptedEncodings } from '../encoding.js';
-import { urlContext, type ServerContext } from '../context.js';
+import { isRenderRequest, urlContext, type ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import { sendJson } from '../respond.js';
 import { tileAnswer } from '../tile-fast-lane.js';
@@ -110,7 +110,7 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
       const parsed = parseTileCoord(param(c, 'z'), param(c, 'x'), file.y);
       if (!parsed.ok) return problem(c, 400, 'Invalid tile coordinates', parsed.problem);
       if (!format) return sendTileGeoJson(c, state, param(c, 'source'), parsed.coord);
-      const result = await fetchTile(state, {
+      const result = await (isRenderRequest(c) ? fetchRenderTile : fetchTile)(state, {
         sourceId: param(c, 'source'),
         coord: parsed.coord,
         format,

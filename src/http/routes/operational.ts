@@ -79,19 +79,22 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
     },
   );
 
-  let doc: string | undefined;
+  // One document per state: which routes are mounted follows the configuration (server.disable_render).
+  const docs = new WeakMap<AppState, string>();
   r.add(
     {
       method: 'get',
       path: '/openapi.json',
       hono: '/openapi.json',
-      summary: 'OpenAPI 3.1 description of every route',
+      summary: 'OpenAPI 3.1 description of every route mounted under the active configuration',
       tag: 'Operational',
       responses: { 200: { description: 'OpenAPI document', content: { 'application/json': true } } },
     },
     (c) => {
       // Built on first use, when every route module has registered.
-      doc ??= JSON.stringify(openApiDocument(r.docs, ctx.version));
+      const state = ctx.holder.current;
+      let doc = docs.get(state);
+      if (doc === undefined) docs.set(state, (doc = JSON.stringify(openApiDocument(r.docs(state), ctx.version))));
       return c.body(doc, 200, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-cache' });
     },
   );

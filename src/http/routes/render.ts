@@ -1,7 +1,7 @@
 // Rendered images: raster tiles of styles, static maps with overlays, social cards. The handlers validate
 // (400 naming the bad part), look the style up (404) and ask the render service (src/render/service.ts);
-// with server.disable_render they answer as if the routes did not exist (404), and when no renderer can run
-// they answer 503 saying why.
+// with server.disable_render they are not mounted (404, and absent from /openapi.json), and when no renderer
+// can run they answer 503 saying why.
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { fitBounds, MAX_LATITUDE } from '../../render/camera.js';
@@ -23,7 +23,7 @@ import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
 import type { ServerContext } from '../context.js';
 import { problem, problemBody } from '../problem.js';
 import { notModified } from '../respond.js';
-import { param, type Router } from '../router.js';
+import { param, type Absence, type Router } from '../router.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
 const IMAGE = { 'image/png': true as const, 'image/jpeg': true as const, 'image/webp': true as const };
@@ -31,7 +31,7 @@ const RENDER_RESPONSES = {
   200: { description: 'the image', content: IMAGE, headers: { ETag: 'strong validator of the bytes', 'Cache-Control': 'from server.tile_cache_control' } },
   304: { description: 'the If-None-Match ETag is current' },
   400: { description: 'invalid parameters; the problem names the bad part', content: PROBLEM },
-  404: { description: 'no such style, or rendering is disabled (server.disable_render)', content: PROBLEM },
+  404: { description: 'no such style', content: PROBLEM },
   500: { description: 'the render failed', content: PROBLEM },
   503: { description: 'no renderer can run here, the render queue is full or the render timed out (Retry-After)', content: PROBLEM, headers: { 'Retry-After': 'seconds' } },
 };
@@ -83,17 +83,23 @@ function requestKey(c: Context): string {
   return `${url.pathname}?${url.searchParams.toString()}`;
 }
 
+/**
+ * Routes that exist only for server-side rendering (these, and the raster TileJSON and WMTS of styles) are not
+ * mounted while server.disable_render is set (spec: 404, no raster rendering).
+ */
+export const renderAbsence: Absence = (state) => (state.config.server.disable_render ? 'server.disable_render is set' : undefined);
+
 export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
-  /** Common start of every render route: the state, or the 404 of a disabled route, or the style's 404. */
+  // A process without a render service has no render routes at all.
+  const render = ctx.render;
+  if (!render) return;
+  /** Common start of every render route: the state and style, or the style's 404. */
   const begin = (c: Context) => {
     const state = ctx.holder.current;
-    if (state.config.server.disable_render || !ctx.render) {
-      return { res: problem(c, 404, 'Not found', `no route for ${c.req.method} ${c.req.path} (server.disable_render is set)`) };
-    }
     const id = param(c, 'style');
     const style = state.styles.get(id);
     if (!style) return { res: problem(c, 404, 'Style not found', `no style with id "${id}"`) };
-    return { state, style, render: ctx.render };
+    return { state, style, render };
   };
 
   // Registered before the tile routes: `/styles/{style}/static/…` has as many segments as a tile path.
@@ -139,6 +145,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
         return renderProblem(c, err);
       }
     },
+    renderAbsence,
   );
 
   const tileHandler = async (c: Context, sizeText: string | undefined) => {
@@ -184,6 +191,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       responses: RENDER_RESPONSES,
     },
     (c) => tileHandler(c, undefined),
+    renderAbsence,
   );
   r.add(
     {
@@ -196,6 +204,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       responses: RENDER_RESPONSES,
     },
     (c) => tileHandler(c, param(c, 'size')),
+    renderAbsence,
   );
 
   r.add(
@@ -251,5 +260,6 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
         return renderProblem(c, err);
       }
     },
+    renderAbsence,
   );
 }

@@ -5,13 +5,14 @@ import type { Context } from 'hono';
 import { generatedStyle } from '../../styles/generated.js';
 import { findSource, servedStyle, styleJsonUrl } from '../../styles/rewrite.js';
 import { parseSpriteFile, readSprite } from '../../styles/sprites.js';
-import { rasterStylesOffered, styleTileJson } from '../../styles/style-tilejson.js';
+import { styleTileJson } from '../../styles/style-tilejson.js';
 import { wmtsCapabilities } from '../../styles/wmts.js';
 import { isVector } from '../../tiles/format.js';
 import { urlContext, type ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import { METADATA_CACHE_CONTROL, sendBytes, sendJson } from '../respond.js';
 import { KEY_QUERY, param, type Router } from '../router.js';
+import { renderAbsence } from './render.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
 const STYLE_PARAM = { style: { schema: v.string(), description: 'style id' } };
@@ -83,7 +84,7 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
       query: KEY_QUERY,
       responses: {
         200: { description: 'TileJSON 3.0.0', content: { 'application/json': true } },
-        404: { description: 'no such style, or rendering is disabled', content: PROBLEM },
+        404: { description: 'no such style', content: PROBLEM },
       },
     },
     (c) => {
@@ -91,9 +92,9 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
       const id = param(c, 'file').slice(0, -'.json'.length);
       const style = state.styles.get(id);
       if (!style) return noStyle(c, id);
-      if (!rasterStylesOffered(state)) return problem(c, 404, 'Rendering disabled', 'server.disable_render is set: styles have no raster tiles');
       return sendJson(c, state, styleTileJson(state, style, urlContext(c, state)));
     },
+    renderAbsence,
   );
 
   r.add(
@@ -107,7 +108,7 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
       query: KEY_QUERY,
       responses: {
         200: { description: 'capabilities document', content: { 'application/xml': true } },
-        404: { description: 'no such style, or rendering is disabled', content: PROBLEM },
+        404: { description: 'no such style', content: PROBLEM },
       },
     },
     (c) => {
@@ -115,10 +116,10 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
       const id = param(c, 'style');
       const style = state.styles.get(id);
       if (!style) return noStyle(c, id);
-      if (!rasterStylesOffered(state)) return problem(c, 404, 'Rendering disabled', 'server.disable_render is set: styles have no raster tiles');
       const body = Buffer.from(wmtsCapabilities(state, style, urlContext(c, state)));
       return sendBytes(c, state, body, 'application/xml; charset=utf-8', METADATA_CACHE_CONTROL);
     },
+    renderAbsence,
   );
 
   r.add(

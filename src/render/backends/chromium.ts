@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { MARKER_SWITCH } from '../processes.js';
-import { beforeDeadline, glPixelsToImage, RenderError, type Frame, type RenderedFrame, type Renderer, type ResourceFetcher, type StyleRef } from '../renderer.js';
+import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type ResourceFetcher, type StyleRef } from '../renderer.js';
 import { FLAT_QUERY, LocalServer } from './local-server.js';
 
 /** Where Chromium or Chrome usually is; Debian's /usr/bin/chromium is a wrapper script around the first. */
@@ -128,7 +128,9 @@ export class ChromiumRenderer implements Renderer {
     this.active.add(fetch);
     this.server.fetcher = fetch;
     const id = randomBytes(8).toString('hex');
-    const upload = this.server.expectFrame(id);
+    const pixelWidth = Math.round(frame.width * frame.ratio);
+    const pixelHeight = Math.round(frame.height * frame.ratio);
+    const upload = this.server.expectFrame(id, pixelWidth, pixelHeight);
     const base = this.server.resourceBase(style.key);
     const flat = this.flatExtrusions && frame.pitch === 0;
     const job = {
@@ -158,15 +160,14 @@ export class ChromiumRenderer implements Renderer {
       // A string expression: a bundled function could carry helpers that do not exist in the page.
       const done = slot.page.evaluate(`window.__tsts.render(${JSON.stringify(job)})`) as Promise<PageResult>;
       const result = await beforeDeadline(done, deadline);
-      const bytes = await beforeDeadline(upload.bytes, deadline);
-      if (bytes.length !== result.width * result.height * 4) throw new RenderError('failed', `frame upload has ${bytes.length} bytes, expected ${result.width * result.height * 4}`);
-      const expected = [Math.round(frame.width * frame.ratio), Math.round(frame.height * frame.ratio)];
-      if (result.width !== expected[0] || result.height !== expected[1]) {
-        throw new RenderError('failed', `the canvas is ${result.width}x${result.height}, expected ${expected[0]}x${expected[1]}`);
+      if (result.width !== pixelWidth || result.height !== pixelHeight) {
+        throw new RenderError('failed', `the canvas is ${result.width}x${result.height}, expected ${pixelWidth}x${pixelHeight}`);
       }
+      // Rows arrive flipped into place (local-server.ts); alpha is still premultiplied.
+      const data = await beforeDeadline(upload.bytes, deadline);
       this.renders++;
       const t = performance.now();
-      const data = glPixelsToImage(bytes, result.width, result.height, true);
+      unpremultiplyInPlace(data);
       return {
         data,
         width: result.width,

@@ -41,7 +41,7 @@ function asset(name: string): Promise<Buffer> {
 export class LocalServer {
   private readonly server: http.Server;
   private readonly token = randomBytes(16).toString('hex');
-  private readonly frames = new Map<string, { resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
+  private readonly frames = new Map<string, { width: number; height: number; resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
   private port = 0;
   /** Answers resource requests; undefined while no render is running (requests then get empty answers). */
   fetcher: ResourceFetcher | undefined;
@@ -72,9 +72,13 @@ export class LocalServer {
     return `${this.origin}/r/${styleKey}`;
   }
 
-  /** A URL the page uploads a frame to, and the promise of that upload's bytes. */
-  expectFrame(id: string): { url: string; bytes: Promise<Buffer> } {
-    const bytes = new Promise<Buffer>((resolve, reject) => this.frames.set(id, { resolve, reject }));
+  /**
+   * A URL the page uploads a frame of width x height RGBA pixels to, as `readPixels` gives them (rows bottom to
+   * top), and the promise of the pixels with rows top to bottom. The rows are put in place as the upload arrives:
+   * one buffer, one copy.
+   */
+  expectFrame(id: string, width: number, height: number): { url: string; bytes: Promise<Buffer> } {
+    const bytes = new Promise<Buffer>((resolve, reject) => this.frames.set(id, { width, height, resolve, reject }));
     // A render that fails before uploading must not leave an unhandled rejection behind.
     bytes.catch(() => {});
     return { url: `${this.origin}/frame/${id}`, bytes };
@@ -147,10 +151,32 @@ export class LocalServer {
   private async receiveFrame(id: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const waiter = this.frames.get(id);
     if (!waiter) return void res.writeHead(404).end();
-    const chunks: Buffer[] = [];
-    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
     this.frames.delete(id);
-    waiter.resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    const row = waiter.width * 4;
+    const size = row * waiter.height;
+    // Never from Node's shared pool: the render thread transfers this buffer's memory to the pool thread.
+    const out = Buffer.allocUnsafeSlow(size);
+    let at = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      if (at + chunk.length > size) {
+        waiter.reject(new Error(`frame upload is larger than ${waiter.width}x${waiter.height} pixels`));
+        return void res.writeHead(413).end();
+      }
+      // Byte `at` of the upload is in GL row r (from the bottom): it goes to row height-1-r of the image.
+      for (let i = 0; i < chunk.length; ) {
+        const r = Math.floor(at / row);
+        const col = at - r * row;
+        const n = Math.min(row - col, chunk.length - i);
+        chunk.copy(out, (waiter.height - 1 - r) * row + col, i, i + n);
+        i += n;
+        at += n;
+      }
+    }
+    if (at !== size) {
+      waiter.reject(new Error(`frame upload has ${at} bytes, expected ${size}`));
+      return void res.writeHead(400).end();
+    }
+    waiter.resolve(out);
     res.writeHead(204).end();
   }
 }

@@ -1,0 +1,91 @@
+// /openapi.json lists exactly the routes the server has mounted: with server.disable_render the routes that exist
+// only for server-side rendering (static maps, social cards, raster tiles of styles and their TileJSON and WMTS)
+// are left out, and they really answer 404; without it they are listed, and they answer something else.
+// The enabled server points at a Chromium that does not exist: the routes are mounted (they answer 503) but no
+// browser starts, which keeps it cheap. A reload that switches disable_render changes the document with it.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { waitFor } from './helpers/foundation.js';
+import { startServer, type TestServer } from './helpers/server.js';
+
+/** Documented path → a concrete URL of it for the style "plain". */
+const RENDER_ONLY: Record<string, string> = {
+  '/styles/{style}/static/{view}/{size}': '/styles/plain/static/0,0,1/64x64.png',
+  '/og/{style}': '/og/plain?center=0,0',
+  '/styles/{style}/{z}/{x}/{y}{scale}.{format}': '/styles/plain/0/0/0.png',
+  '/styles/{style}/{tile_size}/{z}/{x}/{y}{scale}.{format}': '/styles/plain/256/0/0/0.png',
+  '/styles/{style}.json': '/styles/plain.json',
+  '/styles/{style}/wmts.xml': '/styles/plain/wmts.xml',
+};
+/** Routes that do not depend on rendering (a sample). */
+const ALWAYS = ['/health', '/ping', '/openapi.json', '/styles.json', '/styles/{style}/style.json', '/styles/{style}/sprite{scale}.{format}', '/data/{source}.json'];
+
+function config(disableRender: boolean): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-openapi-render-'));
+  const style = path.join(dir, 'plain.json');
+  writeFileSync(style, JSON.stringify({ version: 8, name: 'plain', sources: {}, layers: [{ id: 'bg', type: 'background', paint: { 'background-color': '#336699' } }] }));
+  return `[server]\ndisable_render = ${disableRender}\n[[styles]]\nid = "plain"\npath = "${style}"\n[cache]\ndir = "${path.join(dir, 'cache')}"\n[render]\nbackend = "chromium"\nchromium_path = "/nonexistent/chromium"\n`;
+}
+
+async function documentedPaths(s: TestServer): Promise<Set<string>> {
+  const res = await fetch(`${s.url}/openapi.json`);
+  assert.equal(res.status, 200);
+  return new Set(Object.keys(((await res.json()) as { paths: Record<string, unknown> }).paths));
+}
+
+describe('/openapi.json follows server.disable_render', () => {
+  let off: TestServer;
+  let on: TestServer;
+  before(async () => {
+    [off, on] = await Promise.all([startServer({ toml: config(true), workers: 1 }), startServer({ toml: config(false), workers: 1 })]);
+  });
+  after(async () => {
+    await Promise.all([off?.stop(), on?.stop()]);
+  });
+
+  test('disable_render = true: the render-only routes are not documented and answer 404', async () => {
+    const paths = await documentedPaths(off);
+    for (const p of ALWAYS) assert.ok(paths.has(p), `${p} is documented`);
+    for (const [p, url] of Object.entries(RENDER_ONLY)) {
+      assert.ok(!paths.has(p), `${p} is not documented`);
+      const res = await fetch(off.url + url);
+      assert.equal(res.status, 404, url);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json', url);
+      assert.match(((await res.json()) as { detail: string }).detail, /^no route for GET .*server\.disable_render is set/, url);
+    }
+  });
+
+  test('disable_render = false: the render-only routes are documented and routed', async () => {
+    const paths = await documentedPaths(on);
+    for (const p of ALWAYS) assert.ok(paths.has(p), `${p} is documented`);
+    for (const [p, url] of Object.entries(RENDER_ONLY)) {
+      assert.ok(paths.has(p), `${p} is documented`);
+      const res = await fetch(on.url + url);
+      await res.arrayBuffer();
+      // 200 for the TileJSON and WMTS, 503 for images (no renderer can start here): never the 404 of a missing route.
+      assert.notEqual(res.status, 404, url);
+    }
+  });
+
+  test('the two documents differ by exactly the render-only routes', async () => {
+    const [without, withRender] = await Promise.all([documentedPaths(off), documentedPaths(on)]);
+    assert.deepEqual([...withRender].filter((p) => !without.has(p)).sort(), Object.keys(RENDER_ONLY).sort());
+    assert.deepEqual([...without].filter((p) => !withRender.has(p)), []);
+  });
+
+  test('a reload that switches disable_render changes the document and the routes with it', async () => {
+    const file = off.configFile!;
+    writeFileSync(file, readFileSync(file, 'utf8').replace('disable_render = true', 'disable_render = false'));
+    off.proc.kill('SIGHUP');
+    const paths = await waitFor('the reloaded document', async () => {
+      const p = await documentedPaths(off);
+      return p.has('/og/{style}') ? p : undefined;
+    });
+    for (const p of Object.keys(RENDER_ONLY)) assert.ok(paths.has(p), `${p} is documented after the reload`);
+    const res = await fetch(`${off.url}/styles/plain.json`);
+    assert.equal(res.status, 200);
+  });
+});

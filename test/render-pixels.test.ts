@@ -1,0 +1,92 @@
+// The pixel path of the Chromium backend: a frame uploaded by the page (GL rows, bottom first) lands in one
+// buffer with rows top first, chunk boundaries anywhere; a wrong size is refused; premultiplied alpha becomes
+// straight alpha in place.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { LocalServer } from '../src/render/backends/local-server.js';
+import { unpremultiplyInPlace } from '../src/render/renderer.js';
+
+/** POSTs `body` to `url` in pieces of the given sizes; resolves with the status. */
+function upload(url: string, body: Uint8Array, pieces: number[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { 'Content-Length': body.length } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    let at = 0;
+    for (const n of pieces) {
+      if (at >= body.length) break;
+      req.write(body.subarray(at, Math.min(body.length, at + n)));
+      at += n;
+    }
+    if (at < body.length) req.write(body.subarray(at));
+    req.end();
+  });
+}
+
+describe('frame upload', () => {
+  test('property: rows arrive flipped into place, whatever the chunking', async () => {
+    const server = new LocalServer({ workers: 1, maxCanvas: 64 });
+    await server.listen();
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 9 }), fc.integer({ min: 1, max: 7 }), fc.array(fc.integer({ min: 1, max: 50 }), { maxLength: 12 }), async (w, h, pieces) => {
+          const gl = Uint8Array.from({ length: w * h * 4 }, (_, i) => (i * 7 + 3) % 251);
+          const { url, bytes } = server.expectFrame(`f${w}x${h}-${pieces.join('.')}`, w, h);
+          assert.equal(await upload(url, gl, pieces), 204);
+          const got = await bytes;
+          for (let y = 0; y < h; y++) assert.deepEqual([...got.subarray(y * w * 4, (y + 1) * w * 4)], [...gl.subarray((h - 1 - y) * w * 4, (h - y) * w * 4)]);
+        }),
+        { numRuns: 60 },
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('an upload of the wrong size is refused and the render sees why', async () => {
+    const server = new LocalServer({ workers: 1, maxCanvas: 64 });
+    await server.listen();
+    try {
+      const big = server.expectFrame('big', 2, 2);
+      assert.equal(await upload(big.url, new Uint8Array(20), [8, 12]), 413);
+      await assert.rejects(big.bytes, /larger than 2x2/);
+      const small = server.expectFrame('small', 2, 2);
+      assert.equal(await upload(small.url, new Uint8Array(12), [12]), 400);
+      await assert.rejects(small.bytes, /12 bytes, expected 16/);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('premultiplied to straight alpha', () => {
+  test('opaque and fully transparent pixels stay; translucent ones are divided by their alpha', () => {
+    const px = Uint8Array.from([10, 20, 30, 255, 0, 0, 0, 0, 64, 32, 0, 128, 255, 255, 255, 255]);
+    unpremultiplyInPlace(px);
+    assert.deepEqual([...px], [10, 20, 30, 255, 0, 0, 0, 0, 128, 64, 0, 128, 255, 255, 255, 255]);
+  });
+
+  test('property: aligned and unaligned buffers give the same answer', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 40 }), (pixels) => {
+        // Premultiplied input: each channel at most alpha.
+        const flat = pixels.flatMap(([c, a]) => [Math.min(c, a), Math.min(c >> 1, a), 0, a]);
+        const aligned = Uint8Array.from(flat);
+        const backing = new Uint8Array(flat.length + 1);
+        backing.set(flat, 1);
+        const unaligned = backing.subarray(1);
+        unpremultiplyInPlace(aligned);
+        unpremultiplyInPlace(unaligned);
+        assert.deepEqual([...unaligned], [...aligned]);
+        for (let i = 0; i < aligned.length; i += 4) {
+          const a = aligned[i + 3];
+          if (a > 0 && a < 255) assert.equal(aligned[i], Math.min(255, Math.round((flat[i] * 255) / a)));
+        }
+      }),
+    );
+  });
+});
