@@ -305,6 +305,8 @@ async function main(): Promise<void> {
   console.log(`machine: ${n} cores; ${SECONDS} s per tile run; style osm-liberty; 512 px PNG; every tile distinct and uncached`);
   console.log('  planet: the OpenMapTiles planet archive (z0-1) overzoomed, Europe at z5-z7');
   console.log('  city:   z14 tiles each holding the real Paris z14 tile (900 KB, the densest fixture)');
+  console.log('  scattered: distinct z7 tiles of the planet archive in a shuffled order');
+  console.log('  planet and city: users of two connections each fill their own views in 4x4 blocks aligned to a grid of 4');
   const runs: TileRun[] = [];
   for (const w of WORKLOADS) for (const m of METATILES) runs.push(await tileRun(w, m, cityFile));
   const rows = [['workload', 'metatile', 'tiles', 'tiles/s', 'tiles/s/core', 'tiles/CPU-s', 'p50 ms', 'p99 ms', 'errors', 'peak PSS MB', 'steal %']];
