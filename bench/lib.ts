@@ -222,32 +222,55 @@ export function table(rows: string[][]): string {
   return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }
 
-/** CPU seconds of every thread under `root`, keyed "process kind/thread name" (digits folded), for BENCH_RENDER_THREADS=1. */
-export function threadCpu(root: number): Map<string, number> {
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
+const CLK = 100;
+
+/** A /proc stat line's fields after the command name (which may hold spaces and parentheses). */
+const statFields = (stat: string) => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+
+/** CPU seconds (user + system) of a /proc stat line. */
+export const statCpu = (stat: string) => {
+  const f = statFields(stat);
+  return (Number(f[11]) + Number(f[12])) / CLK;
+};
+
+/**
+ * Every process descended from `root`, root included, with its stat line. Browsers are in their own process
+ * groups, so a walk of the parent links finds them where a group walk would not.
+ */
+export function processTree(root: number): Map<number, string> {
   const parent = new Map<number, number>();
+  const stats = new Map<number, string>();
   for (const e of readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     try {
       const st = readFileSync(`/proc/${e}/stat`, 'utf8');
-      parent.set(Number(e), Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]));
+      parent.set(Number(e), Number(statFields(st)[1]));
+      stats.set(Number(e), st);
     } catch {
       /* gone */
     }
   }
-  const out = new Map<string, number>();
-  for (const pid of parent.keys()) {
+  const out = new Map<number, string>();
+  for (const [pid, st] of stats) {
     let p = pid;
     for (let i = 0; p > 1 && p !== root && i < 64; i++) p = parent.get(p) ?? 0;
-    if (p !== root) continue;
+    if (p === root) out.set(pid, st);
+  }
+  return out;
+}
+
+/** CPU seconds of every thread under `root`, keyed "process kind/thread name" (digits folded), for BENCH_RENDER_THREADS=1. */
+export function threadCpu(root: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of processTree(root).keys()) {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
       const kind = /--type=([a-z-]+)/.exec(cmd)?.[1] ?? (cmd.includes('chromium') ? 'browser' : 'node');
       for (const t of readdirSync(`/proc/${pid}/task`)) {
         const st = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
-        const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')).replace(/\d+/g, '#');
-        const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-        const key = `${kind}/${name}`;
-        out.set(key, (out.get(key) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+        const key = `${kind}/${st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')).replace(/\d+/g, '#')}`;
+        out.set(key, (out.get(key) ?? 0) + statCpu(st));
       }
     } catch {
       /* gone */

@@ -19,11 +19,11 @@
 // BENCH_RENDER_THREADS=1 (print CPU per tile by process kind and thread name: where the CPU goes),
 // BENCH_STYLE (another style file in place of OSM Liberty).
 import Database from 'better-sqlite3';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { ChildServer, cores, cpuTimes, stealShare, threadCpu, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+import { ChildServer, cores, cpuTimes, processTree, statCpu, stealShare, threadCpu, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
 
 const SECONDS = envNumber('BENCH_RENDER_SECONDS', 30);
 const SAMPLES = envNumber('BENCH_RENDER_SAMPLES', 12);
@@ -33,31 +33,12 @@ const WORKERS = process.env.BENCH_WORKERS;
 const CLI = path.join(ROOT, 'dist/cli.js');
 const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
 
-const clk = 100;
-/** Every process descended from `root` (browsers are in their own process groups, so a group walk misses them). */
+/** CPU seconds and proportional memory of the server and everything it started. */
 function tree(root: number, withMemory = false): { cpu: number; rss: number } {
-  const parent = new Map<number, number>();
-  const stats = new Map<number, { cpu: number; rss: number }>();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const st = readFileSync(`/proc/${e}/stat`, 'utf8');
-      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-      parent.set(Number(e), Number(f[1]));
-      stats.set(Number(e), { cpu: (Number(f[11]) + Number(f[12])) / clk, rss: 0 });
-    } catch {
-      /* gone */
-    }
-  }
-  const inTree = (pid: number): boolean => {
-    for (let p = pid, i = 0; p > 1 && i < 64; p = parent.get(p) ?? 0, i++) if (p === root) return true;
-    return false;
-  };
   let cpu = 0;
   let rss = 0;
-  for (const [pid, s] of stats) {
-    if (!inTree(pid)) continue;
-    cpu += s.cpu;
+  for (const [pid, st] of processTree(root)) {
+    cpu += statCpu(st);
     if (withMemory) rss += pss(pid);
   }
   return { cpu, rss };

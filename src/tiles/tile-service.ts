@@ -63,13 +63,18 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
   const cached = state.tileCache.get(key);
   if (cached) return cached.empty ? { kind: 'empty' } : tileResult(cached.body, req.format, encoding, cached.etag);
 
+  return shared(state, key, () => produce(state, source, req, encoding, key));
+}
+
+/** One production of `key` per state snapshot, shared by the requests that ask while it runs. */
+function shared(state: AppState, key: string, work: () => Promise<TileResult>): Promise<TileResult> {
   let inflight = inflightByState.get(state);
   if (!inflight) inflightByState.set(state, (inflight = new Map()));
   const pending = inflight.get(key);
   if (pending) return pending;
-  const work = produce(state, source, req, encoding, key).finally(() => inflight.delete(key));
-  inflight.set(key, work);
-  return work;
+  const running = work().finally(() => inflight.delete(key));
+  inflight.set(key, running);
+  return running;
 }
 
 async function produce(state: AppState, source: TileSource, req: TileRequest, encoding: ContentEncoding, key: string): Promise<TileResult> {
@@ -130,11 +135,7 @@ export async function fetchRenderTile(state: AppState, req: TileRequest): Promis
   const key = `render-cut:${info.id}/${z}/${x}/${y}`;
   const cached = state.tileCache.get(key);
   if (cached) return cached.empty ? { kind: 'empty' } : tileResult(cached.body, 'pbf', 'identity', cached.etag);
-  let inflight = inflightByState.get(state);
-  if (!inflight) inflightByState.set(state, (inflight = new Map()));
-  const pending = inflight.get(key);
-  if (pending) return pending;
-  const work = (async (): Promise<TileResult> => {
+  return shared(state, key, async () => {
     const decoded = await decodedAncestor(state, { ...req, coord: ancestor, format: 'pbf', accepted: new Map() });
     const cut = decoded && cutTile(decoded, dz, x - ancestor.x * 2 ** dz, y - ancestor.y * 2 ** dz, CUT_BUFFER);
     if (!cut || cut.length === 0) {
@@ -145,9 +146,7 @@ export async function fetchRenderTile(state: AppState, req: TileRequest): Promis
     const etag = etagOf(body);
     state.tileCache.set(key, { body, contentEncoding: 'identity', etag, empty: false });
     return tileResult(body, 'pbf', 'identity', etag);
-  })().finally(() => inflight.delete(key));
-  inflight.set(key, work);
-  return work;
+  });
 }
 
 /** The ancestor tile decoded, from a small per-snapshot LRU; undefined when the source has no tile there. */
