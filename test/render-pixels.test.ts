@@ -68,6 +68,10 @@ describe('premultiplied to straight alpha', () => {
     const px = Uint8Array.from([10, 20, 30, 255, 0, 0, 0, 0, 64, 32, 0, 128, 255, 255, 255, 255]);
     unpremultiplyInPlace(px);
     assert.deepEqual([...px], [10, 20, 30, 255, 0, 0, 0, 0, 128, 64, 0, 128, 255, 255, 255, 255]);
+    // An exact half (116 * 255 / 232 = 127.5) rounds up, as the property below expects.
+    const half = Uint8Array.from([116, 58, 0, 232]);
+    unpremultiplyInPlace(half);
+    assert.deepEqual([...half], [128, 64, 0, 232]);
   });
 
   test('property: aligned and unaligned buffers give the same answer', () => {

@@ -133,10 +133,11 @@ export function unpremultiplyInPlace(px: Uint8Array): void {
 function unpremultiplyPixel(px: Uint8Array, i: number): void {
   const a = px[i + 3];
   if (a === 0) return;
-  const k = 255 / a;
-  px[i] = Math.min(255, Math.round(px[i] * k));
-  px[i + 1] = Math.min(255, Math.round(px[i + 1] * k));
-  px[i + 2] = Math.min(255, Math.round(px[i + 2] * k));
+  // c * 255 / a rounded half up, in integers: a float reciprocal rounds some halves (116 * 255 / 232) down.
+  const half = a >> 1;
+  px[i] = Math.min(255, ((px[i] * 255 + half) / a) | 0);
+  px[i + 1] = Math.min(255, ((px[i + 1] * 255 + half) / a) | 0);
+  px[i + 2] = Math.min(255, ((px[i + 2] * 255 + half) / a) | 0);
 }
 
 /** `p`, or a timeout RenderError at `deadline` (epoch ms), whichever comes first; `onTimeout` runs first. */

@@ -152,16 +152,36 @@ export class LocalServer {
     const waiter = this.frames.get(id);
     if (!waiter) return void res.writeHead(404).end();
     this.frames.delete(id);
-    const row = waiter.width * 4;
-    const size = row * waiter.height;
+    const size = waiter.width * 4 * waiter.height;
     // Never from Node's shared pool: the render thread transfers this buffer's memory to the pool thread.
     const out = Buffer.allocUnsafeSlow(size);
+    let at: number;
+    try {
+      at = await this.readFrame(req, out, waiter);
+    } catch (err) {
+      // The browser went away mid-upload (a timed-out renderer is closed): the render fails, nothing waits on.
+      waiter.reject(new Error(`frame upload broke off: ${(err as Error).message}`));
+      throw err;
+    }
+    if (at < 0) {
+      waiter.reject(new Error(`frame upload is larger than ${waiter.width}x${waiter.height} pixels`));
+      return void res.writeHead(413).end();
+    }
+    if (at !== size) {
+      waiter.reject(new Error(`frame upload has ${at} bytes, expected ${size}`));
+      return void res.writeHead(400).end();
+    }
+    waiter.resolve(out);
+    res.writeHead(204).end();
+  }
+
+  /** Streams an upload into `out`, rows flipped; the bytes read, or -1 when the upload is too large. */
+  private async readFrame(req: http.IncomingMessage, out: Buffer, waiter: { width: number; height: number }): Promise<number> {
+    const row = waiter.width * 4;
+    const size = out.length;
     let at = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
-      if (at + chunk.length > size) {
-        waiter.reject(new Error(`frame upload is larger than ${waiter.width}x${waiter.height} pixels`));
-        return void res.writeHead(413).end();
-      }
+      if (at + chunk.length > size) return -1;
       // Byte `at` of the upload is in GL row r (from the bottom): it goes to row height-1-r of the image.
       for (let i = 0; i < chunk.length; ) {
         const r = Math.floor(at / row);
@@ -172,11 +192,6 @@ export class LocalServer {
         at += n;
       }
     }
-    if (at !== size) {
-      waiter.reject(new Error(`frame upload has ${at} bytes, expected ${size}`));
-      return void res.writeHead(400).end();
-    }
-    waiter.resolve(out);
-    res.writeHead(204).end();
+    return at;
   }
 }
