@@ -1,10 +1,12 @@
 // The pixel path of the Chromium backend: a frame uploaded by the page (GL rows, bottom first) lands in one
 // buffer with rows top first, chunk boundaries anywhere; a wrong size is refused; premultiplied alpha becomes
-// straight alpha in place.
+// straight alpha in place; opaque images and tiles are encoded without an alpha channel, translucent ones keep it.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
+import sharp from 'sharp';
+import { encodeImage, encodeRegion, isOpaque, type EncodeOptions, type RawImage } from '../src/render/image.js';
 import { LocalServer } from '../src/render/backends/local-server.js';
 import { unpremultiplyInPlace } from '../src/render/renderer.js';
 
@@ -92,5 +94,52 @@ describe('premultiplied to straight alpha', () => {
         }
       }),
     );
+  });
+});
+
+describe('opaque output has no alpha channel', () => {
+  const o: EncodeOptions = { pngCompression: 3, jpegQuality: 85, webpQuality: 85 };
+  /** A w x h image of one colour; the pixel at (tx, ty) gets alpha `a`. */
+  function image(w: number, h: number, tx: number, ty: number, a: number): RawImage {
+    const data = new Uint8Array(w * h * 4);
+    for (let i = 0; i < data.length; i += 4) data.set([40, 90, 200, 255], i);
+    data[(ty * w + tx) * 4 + 3] = a;
+    return { data, width: w, height: h };
+  }
+
+  test('property: a region is opaque exactly when no pixel inside it has alpha below 255', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 12 }), fc.nat(), fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat(), fc.nat(), fc.nat(), fc.nat(), (w, h, px, py, a, l, t, rw, rh) => {
+        const [tx, ty] = [px % w, py % h];
+        const img = image(w, h, tx, ty, a);
+        const r = { left: l % w, top: t % h, width: 0, height: 0 };
+        r.width = 1 + (rw % (w - r.left));
+        r.height = 1 + (rh % (h - r.top));
+        const inside = tx >= r.left && tx < r.left + r.width && ty >= r.top && ty < r.top + r.height;
+        assert.equal(isOpaque(img, r), a === 255 || !inside);
+      }),
+    );
+  });
+
+  test('PNG and WebP: three channels for an opaque image, four when one pixel is translucent; pixels kept', async () => {
+    for (const format of ['png', 'webp'] as const) {
+      const opaque = await encodeImage(image(16, 16, 3, 3, 255), format, o);
+      assert.equal((await sharp(opaque).metadata()).channels, 3, format);
+      const translucent = await encodeImage(image(16, 16, 3, 3, 0), format, o);
+      assert.equal((await sharp(translucent).metadata()).channels, 4, format);
+    }
+    const back = await sharp(await encodeImage(image(16, 16, 3, 3, 0), 'png', o)).raw().toBuffer();
+    assert.equal(back[(3 * 16 + 3) * 4 + 3], 0);
+    assert.deepEqual([...back.subarray(0, 4)], [40, 90, 200, 255]);
+  });
+
+  test('tiles of one metatile are judged each on its own pixels', async () => {
+    const meta = image(32, 16, 20, 5, 100);
+    const left = await encodeRegion(meta, { left: 0, top: 0, width: 16, height: 16 }, 'png', o);
+    const right = await encodeRegion(meta, { left: 16, top: 0, width: 16, height: 16 }, 'png', o);
+    assert.equal((await sharp(left).metadata()).channels, 3);
+    assert.equal((await sharp(right).metadata()).channels, 4);
+    const px = await sharp(right).raw().toBuffer();
+    assert.equal(px[(5 * 16 + 4) * 4 + 3], 100);
   });
 });

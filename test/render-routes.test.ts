@@ -8,6 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pixelmatch from 'pixelmatch';
 import { PNG } from 'pngjs';
+import sharp from 'sharp';
 import { waitFor } from './helpers/foundation.js';
 import {
   browserPids,
@@ -108,6 +109,8 @@ describe('rendering through the server (headless Chromium)', () => {
       assert.ok(distance(c, WATER) > 40, `land at ${lon},${lat} is drawn as water (${c})`);
     }
     assert.ok(distinctColors(img) > 1000, 'the tile shows a map, not a flat colour');
+    // The map is opaque: its PNG is written without an alpha channel.
+    assert.equal((await sharp(r.body).metadata()).channels, 3);
     await golden('z0', r.body);
   });
 

@@ -4,6 +4,8 @@ import sharp, { type Sharp } from 'sharp';
 import type { ImageFormat } from './static-params.js';
 
 export interface EncodeOptions {
+  /** zlib level 0-9 of PNG output. */
+  pngCompression: number;
   jpegQuality: number;
   webpQuality: number;
 }
@@ -23,26 +25,45 @@ export interface Rect {
 
 const raw = (img: RawImage) => sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } });
 
-function encode(pipeline: Sharp, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
+const whole = (img: RawImage): Rect => ({ left: 0, top: 0, width: img.width, height: img.height });
+
+/**
+ * Whether every pixel of a region has alpha 255. Most maps are opaque; their PNG and WebP are written without
+ * an alpha channel, a quarter less data to compress (smaller output, less CPU). Stops at the first translucent pixel.
+ */
+export function isOpaque(img: RawImage, r: Rect = whole(img)): boolean {
+  const d = img.data;
+  for (let y = r.top; y < r.top + r.height; y++) {
+    const end = ((y * img.width + r.left + r.width) << 2) + 3;
+    for (let i = ((y * img.width + r.left) << 2) + 3; i < end; i += 4) if (d[i] !== 255) return false;
+  }
+  return true;
+}
+
+/** `opaque`: the pixels (before any overlay drawn over them) have no translucency, so the output needs no alpha. */
+function encode(pipeline: Sharp, format: ImageFormat, o: EncodeOptions, opaque: boolean): Promise<Buffer> {
   switch (format) {
     case 'png':
-      // Level 6 with adaptive filtering off: within a few percent of the smallest output at a fraction of the time.
-      return pipeline.png({ compressionLevel: 6, adaptiveFiltering: false }).toBuffer();
+      // Adaptive filtering off: within a few percent of the smallest output at a fraction of the time.
+      return (opaque ? pipeline.removeAlpha() : pipeline).png({ compressionLevel: o.pngCompression, adaptiveFiltering: false }).toBuffer();
     case 'jpeg':
       return pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: o.jpegQuality }).toBuffer();
     case 'webp':
-      return pipeline.webp({ quality: o.webpQuality, effort: 2 }).toBuffer();
+      return (opaque ? pipeline.removeAlpha() : pipeline).webp({ quality: o.webpQuality, effort: 2 }).toBuffer();
   }
 }
 
+/** Whether the format's encoder uses the opacity scan (JPEG has no alpha anyway). */
+const needsScan = (format: ImageFormat) => format !== 'jpeg';
+
 export function encodeImage(img: RawImage, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
-  return encode(raw(img), format, o);
+  return encode(raw(img), format, o, needsScan(format) && isOpaque(img));
 }
 
 /** One tile of a metatile, encoded. */
 export function encodeRegion(img: RawImage, r: Rect, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
   if (r.left === 0 && r.top === 0 && r.width === img.width && r.height === img.height) return encodeImage(img, format, o);
-  return encode(raw(img).extract(r), format, o);
+  return encode(raw(img).extract(r), format, o, needsScan(format) && isOpaque(img, r));
 }
 
 /** A region of an image as raw pixels (a row copy, no codec). */
@@ -73,5 +94,6 @@ export async function resizeRaw(img: RawImage, width: number, height: number): P
 /** The image with an SVG drawn over it, encoded. */
 export function encodeWithOverlay(img: RawImage, svg: string | undefined, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
   if (!svg) return encodeImage(img, format, o);
-  return encode(raw(img).composite([{ input: Buffer.from(svg), left: 0, top: 0 }]), format, o);
+  // An overlay drawn over an opaque map leaves it opaque.
+  return encode(raw(img).composite([{ input: Buffer.from(svg), left: 0, top: 0 }]), format, o, needsScan(format) && isOpaque(img));
 }

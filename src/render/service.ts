@@ -202,7 +202,7 @@ export class RenderService {
   }
 
   private encodeOptions(state: AppState): EncodeOptions {
-    return { jpegQuality: state.config.render.jpeg_quality, webpQuality: state.config.render.webp_quality };
+    return { pngCompression: state.config.render.png_compression, jpegQuality: state.config.render.jpeg_quality, webpQuality: state.config.render.webp_quality };
   }
 
   /** A raster tile of a style: from memory, disk, or its metatile's render. */
