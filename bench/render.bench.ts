@@ -30,6 +30,8 @@ const SAMPLES = envNumber('BENCH_RENDER_SAMPLES', 12);
 const METATILES = (process.env.BENCH_RENDER_METATILES ?? '1,2,4').split(',').map(Number);
 const WORKLOADS = (process.env.BENCH_RENDER_WORKLOADS ?? 'planet,city,scattered').split(',').filter((w) => w && w !== 'none') as Workload[];
 const WORKERS = process.env.BENCH_WORKERS;
+/** Extra node arguments for the server (profiling: BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"). */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const CLI = path.join(ROOT, 'dist/cli.js');
 const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
 
@@ -174,7 +176,7 @@ metatile = ${metatile}
 ${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
 `;
   writeFileSync(path.join(dir, 'config.toml'), toml);
-  const child = ChildServer.start(`tileserver-ts (${workload}, metatile ${metatile})`, process.execPath, [CLI, '--config', path.join(dir, 'config.toml')], { env: { LOG_LEVEL: 'warn' } });
+  const child = ChildServer.start(`tileserver-ts (${workload}, metatile ${metatile})`, process.execPath, [...NODE_ARGS, CLI, '--config', path.join(dir, 'config.toml')], { env: { LOG_LEVEL: 'warn' } });
   const url = `http://127.0.0.1:${port}`;
   await child.waitReady(`${url}/health`);
   // Rendering is ready when every process says so (each worker process warms its own pool).

@@ -76,7 +76,9 @@ export function rereadConfig(current: LoadedConfig): LoadedConfig | undefined {
   if (!current.file) return undefined;
   const next = loadConfigFile(current.file);
   for (const w of next.warnings) log.warn(w);
-  // host and port are not reloadable: keep the ones the process listens on (and any CLI override).
-  next.config = { ...next.config, server: { ...next.config.server, host: current.config.server.host, port: current.config.server.port } };
+  // host, port and the number of processes are not reloadable: keep the ones the server runs with (and any CLI
+  // override of them).
+  const { host, port, workers } = current.config.server;
+  next.config = { ...next.config, server: { ...next.config.server, host, port, workers } };
   return next;
 }

@@ -285,3 +285,20 @@ name = "\${CITY_NAME}"
     await server.stop();
   }
 });
+
+test('SIGHUP re-reading keeps what cannot be reloaded: host, port and the process count from the command line', async () => {
+  const { rereadConfig } = await import('../src/server.js');
+  const file = path.join(tempDir(), 'config.toml');
+  writeFileSync(file, '[server]\nhost = "0.0.0.0"\nport = 8080\nworkers = 1\n');
+  const current = loadConfigFile(file);
+  // As the CLI applies --host, --port and --workers.
+  current.config.server.host = '127.0.0.1';
+  current.config.server.port = 9999;
+  current.config.server.workers = 3;
+  writeFileSync(file, '[server]\nhost = "0.0.0.0"\nport = 8080\nworkers = 1\ndisable_render = true\n');
+  const next = rereadConfig(current)!;
+  assert.equal(next.config.server.disable_render, true, 'the file was read again');
+  assert.equal(next.config.server.host, '127.0.0.1');
+  assert.equal(next.config.server.port, 9999);
+  assert.equal(next.config.server.workers, 3);
+});
