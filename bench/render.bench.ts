@@ -17,7 +17,8 @@
 // (planet,city,scattered; none: only static maps and cards), BENCH_RENDER_SAMPLES (static/og requests, 12), BENCH_WORKERS (worker processes;
 // default auto), BENCH_RENDER_EXTRA (extra TOML lines for the [render] section, e.g. "tile_buffer = 0"),
 // BENCH_RENDER_THREADS=1 (print CPU per tile by process kind and thread name: where the CPU goes),
-// BENCH_STYLE (another style file in place of OSM Liberty).
+// BENCH_STYLE (another style file in place of OSM Liberty), BENCH_NODE_ARGS (node options for the server, e.g.
+// "--cpu-prof --cpu-prof-dir=/tmp/prof").
 import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
