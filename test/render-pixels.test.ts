@@ -85,8 +85,9 @@ describe('premultiplied to straight alpha', () => {
         const backing = new Uint8Array(flat.length + 1);
         backing.set(flat, 1);
         const unaligned = backing.subarray(1);
-        unpremultiplyInPlace(aligned);
-        unpremultiplyInPlace(unaligned);
+        const opaque = pixels.every(([, a]) => a === 255);
+        assert.equal(unpremultiplyInPlace(aligned), opaque, 'aligned: says whether every pixel was opaque');
+        assert.equal(unpremultiplyInPlace(unaligned), opaque, 'unaligned: says whether every pixel was opaque');
         assert.deepEqual([...unaligned], [...aligned]);
         for (let i = 0; i < aligned.length; i += 4) {
           const a = aligned[i + 3];
@@ -131,6 +132,13 @@ describe('opaque output has no alpha channel', () => {
     const back = await sharp(await encodeImage(image(16, 16, 3, 3, 0), 'png', o)).raw().toBuffer();
     assert.equal(back[(3 * 16 + 3) * 4 + 3], 0);
     assert.deepEqual([...back.subarray(0, 4)], [40, 90, 200, 255]);
+  });
+
+  test('a frame the renderer found opaque is not scanned again: its flag decides, for the frame and its cuts', async () => {
+    // The flag is trusted: a translucent pixel behind it shows that no scan ran (a scan would keep the alpha).
+    const known = { ...image(32, 16, 20, 5, 100), opaque: true };
+    assert.equal((await sharp(await encodeImage(known, 'png', o)).metadata()).channels, 3);
+    assert.equal((await sharp(await encodeRegion(known, { left: 16, top: 0, width: 16, height: 16 }, 'png', o)).metadata()).channels, 3);
   });
 
   test('tiles of one metatile are judged each on its own pixels', async () => {

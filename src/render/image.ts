@@ -14,6 +14,8 @@ export interface RawImage {
   data: Uint8Array;
   width: number;
   height: number;
+  /** True when every pixel is known to be opaque (the renderer's un-premultiply saw it): no scan needed. */
+  opaque?: boolean;
 }
 
 export interface Rect {
@@ -56,14 +58,17 @@ function encode(pipeline: Sharp, format: ImageFormat, o: EncodeOptions, opaque: 
 /** Whether the format's encoder uses the opacity scan (JPEG has no alpha anyway). */
 const needsScan = (format: ImageFormat) => format !== 'jpeg';
 
+/** Whether a region needs no alpha channel: known from the renderer, or found by a scan. */
+const opaqueRegion = (img: RawImage, r?: Rect) => img.opaque === true || isOpaque(img, r);
+
 export function encodeImage(img: RawImage, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
-  return encode(raw(img), format, o, needsScan(format) && isOpaque(img));
+  return encode(raw(img), format, o, needsScan(format) && opaqueRegion(img));
 }
 
 /** One tile of a metatile, encoded. */
 export function encodeRegion(img: RawImage, r: Rect, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
   if (r.left === 0 && r.top === 0 && r.width === img.width && r.height === img.height) return encodeImage(img, format, o);
-  return encode(raw(img).extract(r), format, o, needsScan(format) && isOpaque(img, r));
+  return encode(raw(img).extract(r), format, o, needsScan(format) && opaqueRegion(img, r));
 }
 
 /** A region of an image as raw pixels (a row copy, no codec). */
@@ -74,7 +79,7 @@ export function cropRaw(img: RawImage, r: Rect): RawImage {
     const from = ((r.top + y) * img.width + r.left) * 4;
     out.set(img.data.subarray(from, from + r.width * 4), y * r.width * 4);
   }
-  return { data: out, width: r.width, height: r.height };
+  return { data: out, width: r.width, height: r.height, opaque: img.opaque };
 }
 
 /** Pastes `part` into `into` at (left, top). */
@@ -88,12 +93,12 @@ export function pasteRaw(into: RawImage, part: RawImage, left: number, top: numb
 /** Scales an image to width x height (a pitched frame drawn at a lower ratio than asked). */
 export async function resizeRaw(img: RawImage, width: number, height: number): Promise<RawImage> {
   const data = await raw(img).resize(width, height, { fit: 'fill' }).raw().toBuffer();
-  return { data, width, height };
+  return { data, width, height, opaque: img.opaque };
 }
 
 /** The image with an SVG drawn over it, encoded. */
 export function encodeWithOverlay(img: RawImage, svg: string | undefined, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
   if (!svg) return encodeImage(img, format, o);
   // An overlay drawn over an opaque map leaves it opaque.
-  return encode(raw(img).composite([{ input: Buffer.from(svg), left: 0, top: 0 }]), format, o, needsScan(format) && isOpaque(img));
+  return encode(raw(img).composite([{ input: Buffer.from(svg), left: 0, top: 0 }]), format, o, needsScan(format) && opaqueRegion(img));
 }

@@ -48,6 +48,8 @@ export interface RenderedFrame {
   /** Pixel dimensions (the frame's size times its ratio). */
   width: number;
   height: number;
+  /** True when every pixel is known to be opaque (the encoder then needs no scan of its own); else unknown. */
+  opaque?: boolean;
   timings: FrameTimings;
 }
 
@@ -119,15 +121,29 @@ export function glPixelsToImage(src: Uint8Array, width: number, height: number, 
 
 /**
  * Premultiplied RGBA to straight alpha, in place. Maps are mostly opaque: the scan reads whole pixels as
- * 32-bit words and only the translucent ones are divided.
+ * 32-bit words and only the translucent ones are divided. Returns whether every pixel was opaque.
  */
-export function unpremultiplyInPlace(px: Uint8Array): void {
+export function unpremultiplyInPlace(px: Uint8Array): boolean {
   const n = px.length >> 2;
+  let opaque = true;
   if (px.byteOffset % 4 === 0) {
     const words = new Uint32Array(px.buffer, px.byteOffset, n);
     // Alpha is the high byte of a little-endian word: an opaque pixel is a word of at least 0xff000000.
-    for (let p = 0; p < n; p++) if (words[p] < 0xff000000) unpremultiplyPixel(px, p * 4);
-  } else for (let i = 0; i < px.length; i += 4) if (px[i + 3] !== 255) unpremultiplyPixel(px, i);
+    for (let p = 0; p < n; p++) {
+      if (words[p] < 0xff000000) {
+        unpremultiplyPixel(px, p * 4);
+        opaque = false;
+      }
+    }
+  } else {
+    for (let i = 0; i < px.length; i += 4) {
+      if (px[i + 3] !== 255) {
+        unpremultiplyPixel(px, i);
+        opaque = false;
+      }
+    }
+  }
+  return opaque;
 }
 
 function unpremultiplyPixel(px: Uint8Array, i: number): void {

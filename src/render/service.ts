@@ -352,7 +352,7 @@ export class RenderService {
         }),
       ),
     );
-    const whole: RawImage = { data: new Uint8Array(pw * ph * 4), width: pw, height: ph };
+    const whole: RawImage = { data: new Uint8Array(pw * ph * 4), width: pw, height: ph, opaque: drawn.every((d) => d.opaque === true) };
     parts.forEach((p, i) => pasteRaw(whole, cropRaw(drawn[i], { left: p.cropLeft, top: p.cropTop, width: p.width, height: p.height }), p.left, p.top));
     // Parts run concurrently: report the slowest part's phases.
     const slowest = drawn.reduce((a, b) => (sum(b.timings) > sum(a.timings) ? b : a));

@@ -30,7 +30,7 @@ export type ThreadResult = { ok: true; backend: BackendName } | { ok: false; rea
 export type ThreadMessage =
   | { type: 'started'; threadId: number }
   | { type: 'resource'; id: number; path: string; base: string }
-  | { type: 'frame'; data: Uint8Array; width: number; height: number; timings: Record<string, number> };
+  | { type: 'frame'; data: Uint8Array; width: number; height: number; opaque: boolean | undefined; timings: Record<string, number> };
 
 /** Messages from the pool to a thread on a task's port. */
 export type PoolMessage = { type: 'resource'; id: number; status: number; contentType: string | undefined; body: Uint8Array };
@@ -67,7 +67,7 @@ export class RenderThread {
       renderer = await this.acquire();
       if (task.kind === 'render') {
         const out = await renderer.render(task.style, task.frame, fetcher, Date.now() + task.timeoutMs);
-        const msg: ThreadMessage = { type: 'frame', data: out.data, width: out.width, height: out.height, timings: { ...out.timings } };
+        const msg: ThreadMessage = { type: 'frame', data: out.data, width: out.width, height: out.height, opaque: out.opaque, timings: { ...out.timings } };
         port.postMessage(msg, [out.data.buffer as ArrayBuffer]);
       } else if (task.style) {
         // Warm-up: start the renderer, load the style and draw once, so shaders and code are compiled.

@@ -10,10 +10,14 @@ export interface Rect {
   maxY: number;
 }
 
-const inside = (r: Rect, x: number, y: number) => x >= r.minX && x <= r.maxX && y >= r.minY && y <= r.maxY;
+/** Whether (x, y) lies in the rectangle, edges included. */
+export const inside = (r: Rect, x: number, y: number) => x >= r.minX && x <= r.maxX && y >= r.minY && y <= r.maxY;
 
-/** Liang–Barsky: does the segment (x0,y0)-(x1,y1) touch the rectangle? */
-function segmentHits(r: Rect, x0: number, y0: number, x1: number, y1: number): boolean {
+/**
+ * Liang–Barsky: the parameters t0 <= t1 in [0, 1] between which the segment (x0,y0)-(x1,y1) lies in the
+ * rectangle, or undefined when it misses it. Shared by the hit test here and by tile cutting (overzoom.ts).
+ */
+export function segmentRange(r: Rect, x0: number, y0: number, x1: number, y1: number): [number, number] | undefined {
   let t0 = 0;
   let t1 = 1;
   const dx = x1 - x0;
@@ -24,20 +28,23 @@ function segmentHits(r: Rect, x0: number, y0: number, x1: number, y1: number): b
     const p = ps[i];
     const q = qs[i];
     if (p === 0) {
-      if (q < 0) return false;
+      if (q < 0) return undefined;
     } else {
       const t = q / p;
       if (p < 0) {
-        if (t > t1) return false;
+        if (t > t1) return undefined;
         if (t > t0) t0 = t;
       } else {
-        if (t < t0) return false;
+        if (t < t0) return undefined;
         if (t < t1) t1 = t;
       }
     }
   }
-  return true;
+  return [t0, t1];
 }
+
+/** Does the segment (x0,y0)-(x1,y1) touch the rectangle? */
+const segmentHits = (r: Rect, x0: number, y0: number, x1: number, y1: number) => segmentRange(r, x0, y0, x1, y1) !== undefined;
 
 function pathHits(r: Rect, flat: readonly number[], closed: boolean): boolean {
   const n = flat.length;

@@ -9,6 +9,7 @@
 //
 // Geometry is in tile units (flat coordinate lists, vector-model.ts). Cut coordinates are rounded to whole units,
 // as MVT stores them; the ancestor's precision is all there is, so a deep cut shows the ancestor's steps.
+import { inside, segmentRange, type Rect } from '../spatial/intersect.js';
 import type { TileFeature, TileLayer, VectorTileData } from './vector-model.js';
 
 /** The deepest zoom renderers are offered for vector sources (the tile URL's own limit). */
@@ -26,7 +27,7 @@ export function cutTile(ancestor: VectorTileData, dz: number, cx: number, cy: nu
     const e = layer.extent;
     // Child coordinate = ancestor coordinate * k - offset; the clip box in child units.
     const b = Math.round(buffer * e);
-    const box: Box = { x0: -b, y0: -b, x1: e + b, y1: e + b };
+    const box: Rect = { minX: -b, minY: -b, maxX: e + b, maxY: e + b };
     const ox = cx * e;
     const oy = cy * e;
     const features: TileFeature[] = [];
@@ -39,14 +40,7 @@ export function cutTile(ancestor: VectorTileData, dz: number, cx: number, cy: nu
   return out;
 }
 
-interface Box {
-  x0: number;
-  y0: number;
-  x1: number;
-  y1: number;
-}
-
-function cutFeature(f: TileFeature, k: number, ox: number, oy: number, box: Box): number[][] {
+function cutFeature(f: TileFeature, k: number, ox: number, oy: number, box: Rect): number[][] {
   const parts: number[][] = [];
   for (const part of f.geometry) {
     // Most parts of an ancestor lie wholly outside a deep cut: skip them before copying anything.
@@ -62,11 +56,11 @@ function cutFeature(f: TileFeature, k: number, ox: number, oy: number, box: Box)
       if (y < minY) minY = y;
       if (y > maxY) maxY = y;
     }
-    if (maxX * k - ox < box.x0 || minX * k - ox > box.x1 || maxY * k - oy < box.y0 || minY * k - oy > box.y1) continue;
+    if (maxX * k - ox < box.minX || minX * k - ox > box.maxX || maxY * k - oy < box.minY || minY * k - oy > box.maxY) continue;
     const t = transform(part, k, ox, oy);
     if (f.type === 1) {
       const kept: number[] = [];
-      for (let i = 0; i < t.length; i += 2) if (inside(t[i], t[i + 1], box)) kept.push(Math.round(t[i]), Math.round(t[i + 1]));
+      for (let i = 0; i < t.length; i += 2) if (inside(box, t[i], t[i + 1])) kept.push(Math.round(t[i]), Math.round(t[i + 1]));
       if (kept.length) parts.push(kept);
     } else if (f.type === 2) {
       for (const piece of clipLine(t, box)) if (piece.length >= 4) parts.push(piece);
@@ -87,7 +81,6 @@ function transform(part: readonly number[], k: number, ox: number, oy: number): 
   return t;
 }
 
-const inside = (x: number, y: number, b: Box) => x >= b.x0 && x <= b.x1 && y >= b.y0 && y <= b.y1;
 
 /** Rounded vertices, without a repeat of the previous vertex (rounding can make neighbours equal). */
 function push(out: number[], x: number, y: number): void {
@@ -102,10 +95,10 @@ function push(out: number[], x: number, y: number): void {
  * A line string clipped to the box: the pieces inside it (a line that leaves and re-enters gives several).
  * Each segment is clipped on its own (Liang-Barsky); consecutive inside segments join into one piece.
  */
-function clipLine(t: readonly number[], b: Box): number[][] {
+function clipLine(t: readonly number[], b: Rect): number[][] {
   const pieces: number[][] = [];
   let cur: number[] | undefined;
-  if (t.length === 2) return inside(t[0], t[1], b) ? [[Math.round(t[0]), Math.round(t[1])]] : [];
+  if (t.length === 2) return inside(b, t[0], t[1]) ? [[Math.round(t[0]), Math.round(t[1])]] : [];
   for (let i = 0; i + 3 < t.length; i += 2) {
     const seg = clipSegment(t[i], t[i + 1], t[i + 2], t[i + 3], b);
     if (!seg) {
@@ -125,31 +118,12 @@ function clipLine(t: readonly number[], b: Box): number[][] {
 }
 
 /** The part of segment a-b inside the box, and whether it starts at a and ends at b (no cut at either end). */
-function clipSegment(ax: number, ay: number, bx: number, by: number, b: Box): [number, number, number, number, boolean, boolean] | undefined {
+function clipSegment(ax: number, ay: number, bx: number, by: number, b: Rect): [number, number, number, number, boolean, boolean] | undefined {
+  const range = segmentRange(b, ax, ay, bx, by);
+  if (!range) return undefined;
+  const [t0, t1] = range;
   const dx = bx - ax;
   const dy = by - ay;
-  let t0 = 0;
-  let t1 = 1;
-  const edges: [number, number][] = [
-    [-dx, ax - b.x0],
-    [dx, b.x1 - ax],
-    [-dy, ay - b.y0],
-    [dy, b.y1 - ay],
-  ];
-  for (const [p, q] of edges) {
-    if (p === 0) {
-      if (q < 0) return undefined;
-      continue;
-    }
-    const r = q / p;
-    if (p < 0) {
-      if (r > t1) return undefined;
-      if (r > t0) t0 = r;
-    } else {
-      if (r < t0) return undefined;
-      if (r < t1) t1 = r;
-    }
-  }
   return [ax + t0 * dx, ay + t0 * dy, ax + t1 * dx, ay + t1 * dy, t0 === 0, t1 === 1];
 }
 
@@ -157,16 +131,16 @@ function clipSegment(ax: number, ay: number, bx: number, by: number, b: Box): [n
  * A polygon ring clipped to the box (Sutherland-Hodgman against each edge). The result keeps the ring's winding,
  * so exterior rings stay exterior and holes stay holes; edges along the box lie in the buffer, outside the tile.
  */
-function clipRing(t: readonly number[], b: Box): number[] {
+function clipRing(t: readonly number[], b: Rect): number[] {
   let pts = t;
   // Whole ring inside: only rounding to do.
   let all = true;
-  for (let i = 0; i < t.length && all; i += 2) all = inside(t[i], t[i + 1], b);
+  for (let i = 0; i < t.length && all; i += 2) all = inside(b, t[i], t[i + 1]);
   if (!all) {
-    pts = clipEdge(pts, 0, b.x0, false);
-    pts = clipEdge(pts, 0, b.x1, true);
-    pts = clipEdge(pts, 1, b.y0, false);
-    pts = clipEdge(pts, 1, b.y1, true);
+    pts = clipEdge(pts, 0, b.minX, false);
+    pts = clipEdge(pts, 0, b.maxX, true);
+    pts = clipEdge(pts, 1, b.minY, false);
+    pts = clipEdge(pts, 1, b.maxY, true);
   }
   const out: number[] = [];
   for (let i = 0; i < pts.length; i += 2) push(out, pts[i], pts[i + 1]);

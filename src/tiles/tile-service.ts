@@ -8,6 +8,7 @@ import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from './format.js';
 import { tileIntersectsBounds, type TileCoord } from './coords.js';
 import { isProblem, resolveSource } from '../sources/resolve.js';
 import { transcodeStored } from './transcode.js';
+import { LRUCache } from 'lru-cache';
 import { decodeMvt } from './mvt-decode.js';
 import { encodeMvt } from './mvt-encode.js';
 import { cutTile, RENDER_MAXZOOM } from './overzoom.js';
@@ -117,7 +118,7 @@ function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncod
 const CUT_BUFFER = 1 / 32;
 /** Decoded ancestor tiles kept per state snapshot: a render asks for a handful of cuts of the same ancestors. */
 const ANCESTORS_KEPT = 8;
-const ancestorsByState = new WeakMap<AppState, Map<string, Promise<VectorTileData | undefined>>>();
+const ancestorsByState = new WeakMap<AppState, LRUCache<string, Promise<VectorTileData | undefined>>>();
 
 /**
  * A vector tile below its source's maxzoom, cut from the ancestor tile at maxzoom (overzoom.ts), as identity
@@ -152,19 +153,13 @@ export async function fetchRenderTile(state: AppState, req: TileRequest): Promis
 /** The ancestor tile decoded, from a small per-snapshot LRU; undefined when the source has no tile there. */
 function decodedAncestor(state: AppState, req: TileRequest): Promise<VectorTileData | undefined> {
   let kept = ancestorsByState.get(state);
-  if (!kept) ancestorsByState.set(state, (kept = new Map()));
+  if (!kept) ancestorsByState.set(state, (kept = new LRUCache({ max: ANCESTORS_KEPT })));
   const key = `${req.sourceId}/${req.coord.z}/${req.coord.x}/${req.coord.y}`;
-  let p = kept.get(key);
-  if (p) {
-    // Most recently used last.
-    kept.delete(key);
-    kept.set(key, p);
-    return p;
-  }
-  p = fetchTile(state, req).then((r) => (r.kind === 'tile' && r.body.byteLength ? decodeMvt(r.body) : undefined));
+  const hit = kept.get(key);
+  if (hit) return hit;
+  const p = fetchTile(state, req).then((r) => (r.kind === 'tile' && r.body.byteLength ? decodeMvt(r.body) : undefined));
   // A failed read is not kept: the next render retries.
   p.catch(() => kept.delete(key));
   kept.set(key, p);
-  while (kept.size > ANCESTORS_KEPT) kept.delete(kept.keys().next().value!);
   return p;
 }

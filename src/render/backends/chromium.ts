@@ -167,11 +167,12 @@ export class ChromiumRenderer implements Renderer {
       const data = await beforeDeadline(upload.bytes, deadline);
       this.renders++;
       const t = performance.now();
-      unpremultiplyInPlace(data);
+      const opaque = unpremultiplyInPlace(data);
       return {
         data,
         width: result.width,
         height: result.height,
+        opaque,
         timings: { style: styleMs, resources: result.resources, draw: result.draw, readback: result.readback, transfer: result.transfer + (performance.now() - t) },
       };
     } catch (err) {
