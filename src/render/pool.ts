@@ -1,7 +1,7 @@
 // The render pool of one HTTP process: Piscina worker threads (entry workers/render.ts), one renderer each.
 // The pool bounds the queue (full: overload, 503 with Retry-After), answers the threads' resource requests
-// in-process, enforces the render time limit as a backstop to the thread's own (a thread stuck past it is
-// terminated and its browser killed), retries a render once when its renderer crashed under it, and closes
+// in-process, enforces the render time limit as a backstop to the thread's own (a thread stuck past it has its
+// browser killed, and is ended if it still does not answer), retries a render once when its renderer crashed under it, and closes
 // every browser it started.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -29,13 +29,15 @@ export interface PoolOptions {
 }
 
 /** A task as the pool builds it; the port is added per run. */
-type TaskWithoutPort = ThreadTask extends infer T ? (T extends ThreadTask ? Omit<T, 'port'> : never) : never;
+type TaskWithoutPort = ThreadTask extends infer T ? (T extends ThreadTask ? Omit<T, 'port' | 'cancelled'> : never) : never;
 
 /**
  * Time a thread gets beyond the render limit before the pool terminates it: enough to start a browser and load
  * a style (which the frame limit does not count); the thread's own limit ends a hung frame well before.
  */
 const BACKSTOP_GRACE_MS = 90_000;
+/** Time a thread gets to answer once the backstop killed its browser, before the pool ends the thread. */
+const THREAD_END_GRACE_MS = 10_000;
 
 /** The built thread entry: beside the bundle (dist/cli.js), or dist/ when running from the sources. */
 export function workerFile(): string {
@@ -71,6 +73,10 @@ export class RenderPool {
       idleTimeout: Number.POSITIVE_INFINITY,
       concurrentTasksPerWorker: o.pages,
       workerData: cfg,
+      // Not Atomics.wait: it freezes an idle thread's event loop, and a render thread has work between tasks
+      // (closing or killing a retired browser, the pool's close message, browser events). Frozen, a timed-out
+      // browser lived on until the thread's next task.
+      atomics: 'disabled',
       // The queue bound is enforced here (render), before a task is created.
       maxQueue: Number.POSITIVE_INFINITY,
     });
@@ -104,7 +110,7 @@ export class RenderPool {
     throw first?.reason instanceof RenderError ? first.reason : new RenderError('unavailable', String(first?.reason));
   }
 
-  /** Renders a frame. `cancel` drops it while it still waits in the queue (a sibling part of a frame failed). */
+  /** Renders a frame. `cancel` drops it while no thread has started it yet (a sibling part of a frame failed). */
   async render(style: StyleRef, frame: Frame, cancel?: AbortSignal): Promise<RenderedFrame> {
     if (this.closed) throw new RenderError('unavailable', 'the renderer is shutting down');
     if (this.piscina.queueSize >= this.o.maxQueue) throw new RenderError('overload', `${this.piscina.queueSize} renders are waiting (render.max_queue = ${this.o.maxQueue})`);
@@ -127,14 +133,15 @@ export class RenderPool {
   /** Runs one task with its own MessagePort for resources and the frame. */
   private async run(task: TaskWithoutPort, timeoutMs: number, onFrame?: (f: RenderedFrame) => void, cancel?: AbortSignal): Promise<void> {
     const { port1, port2 } = new MessageChannel();
-    const abort = new AbortController();
-    let started = false;
-    // A cancelled task is dropped only while queued; once a thread runs it, it finishes (or times out) there.
-    const onCancel = () => {
-      if (!started) abort.abort();
-    };
+    const cancelled = new Int32Array(new SharedArrayBuffer(4));
+    // Read by the thread before it starts: a task it has begun finishes (or times out) there.
+    const onCancel = () => Atomics.store(cancelled, 0, 1);
     cancel?.addEventListener('abort', onCancel, { once: true });
+    // Aborted only by the backstop, and only after the thread's browser was killed and the thread still did not
+    // answer: Piscina then ends the thread.
+    const terminate = new AbortController();
     let backstop: NodeJS.Timeout | undefined;
+    let backstopFired = false;
     let threadId: number | undefined;
     const queuedAt = performance.now();
     let queueMs = 0;
@@ -142,10 +149,15 @@ export class RenderPool {
     const frame = new Promise<void>((resolve) => (frameArrived = resolve));
     port1.on('message', (msg: ThreadMessage) => {
       if (msg.type === 'started') {
-        started = true;
         threadId = msg.threadId;
         queueMs = performance.now() - queuedAt;
-        backstop = setTimeout(() => abort.abort(), timeoutMs + BACKSTOP_GRACE_MS);
+        backstop = setTimeout(() => {
+          backstopFired = true;
+          // Killing the browser ends a hung render in a thread that still runs its event loop; ending the thread
+          // while it reads from the browser's sockets could abort the process, so that is the last resort.
+          void killMarked(threadMarkerPrefix(this.markerPrefix, msg.threadId));
+          backstop = setTimeout(() => terminate.abort(), THREAD_END_GRACE_MS);
+        }, timeoutMs + BACKSTOP_GRACE_MS);
       } else if (msg.type === 'resource') {
         void this.answer(port1, msg);
       } else if (msg.type === 'frame') {
@@ -153,19 +165,21 @@ export class RenderPool {
         frameArrived();
       }
     });
+    const timedOut = () => new RenderError('timeout', `the render did not finish within ${timeoutMs} ms; its renderer was replaced`);
     try {
       let result: ThreadResult;
       try {
-        result = await this.piscina.run({ ...task, port: port2 } as ThreadTask, { transferList: [port2], signal: abort.signal });
+        result = await this.piscina.run({ ...task, port: port2, cancelled } as ThreadTask, { transferList: [port2], signal: terminate.signal });
       } catch (err) {
-        if (abort.signal.aborted && !started) throw new RenderError('failed', 'cancelled before it started');
-        if (abort.signal.aborted) {
+        if (terminate.signal.aborted) {
           if (threadId !== undefined) await killMarked(threadMarkerPrefix(this.markerPrefix, threadId));
-          throw new RenderError('timeout', `the render did not finish within ${timeoutMs} ms; its renderer was replaced`);
+          throw timedOut();
         }
         // The thread itself died (Piscina starts a new one): treat as a crash of the renderer.
         throw new RenderError(this.closed ? 'unavailable' : 'crash', `render thread failed: ${(err as Error).message}`);
       }
+      // A render whose browser the backstop killed reports a crash: it is a timeout, and is not retried.
+      if (backstopFired && !result.ok) throw timedOut();
       if (!result.ok) throw new RenderError(result.reason, result.message);
       // The frame travels on the port, the result through Piscina: the frame may come a moment later.
       if (task.kind === 'render') await Promise.race([frame, new Promise((r) => setTimeout(r, 10_000).unref())]);
@@ -209,7 +223,10 @@ export class RenderPool {
     });
     this.control.postMessage({ type: 'close' });
     // Browsers still starting may not answer soon: they are killed below by their marker.
-    await Promise.race([allClosed, new Promise((r) => setTimeout(r, 3_000).unref())]);
+    // This timer is not unref'd: a process that is stopping must wait for its browsers to close.
+    let giveUp: NodeJS.Timeout | undefined;
+    await Promise.race([allClosed, new Promise((r) => (giveUp = setTimeout(r, 3_000)))]);
+    clearTimeout(giveUp);
     acks.close();
     this.control.close();
     await this.piscina.destroy().catch(() => {});

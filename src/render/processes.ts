@@ -7,8 +7,11 @@ import { readdir, readFile } from 'node:fs/promises';
 /** The command-line switch that names a renderer's browser; Chromium ignores switches it does not know. */
 export const MARKER_SWITCH = '--tileserver-ts-renderer=';
 
-/** Process ids whose command line carries a marker starting with `prefix` (Linux /proc; elsewhere none). */
-export async function pidsWithMarker(prefix: string): Promise<number[]> {
+/**
+ * Process ids whose command line carries a marker starting with `prefix`, or equal to it when `exact` (Linux
+ * /proc; elsewhere none).
+ */
+export async function pidsWithMarker(prefix: string, exact = false): Promise<number[]> {
   let entries: string[];
   try {
     entries = await readdir('/proc');
@@ -23,7 +26,7 @@ export async function pidsWithMarker(prefix: string): Promise<number[]> {
       .map(async (e) => {
         try {
           const cmdline = await readFile(`/proc/${e}/cmdline`, 'utf8');
-          if (cmdline.split('\0').some((arg) => arg.startsWith(needle))) found.push(Number(e));
+          if (cmdline.split('\0').some((arg) => (exact ? arg === needle : arg.startsWith(needle)))) found.push(Number(e));
         } catch {
           /* the process ended while we looked */
         }
@@ -32,9 +35,12 @@ export async function pidsWithMarker(prefix: string): Promise<number[]> {
   return found;
 }
 
-/** Ends the browsers whose marker starts with `prefix`, with their whole process groups. Returns how many. */
-export async function killMarked(prefix: string): Promise<number> {
-  const pids = await pidsWithMarker(prefix);
+/**
+ * Ends the browsers whose marker starts with `prefix` (is `prefix`, when `exact`), with their whole process
+ * groups. Returns how many.
+ */
+export async function killMarked(prefix: string, exact = false): Promise<number> {
+  const pids = await pidsWithMarker(prefix, exact);
   for (const pid of pids) {
     try {
       process.kill(-pid, 'SIGKILL');

@@ -4,6 +4,7 @@
 // concurrent identical requests sharing one render.
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { setMaxListeners } from 'node:events';
 import type { RenderConfig } from '../config/schema.js';
 import { poolShare, workerCount } from '../cluster/sizing.js';
 import type { RuntimeStatus } from '../http/context.js';
@@ -344,6 +345,8 @@ export class RenderService {
     }
     // When one part fails the answer is an error: parts still waiting in the queue are dropped.
     const cancel = new AbortController();
+    // One listener per part (and per retry): not a leak.
+    setMaxListeners(2 * parts.length, cancel.signal);
     const drawn = await Promise.all(
       parts.map((p) =>
         pool.render(ref, p.frame, cancel.signal).catch((err: unknown) => {

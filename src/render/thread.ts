@@ -20,9 +20,14 @@ export interface ThreadConfig {
   controlChannel: string;
 }
 
+/**
+ * `cancelled` is one Int32 the pool sets to 1 to drop the task (a sibling part of its frame failed); the thread
+ * reads it before it starts the work. The pool never aborts a task through Piscina: Piscina would end the whole
+ * thread, with the other renders it is running, and ending a thread while it reads a socket aborts the process.
+ */
 export type ThreadTask =
-  | { kind: 'render'; style: StyleRef; frame: Frame; timeoutMs: number; port: MessagePort }
-  | { kind: 'warmup'; style: StyleRef | undefined; timeoutMs: number; port: MessagePort };
+  | { kind: 'render'; style: StyleRef; frame: Frame; timeoutMs: number; port: MessagePort; cancelled: Int32Array }
+  | { kind: 'warmup'; style: StyleRef | undefined; timeoutMs: number; port: MessagePort; cancelled: Int32Array };
 
 export type ThreadResult = { ok: true; backend: BackendName } | { ok: false; reason: RenderError['reason']; message: string };
 
@@ -34,6 +39,8 @@ export type ThreadMessage =
 
 /** Messages from the pool to a thread on a task's port. */
 export type PoolMessage = { type: 'resource'; id: number; status: number; contentType: string | undefined; body: Uint8Array };
+
+export const CANCELLED = 'cancelled before it started';
 
 export function marker(prefix: string, thread: number, seq: number): string {
   return `${prefix}-t${thread}-${seq}`;
@@ -63,8 +70,12 @@ export class RenderThread {
     port.postMessage({ type: 'started', threadId } satisfies ThreadMessage);
     const fetcher = portFetcher(port);
     let renderer: Renderer | undefined;
+    const cancelled = () => Atomics.load(task.cancelled, 0) !== 0;
+    if (cancelled()) return { ok: false, reason: 'failed', message: CANCELLED };
     try {
       renderer = await this.acquire();
+      // Starting a browser takes a while: the task may have been cancelled meanwhile.
+      if (cancelled()) return { ok: false, reason: 'failed', message: CANCELLED };
       if (task.kind === 'render') {
         const out = await renderer.render(task.style, task.frame, fetcher, Date.now() + task.timeoutMs);
         const msg: ThreadMessage = { type: 'frame', data: out.data, width: out.width, height: out.height, opaque: out.opaque, timings: { ...out.timings } };

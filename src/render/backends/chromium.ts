@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { MARKER_SWITCH } from '../processes.js';
+import { killMarked, MARKER_SWITCH } from '../processes.js';
 import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type ResourceFetcher, type StyleRef } from '../renderer.js';
 import { FLAT_QUERY, LocalServer } from './local-server.js';
 
@@ -63,6 +63,10 @@ interface Slot {
   styleKey: string | undefined;
 }
 
+const TIMED_OUT = 'a render timed out';
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /** Loading a style (once per page and style) has its own time budget; `render.timeout_ms` bounds frames. */
 const STYLE_LOAD_MS = 60_000;
 
@@ -79,6 +83,7 @@ export class ChromiumRenderer implements Renderer {
     private readonly slots: Slot[],
     maxFrame: number,
     private readonly flatExtrusions: boolean,
+    private readonly marker: string,
   ) {
     this.maxFrame = maxFrame;
     browser.on('disconnected', () => (this.broken ??= 'the browser exited'));
@@ -107,7 +112,7 @@ export class ChromiumRenderer implements Renderer {
         await page.waitForFunction('window.__tstsReady === true', undefined, { timeout: 30_000 });
         slots.push({ page, busy: false, styleKey: undefined });
       }
-      return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true);
+      return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true, o.marker);
     } catch (err) {
       await browser?.close().catch(() => {});
       await server.close();
@@ -178,7 +183,7 @@ export class ChromiumRenderer implements Renderer {
     } catch (err) {
       this.server.cancelFrame(id, err as Error);
       if (err instanceof RenderError) {
-        if (err.reason === 'timeout') this.broken ??= 'a render timed out';
+        if (err.reason === 'timeout') this.broken ??= TIMED_OUT;
         throw err;
       }
       const message = (err as Error).message.split('\n')[0];
@@ -196,8 +201,13 @@ export class ChromiumRenderer implements Renderer {
   }
 
   async close(): Promise<void> {
+    const timedOut = this.broken === TIMED_OUT;
     this.broken ??= 'closed';
-    await Promise.race([this.browser.close().catch(() => {}), new Promise((r) => setTimeout(r, 5_000).unref())]);
+    // A browser that timed out is still drawing the frame that was too big or too slow, and would answer a
+    // polite close only when done: it is killed. Any other gets 5 s to close. Whatever the close said, no process
+    // of this browser outlives it (a no-op when the close worked).
+    if (!timedOut) await Promise.race([this.browser.close().catch(() => {}), delay(5_000)]);
+    await killMarked(this.marker, true);
     await this.server.close();
   }
 }

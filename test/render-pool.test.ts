@@ -1,0 +1,115 @@
+// The render pool with a real Chromium (dist/workers/render.js, built by `make test`).
+// - Cancelling a render that a thread has already taken must not end that thread. Piscina ends the thread of a
+//   running task whose AbortSignal fires; that took the thread's other renders with it, and ending a thread
+//   while it reads a frame upload aborts the whole Node process (a CI run hit this in the time-limit test).
+// - A thread with no task still does its work: a timed-out browser is killed at once, not at the thread's next
+//   task (Piscina's Atomics.wait between tasks froze the thread's event loop).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { findChromium } from '../src/render/backends/chromium.js';
+import { RenderPool } from '../src/render/pool.js';
+import { RenderError, type Frame, type Resource, type StyleRef } from '../src/render/renderer.js';
+import { waitFor } from './helpers/foundation.js';
+import { browserPids } from './helpers/render.js';
+
+const style = JSON.stringify({ version: 8, name: 'plain', sources: {}, layers: [{ id: 'bg', type: 'background', paint: { 'background-color': '#cc3300' } }] });
+const ref: StyleRef = { id: 'plain', key: 'pool-test-1' };
+const frame = (size: number): Frame => ({ width: size, height: size, ratio: 1, zoom: 1, center: [0, 0], bearing: 0, pitch: 0 });
+
+async function fetchResource(path: string): Promise<Resource> {
+  if (path.startsWith('/styles/plain/style.json')) return { status: 200, contentType: 'application/json', body: Buffer.from(style) };
+  return { status: 404, contentType: 'text/plain', body: Buffer.from('not found') };
+}
+
+/** A pool of one thread with one page, warmed up. */
+async function onePagePool(timeoutMs: number, threadErrors: Error[]): Promise<RenderPool> {
+  const chromiumPath = findChromium(undefined);
+  assert.ok(chromiumPath, 'Chromium is installed by make test');
+  const pool = new RenderPool({
+    backend: 'chromium',
+    threads: 1,
+    pages: 1,
+    timeoutMs,
+    maxQueue: 16,
+    maxRenders: 1000,
+    maxFrame: 4096,
+    chromiumPath,
+    flatExtrusions: false,
+    fetch: fetchResource,
+    onThreadError: (err) => threadErrors.push(err),
+  });
+  await pool.warmUp(ref, 60_000);
+  return pool;
+}
+
+describe('render pool cancellation', () => {
+  let pool: RenderPool;
+  const threadErrors: Error[] = [];
+  before(async () => {
+    pool = await onePagePool(20_000, threadErrors);
+  });
+  after(() => pool?.close());
+
+  test('a render cancelled just as its thread takes it fails alone; the thread and its browser live on', async () => {
+    const browsers = browserPids(process.pid);
+    assert.equal(browsers.length, 1);
+    for (let round = 0; round < 3; round++) {
+      const cancel = new AbortController();
+      // One page: the second render waits in the queue until the first is done, and the thread takes it at once
+      // when the first one's result comes in. It is cancelled in that same moment, as the service cancels the
+      // sibling parts of a frame when one part fails.
+      const first = pool.render(ref, frame(1024)).then((f) => {
+        cancel.abort();
+        return f;
+      });
+      const second = pool.render(ref, frame(512), cancel.signal);
+      const [a, b] = await Promise.allSettled([first, second]);
+      assert.equal(a.status, 'fulfilled');
+      if (b.status === 'rejected') {
+        assert.ok(b.reason instanceof RenderError, String(b.reason));
+        assert.equal(b.reason.reason, 'failed');
+        assert.match(b.reason.message, /cancelled/);
+      }
+    }
+    // A render cancelled while it waits is never drawn; the one before it is not disturbed.
+    const cancel = new AbortController();
+    const running = pool.render(ref, frame(1024));
+    const waiting = pool.render(ref, frame(512), cancel.signal);
+    cancel.abort();
+    await assert.rejects(waiting, (err: unknown) => err instanceof RenderError && err.reason === 'failed' && /cancelled/.test(err.message));
+    assert.equal((await running).width, 1024);
+    // The same browser serves the next render: no thread was ended (an ended thread's browser is killed).
+    const next = await pool.render(ref, frame(64));
+    assert.equal(next.width, 64);
+    assert.deepEqual(browserPids(process.pid), browsers);
+    assert.deepEqual(threadErrors, []);
+  });
+});
+
+describe('render pool time limit', () => {
+  let pool: RenderPool;
+  const threadErrors: Error[] = [];
+  before(async () => {
+    pool = await onePagePool(1_500, threadErrors);
+  });
+  after(() => pool?.close());
+
+  test('a timed-out browser is killed while its thread waits for work; the next render gets a new one', async () => {
+    const [browser] = browserPids(process.pid);
+    assert.ok(browser);
+    // 4095 x 4095 pixels of software GL, readback and upload: far beyond 1.5 s. A fresh browser draws 64 px in
+    // far less.
+    await assert.rejects(
+      pool.render(ref, { ...frame(1365), ratio: 3 }),
+      (err: unknown) => err instanceof RenderError && err.reason === 'timeout',
+    );
+    // No task follows: the thread alone must end the browser.
+    await waitFor('the timed-out browser to end', () => (browserPids(process.pid).includes(browser) ? undefined : true), 15_000);
+    const next = await pool.render(ref, frame(64));
+    assert.equal(next.width, 64);
+    const now = browserPids(process.pid);
+    assert.equal(now.length, 1);
+    assert.notEqual(now[0], browser);
+    assert.deepEqual(threadErrors, []);
+  });
+});
