@@ -48,7 +48,9 @@ describe('render time limit', () => {
     assert.equal(slow.headers.get('content-type'), 'application/problem+json');
     assert.equal(JSON.parse(slow.text).title, 'Render timed out');
     assert.ok(Number(slow.headers.get('retry-after')) >= 1);
-    await waitFor('the timed-out browser to end', () => (browserPids(s.proc.pid!).includes(first[0]) ? undefined : true), 15_000);
+    await waitFor('the timed-out browser to end', () => (browserPids(s.proc.pid!).includes(first[0]) ? undefined : true), 15_000).catch((err: Error) => {
+      throw new Error(`${err.message}; server output:\n${s.output().slice(-4000)}`);
+    });
     // A small frame renders on the new browser (starting it and loading the style do not count against the limit).
     // If this request fails the server's log says why (a crashed process shows there).
     const ok = await get(s, '/styles/plain/static/0,0,1/64x64.png').catch((err: Error) => {

@@ -229,6 +229,8 @@ export class RenderPool {
     clearTimeout(giveUp);
     acks.close();
     this.control.close();
+    // Browsers go first: a thread ended while it reads from a browser's socket or pipe can abort the process.
+    await killMarked(this.markerPrefix);
     await this.piscina.destroy().catch(() => {});
     await killMarked(this.markerPrefix);
   }
