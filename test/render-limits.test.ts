@@ -29,6 +29,11 @@ async function get(s: TestServer, p: string): Promise<{ status: number; headers:
   return { status: res.status, headers: res.headers, text: body.toString(), body };
 }
 
+/** Rethrows a failure with the end of the server's output, where a crashed or stuck server says why. */
+const withOutput = (s: TestServer) => (err: Error): never => {
+  throw new Error(`${err.message} (${String((err.cause as Error | undefined)?.message)}); server output:\n${s.output().slice(-4000)}`);
+};
+
 describe('render time limit', () => {
   let s: TestServer;
   before(async () => {
@@ -42,20 +47,16 @@ describe('render time limit', () => {
   test('a render past timeout_ms answers 503 and its browser is replaced', async () => {
     const first = browserPids(s.proc.pid!);
     assert.equal(first.length, 1);
-    // 12288 x 12288 pixels: parts of 4096 x 4096, each far more than 1.5 s of software GL, readback and transfer.
+    // 12288 x 12288 pixels: parts of about 4096 x 4096, each far more than 1.5 s of software GL, readback and transfer.
     const slow = await get(s, '/styles/plain/static/0,0,2/4096x4096@3x.png');
     assert.equal(slow.status, 503, slow.text.slice(0, 200));
     assert.equal(slow.headers.get('content-type'), 'application/problem+json');
     assert.equal(JSON.parse(slow.text).title, 'Render timed out');
     assert.ok(Number(slow.headers.get('retry-after')) >= 1);
-    await waitFor('the timed-out browser to end', () => (browserPids(s.proc.pid!).includes(first[0]) ? undefined : true), 15_000).catch((err: Error) => {
-      throw new Error(`${err.message}; server output:\n${s.output().slice(-4000)}`);
-    });
+    await waitFor('the timed-out browser to end', () => (browserPids(s.proc.pid!).includes(first[0]) ? undefined : true), 15_000).catch(withOutput(s));
     // A small frame renders on the new browser (starting it and loading the style do not count against the limit).
     // If this request fails the server's log says why (a crashed process shows there).
-    const ok = await get(s, '/styles/plain/static/0,0,1/64x64.png').catch((err: Error) => {
-      throw new Error(`${err.message} (${String((err.cause as Error | undefined)?.message)}); server output:\n${s.output().slice(-4000)}`);
-    });
+    const ok = await get(s, '/styles/plain/static/0,0,1/64x64.png').catch(withOutput(s));
     assert.equal(ok.status, 200, ok.text.slice(0, 200));
     assert.ok(distance(pixel(await decode(ok.body), 32, 32), [0x33, 0x66, 0x99]) <= 2);
     const now = browserPids(s.proc.pid!);

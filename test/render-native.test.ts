@@ -42,6 +42,8 @@ describe('native backend adapter (stand-in module)', () => {
     assert.deepEqual([out.width, out.height], [1024, 512]);
     // OSM Liberty's background rgb(239,239,239) at half opacity, premultiplied by the module: straight alpha out.
     assert.deepEqual([...out.data.subarray(0, 4)], [239, 239, 239, 128]);
+    // The un-premultiply pass saw the translucency: the encoder must keep the alpha channel.
+    assert.equal(out.opaque, false);
     await r.close();
     assert.equal(map.released, true);
   });

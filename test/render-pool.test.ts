@@ -21,36 +21,40 @@ async function fetchResource(path: string): Promise<Resource> {
   return { status: 404, contentType: 'text/plain', body: Buffer.from('not found') };
 }
 
-/** A pool of one thread with one page, warmed up. */
-async function onePagePool(timeoutMs: number, threadErrors: Error[]): Promise<RenderPool> {
-  const chromiumPath = findChromium(undefined);
-  assert.ok(chromiumPath, 'Chromium is installed by make test');
-  const pool = new RenderPool({
-    backend: 'chromium',
-    threads: 1,
-    pages: 1,
-    timeoutMs,
-    maxQueue: 16,
-    maxRenders: 1000,
-    maxFrame: 4096,
-    chromiumPath,
-    flatExtrusions: false,
-    fetch: fetchResource,
-    onThreadError: (err) => threadErrors.push(err),
+/**
+ * For the enclosing suite: a warmed-up pool of one thread with one page (its threads' errors collected), closed
+ * after the suite.
+ */
+function onePagePool(timeoutMs: number): { pool: () => RenderPool; threadErrors: Error[] } {
+  let pool: RenderPool | undefined;
+  const threadErrors: Error[] = [];
+  before(async () => {
+    const chromiumPath = findChromium(undefined);
+    assert.ok(chromiumPath, 'Chromium is installed by make test');
+    pool = new RenderPool({
+      backend: 'chromium',
+      threads: 1,
+      pages: 1,
+      timeoutMs,
+      maxQueue: 16,
+      maxRenders: 1000,
+      maxFrame: 4096,
+      chromiumPath,
+      flatExtrusions: false,
+      fetch: fetchResource,
+      onThreadError: (err) => threadErrors.push(err),
+    });
+    await pool.warmUp(ref, 60_000);
   });
-  await pool.warmUp(ref, 60_000);
-  return pool;
+  after(() => pool?.close());
+  return { pool: () => pool!, threadErrors };
 }
 
 describe('render pool cancellation', () => {
-  let pool: RenderPool;
-  const threadErrors: Error[] = [];
-  before(async () => {
-    pool = await onePagePool(20_000, threadErrors);
-  });
-  after(() => pool?.close());
+  const { pool: current, threadErrors } = onePagePool(20_000);
 
   test('a render cancelled just as its thread takes it fails alone; the thread and its browser live on', async () => {
+    const pool = current();
     const browsers = browserPids(process.pid);
     assert.equal(browsers.length, 1);
     for (let round = 0; round < 3; round++) {
@@ -87,14 +91,10 @@ describe('render pool cancellation', () => {
 });
 
 describe('render pool time limit', () => {
-  let pool: RenderPool;
-  const threadErrors: Error[] = [];
-  before(async () => {
-    pool = await onePagePool(1_500, threadErrors);
-  });
-  after(() => pool?.close());
+  const { pool: current, threadErrors } = onePagePool(1_500);
 
   test('a timed-out browser is killed while its thread waits for work; the next render gets a new one', async () => {
+    const pool = current();
     const [browser] = browserPids(process.pid);
     assert.ok(browser);
     // 4095 x 4095 pixels of software GL, readback and upload: far beyond 1.5 s. A fresh browser draws 64 px in

@@ -1,8 +1,8 @@
 // The render pool of one HTTP process: Piscina worker threads (entry workers/render.ts), one renderer each.
 // The pool bounds the queue (full: overload, 503 with Retry-After), answers the threads' resource requests
 // in-process, enforces the render time limit as a backstop to the thread's own (a thread stuck past it has its
-// browser killed, and is ended if it still does not answer), retries a render once when its renderer crashed under it, and closes
-// every browser it started.
+// browser killed, and is ended if it still does not answer), retries a render once when its renderer crashed
+// under it, and closes every browser it started.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

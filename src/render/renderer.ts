@@ -105,21 +105,6 @@ export function renderErrorFrom(err: unknown): RenderError {
 }
 
 /**
- * Converts pixels read from a GL framebuffer (rows bottom to top, alpha premultiplied) into what image
- * encoders expect (rows top to bottom, straight alpha), as a new buffer.
- */
-export function glPixelsToImage(src: Uint8Array, width: number, height: number, flip: boolean): Uint8Array {
-  const out = new Uint8Array(src.length);
-  const row = width * 4;
-  for (let y = 0; y < height; y++) {
-    const from = (flip ? height - 1 - y : y) * row;
-    out.set(src.subarray(from, from + row), y * row);
-  }
-  unpremultiplyInPlace(out);
-  return out;
-}
-
-/**
  * Premultiplied RGBA to straight alpha, in place. Maps are mostly opaque: the scan reads whole pixels as
  * 32-bit words and only the translucent ones are divided. Returns whether every pixel was opaque.
  */

@@ -40,7 +40,7 @@ export type ThreadMessage =
 /** Messages from the pool to a thread on a task's port. */
 export type PoolMessage = { type: 'resource'; id: number; status: number; contentType: string | undefined; body: Uint8Array };
 
-export const CANCELLED = 'cancelled before it started';
+const CANCELLED = 'cancelled before it started';
 
 export function marker(prefix: string, thread: number, seq: number): string {
   return `${prefix}-t${thread}-${seq}`;

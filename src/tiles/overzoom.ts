@@ -81,7 +81,6 @@ function transform(part: readonly number[], k: number, ox: number, oy: number): 
   return t;
 }
 
-
 /** Rounded vertices, without a repeat of the previous vertex (rounding can make neighbours equal). */
 function push(out: number[], x: number, y: number): void {
   const rx = Math.round(x);

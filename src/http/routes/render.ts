@@ -19,6 +19,7 @@ import {
   type Problem,
 } from '../../render/static-params.js';
 import { parseLonLat, parseNumber } from '../../render/overlays.js';
+import { rasterStylesOffered } from '../../styles/style-tilejson.js';
 import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
 import type { ServerContext } from '../context.js';
 import { problem, problemBody } from '../problem.js';
@@ -87,7 +88,7 @@ function requestKey(c: Context): string {
  * Routes that exist only for server-side rendering (these, and the raster TileJSON and WMTS of styles) are not
  * mounted while server.disable_render is set (spec: 404, no raster rendering).
  */
-export const renderAbsence: Absence = (state) => (state.config.server.disable_render ? 'server.disable_render is set' : undefined);
+export const renderAbsence: Absence = (state) => (rasterStylesOffered(state) ? undefined : 'server.disable_render is set');
 
 export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
   // A process without a render service has no render routes at all.

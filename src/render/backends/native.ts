@@ -6,7 +6,7 @@
 //   map.render({ zoom, width, height, center, bearing, pitch }, (err, buffer) => …)   raw premultiplied RGBA
 //   map.release()
 // A map is bound to one pixel ratio, so this renderer keeps one map per (style, ratio), each loaded once.
-import { beforeDeadline, glPixelsToImage, RenderError, type Frame, type RenderedFrame, type Renderer, type ResourceFetcher, type StyleRef } from '../renderer.js';
+import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type ResourceFetcher, type StyleRef } from '../renderer.js';
 import { emptyResource } from '../resources.js';
 
 export const NATIVE_MODULE = '@maplibre/maplibre-gl-native';
@@ -97,12 +97,15 @@ export class NativeRenderer implements Renderer {
       const pw = Math.round(width * frame.ratio);
       const ph = Math.round(height * frame.ratio);
       if (raw.length !== pw * ph * 4) throw new RenderError('failed', `the native renderer returned ${raw.length} bytes, expected ${pw * ph * 4}`);
-      let data = glPixelsToImage(raw, pw, ph, false);
+      // A copy the render thread owns (the module's buffer may be a view into shared memory); rows are already
+      // top to bottom. Halving keeps an opaque image opaque.
+      let data: Uint8Array = new Uint8Array(raw);
+      const opaque = unpremultiplyInPlace(data);
       let w = pw;
       let h = ph;
       for (let s = shrink; s > 1; s /= 2) ({ data, width: w, height: h } = halve(data, w, h));
       this.renders++;
-      return { data, width: w, height: h, timings: { style: t1 - t0, resources: 0, draw: t2 - t1, readback: 0, transfer: performance.now() - t2 } };
+      return { data, width: w, height: h, opaque, timings: { style: t1 - t0, resources: 0, draw: t2 - t1, readback: 0, transfer: performance.now() - t2 } };
     } finally {
       slot.busy = false;
       slot.fetcher = undefined;
