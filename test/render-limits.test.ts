@@ -39,7 +39,7 @@ describe('render time limit', () => {
   before(async () => {
     // 1.5 s: far below one 4096 px part of the slow frame, and enough for a 64 px frame on a fresh browser when the
     // hypervisor takes a share of this machine's CPU (300 ms was not, once).
-    s = await startServer({ toml: plainConfig('pool_size = 1\ntimeout_ms = 1500'), workers: 1 });
+    s = await startServer({ toml: plainConfig('pool_size = 1\ntimeout_ms = 1500\nmax_pixels = 150994944'), workers: 1 });
     await rendererReady(s);
   });
   after(() => s?.stop());

@@ -36,7 +36,8 @@ function onePagePool(timeoutMs: number): { pool: () => RenderPool; threadErrors:
       threads: 1,
       pages: 1,
       timeoutMs,
-      maxQueue: 16,
+      queueTimeoutMs: 60_000,
+    maxQueue: 16,
       maxRenders: 1000,
       maxFrame: 4096,
       chromiumPath,
@@ -66,21 +67,21 @@ describe('render pool cancellation', () => {
         cancel.abort();
         return f;
       });
-      const second = pool.render(ref, frame(512), cancel.signal);
+      const second = pool.render(ref, frame(512), { cancel: cancel.signal });
       const [a, b] = await Promise.allSettled([first, second]);
       assert.equal(a.status, 'fulfilled');
       if (b.status === 'rejected') {
         assert.ok(b.reason instanceof RenderError, String(b.reason));
-        assert.equal(b.reason.reason, 'failed');
+        assert.equal(b.reason.reason, 'cancelled');
         assert.match(b.reason.message, /cancelled/);
       }
     }
     // A render cancelled while it waits is never drawn; the one before it is not disturbed.
     const cancel = new AbortController();
     const running = pool.render(ref, frame(1024));
-    const waiting = pool.render(ref, frame(512), cancel.signal);
+    const waiting = pool.render(ref, frame(512), { cancel: cancel.signal });
     cancel.abort();
-    await assert.rejects(waiting, (err: unknown) => err instanceof RenderError && err.reason === 'failed' && /cancelled/.test(err.message));
+    await assert.rejects(waiting, (err: unknown) => err instanceof RenderError && err.reason === 'cancelled');
     assert.equal((await running).width, 1024);
     // The same browser serves the next render: no thread was ended (an ended thread's browser is killed).
     const next = await pool.render(ref, frame(64));

@@ -79,6 +79,10 @@ export const RenderSchema = v.object({
   timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10), v.maxValue(600_000)), 30_000),
   /** Renders waiting for a renderer; beyond this, 503 with Retry-After. */
   max_queue: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100_000)), 256),
+  /** Longest wait for a renderer; a render still waiting then is dropped and answered 503 with Retry-After. */
+  queue_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(600_000)), 10_000),
+  /** Largest image a request may ask for, in device pixels (width x height x scale²); beyond it 400. */
+  max_pixels: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000_000)), 4096 * 4096),
   /** A renderer is recycled (browser or native map restarted) after this many renders. */
   max_renders: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 2000),
   /** Raster style tiles are rendered in blocks of metatile x metatile tiles and cut. */

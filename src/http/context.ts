@@ -5,12 +5,21 @@ import type { AppState } from '../state/app-state.js';
 import type { UrlContext } from '../sources/tilejson.js';
 import type { RenderService } from '../render/service.js';
 
+export type RendererState = 'starting' | 'ready' | 'unavailable';
+
 /** Facts about this process that /ping reports and later capabilities (renderer, metrics) fill in. */
 export interface RuntimeStatus {
   /** A renderer backend is started and answering. */
   rendererEnabled: boolean;
   /** Name of the renderer backend in use, when one is. */
   renderer: string | undefined;
+  /**
+   * `starting` while renderers warm up, `ready` once one has drawn a frame, `unavailable` when none can start
+   * or rendering is off (disabled, or no styles).
+   */
+  rendererState: RendererState;
+  /** Rendering is configured (enabled, with styles): readiness waits for it. */
+  rendererWanted: boolean;
   /** The static-image and social-card routes are mounted. */
   renderRoutesMounted: boolean;
   scrapeListenerActive: boolean;

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { killMarked } from './processes.js';
-import { RenderError, type BackendName, type Frame, type RenderedFrame, type ResourceFetcher, type StyleRef } from './renderer.js';
-import { threadMarkerPrefix, type PoolMessage, type ThreadConfig, type ThreadMessage, type ThreadResult, type ThreadTask } from './thread.js';
+import { RenderError, type BackendName, type Frame, type RenderedFrame, type RendererEvent, type ResourceFetcher, type StyleRef } from './renderer.js';
+import { threadMarkerPrefix, type ControlMessage, type PoolMessage, type ThreadConfig, type ThreadMessage, type ThreadResult, type ThreadTask } from './thread.js';
 
 export interface PoolOptions {
   backend: BackendName;
@@ -19,6 +19,8 @@ export interface PoolOptions {
   pages: number;
   timeoutMs: number;
   maxQueue: number;
+  /** Longest wait for a renderer (render.queue_timeout_ms); then the render fails as an overload. */
+  queueTimeoutMs: number;
   maxRenders: number;
   maxFrame: number;
   chromiumPath: string | undefined;
@@ -26,6 +28,22 @@ export interface PoolOptions {
   /** Answers the threads' resource requests (in-process, src/render/resources.ts). */
   fetch: ResourceFetcher;
   onThreadError?: (err: Error) => void;
+  /** What happened to the threads' renderers (replaced, recycled, failed to start), to log and count. */
+  onEvent?: (e: RendererEvent, threadId: number) => void;
+}
+
+/** A render waiting for a free renderer. */
+interface Waiter {
+  grant: () => void;
+  fail: (err: RenderError) => void;
+}
+
+/** Per render: what the caller may cancel with, and hear about. */
+export interface RenderCall {
+  /** Aborted when no one wants the render any more: a waiting render is dropped, one already drawn finishes. */
+  cancel?: AbortSignal;
+  /** Called when a renderer begins the frame (after any browser start): the frame's time limit starts then. */
+  onStart?: () => void;
 }
 
 /** A task as the pool builds it; the port is added per run. */
@@ -52,8 +70,19 @@ export class RenderPool {
   private readonly markerPrefix = `p${process.pid}-${randomBytes(4).toString('hex')}`;
   private readonly control: BroadcastChannel;
   private closed = false;
+  /**
+   * Renders handed to Piscina at most: one per renderer. The rest wait here, in order, where a wait can be
+   * bounded in time and a render whose client left can be taken out (Piscina's own queue can do neither
+   * without ending a thread).
+   */
+  private readonly capacity: number;
+  private running = 0;
+  private readonly waiting: Waiter[] = [];
+  /** Renders done, failed and dropped since the pool started (for /ping-style reports and the tests). */
+  readonly counts = { rendered: 0, failed: 0, dropped: 0, expired: 0, retried: 0 };
 
   constructor(private readonly o: PoolOptions) {
+    this.capacity = o.threads * o.pages;
     const cfg: ThreadConfig = {
       backend: o.backend,
       pages: o.pages,
@@ -66,6 +95,10 @@ export class RenderPool {
     };
     this.control = new BroadcastChannel(cfg.controlChannel);
     this.control.unref();
+    this.control.onmessage = (ev) => {
+      const msg = (ev as unknown as { data: ControlMessage | undefined }).data;
+      if (msg?.type === 'event') o.onEvent?.(msg.event, msg.threadId);
+    };
     this.piscina = new Piscina<ThreadTask, ThreadResult>({
       filename: workerFile(),
       minThreads: o.threads,
@@ -77,7 +110,7 @@ export class RenderPool {
       // (closing or killing a retired browser, the pool's close message, browser events). Frozen, a timed-out
       // browser lived on until the thread's next task.
       atomics: 'disabled',
-      // The queue bound is enforced here (render), before a task is created.
+      // The pool never gives Piscina more tasks than it has renderers (see `capacity`).
       maxQueue: Number.POSITIVE_INFINITY,
     });
     // A thread that ends (terminated after a hung render, or crashed) leaves its browser behind: end it.
@@ -95,7 +128,12 @@ export class RenderPool {
 
   /** Renders waiting for a renderer now. */
   get queued(): number {
-    return this.piscina.queueSize;
+    return this.waiting.length;
+  }
+
+  /** Renders being drawn now (at most one per renderer). */
+  get busy(): number {
+    return this.running;
   }
 
   /**
@@ -103,39 +141,107 @@ export class RenderPool {
    * browser start. Resolves when at least one renderer works; rejects with the reason when none does.
    */
   async warmUp(style: StyleRef | undefined, timeoutMs: number): Promise<void> {
-    const runs = Array.from({ length: this.o.threads * this.o.pages }, () => this.run({ kind: 'warmup', style, timeoutMs }, timeoutMs));
+    const runs = Array.from({ length: this.capacity }, () => this.run({ kind: 'warmup', style, timeoutMs }, timeoutMs));
     const results = await Promise.allSettled(runs);
     if (results.some((r) => r.status === 'fulfilled')) return;
     const first = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     throw first?.reason instanceof RenderError ? first.reason : new RenderError('unavailable', String(first?.reason));
   }
 
-  /** Renders a frame. `cancel` drops it while no thread has started it yet (a sibling part of a frame failed). */
-  async render(style: StyleRef, frame: Frame, cancel?: AbortSignal): Promise<RenderedFrame> {
-    if (this.closed) throw new RenderError('unavailable', 'the renderer is shutting down');
-    if (this.piscina.queueSize >= this.o.maxQueue) throw new RenderError('overload', `${this.piscina.queueSize} renders are waiting (render.max_queue = ${this.o.maxQueue})`);
+  /**
+   * Renders a frame once a renderer is free. Fails as an overload when `max_queue` renders are already waiting
+   * or the wait passes `queue_timeout_ms`, and as cancelled when `call.cancel` fires while it waits.
+   */
+  async render(style: StyleRef, frame: Frame, call: RenderCall = {}): Promise<RenderedFrame> {
+    await this.admit(call.cancel);
     try {
-      return await this.renderOnce(style, frame, cancel);
+      try {
+        const out = await this.renderOnce(style, frame, call);
+        this.counts.rendered++;
+        return out;
+      } catch (err) {
+        // The renderer died under this render (not because of it: timeouts are not retried). Once more, on a
+        // renderer proven good (a new page or browser that passed its canary), keeping this render's place.
+        if (err instanceof RenderError && err.reason === 'crash' && !this.closed && !call.cancel?.aborted) {
+          this.counts.retried++;
+          const out = await this.renderOnce(style, frame, call);
+          this.counts.rendered++;
+          return out;
+        }
+        throw err;
+      }
     } catch (err) {
-      // The renderer died under this render (not because of it: timeouts are not retried). Once more, on a new one.
-      if (err instanceof RenderError && err.reason === 'crash' && !this.closed && !cancel?.aborted) return this.renderOnce(style, frame, cancel);
+      if (err instanceof RenderError && err.reason === 'cancelled') this.counts.dropped++;
+      else this.counts.failed++;
       throw err;
+    } finally {
+      this.leave();
     }
   }
 
-  private async renderOnce(style: StyleRef, frame: Frame, cancel: AbortSignal | undefined): Promise<RenderedFrame> {
+  /** Waits for a free renderer, within the queue's bounds in length and time. */
+  private admit(cancel: AbortSignal | undefined): Promise<void> {
+    if (this.closed) return Promise.reject(new RenderError('unavailable', 'the renderer is shutting down'));
+    if (cancel?.aborted) return Promise.reject(new RenderError('cancelled', 'no one waits for this render any more'));
+    if (this.running < this.capacity && this.waiting.length === 0) {
+      this.running++;
+      return Promise.resolve();
+    }
+    if (this.waiting.length >= this.o.maxQueue) {
+      return Promise.reject(new RenderError('overload', `${this.waiting.length} renders are waiting (render.max_queue = ${this.o.maxQueue})`));
+    }
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        cancel?.removeEventListener('abort', onCancel);
+        const i = this.waiting.indexOf(waiter);
+        if (i >= 0) this.waiting.splice(i, 1);
+      };
+      const waiter: Waiter = {
+        grant: () => {
+          done();
+          resolve();
+        },
+        fail: (err) => {
+          done();
+          reject(err);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.counts.expired++;
+        waiter.fail(new RenderError('overload', `no renderer was free within ${this.o.queueTimeoutMs} ms (render.queue_timeout_ms)`));
+      }, this.o.queueTimeoutMs);
+      const onCancel = () => {
+        this.counts.dropped++;
+        waiter.fail(new RenderError('cancelled', 'no one waits for this render any more'));
+      };
+      cancel?.addEventListener('abort', onCancel, { once: true });
+      this.waiting.push(waiter);
+    });
+  }
+
+  /** A renderer is free again: the longest-waiting render takes it. */
+  private leave(): void {
+    const next = this.waiting[0];
+    if (next && !this.closed) return next.grant();
+    this.running--;
+  }
+
+  private async renderOnce(style: StyleRef, frame: Frame, call: RenderCall): Promise<RenderedFrame> {
+    if (call.cancel?.aborted) throw new RenderError('cancelled', 'no one waits for this render any more');
     let out: RenderedFrame | undefined;
-    await this.run({ kind: 'render', style, frame, timeoutMs: this.o.timeoutMs }, this.o.timeoutMs, (f) => (out = f), cancel);
+    await this.run({ kind: 'render', style, frame, timeoutMs: this.o.timeoutMs }, this.o.timeoutMs, (f) => (out = f), call.cancel, call.onStart);
     if (!out) throw new RenderError('failed', 'the render thread reported success without a frame');
     return out;
   }
 
   /** Runs one task with its own MessagePort for resources and the frame. */
-  private async run(task: TaskWithoutPort, timeoutMs: number, onFrame?: (f: RenderedFrame) => void, cancel?: AbortSignal): Promise<void> {
+  private async run(task: TaskWithoutPort, timeoutMs: number, onFrame?: (f: RenderedFrame) => void, cancel?: AbortSignal, onDrawing?: () => void): Promise<void> {
     const { port1, port2 } = new MessageChannel();
     const cancelled = new Int32Array(new SharedArrayBuffer(4));
     // Read by the thread before it starts: a task it has begun finishes (or times out) there.
     const onCancel = () => Atomics.store(cancelled, 0, 1);
+    if (cancel?.aborted) onCancel();
     cancel?.addEventListener('abort', onCancel, { once: true });
     // Aborted only by the backstop, and only after the thread's browser was killed and the thread still did not
     // answer: Piscina then ends the thread.
@@ -158,6 +264,8 @@ export class RenderPool {
           void killMarked(threadMarkerPrefix(this.markerPrefix, msg.threadId));
           backstop = setTimeout(() => terminate.abort(), THREAD_END_GRACE_MS);
         }, timeoutMs + BACKSTOP_GRACE_MS);
+      } else if (msg.type === 'drawing') {
+        onDrawing?.();
       } else if (msg.type === 'resource') {
         void this.answer(port1, msg);
       } else if (msg.type === 'frame') {
@@ -212,6 +320,7 @@ export class RenderPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const w of [...this.waiting]) w.fail(new RenderError('unavailable', 'the renderer is shutting down'));
     const threads = this.piscina.threads.length;
     const acks = new BroadcastChannel(this.control.name);
     acks.unref();

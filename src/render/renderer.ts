@@ -82,7 +82,25 @@ export interface Renderer {
   close(): Promise<void>;
 }
 
-export type RenderErrorReason = 'timeout' | 'overload' | 'crash' | 'style' | 'unavailable' | 'failed';
+/**
+ * Something that happened to a renderer, reported up to the pool's owner to be logged and counted:
+ * - `page-replaced`: a Chromium page (its map) failed and was replaced; the browser lives on.
+ * - `map-replaced`: a native map failed a render and was released; the next render of its style loads a new one.
+ * - `renderer-replaced`: a whole renderer (browser, or native renderer) broke and is replaced.
+ * - `renderer-recycled`: a renderer reached `max_renders` and is replaced (routine).
+ * - `renderer-start-failed`: a renderer could not start; the thread waits `backoffMs` before the next try.
+ */
+export interface RendererEvent {
+  kind: 'page-replaced' | 'map-replaced' | 'renderer-replaced' | 'renderer-recycled' | 'renderer-start-failed';
+  reason: string;
+  /** Consecutive failures of this thread's renderers (a crash loop), for `renderer-start-failed` and `renderer-replaced`. */
+  failures?: number;
+  backoffMs?: number;
+}
+
+export type RendererEventSink = (e: RendererEvent) => void;
+
+export type RenderErrorReason = 'timeout' | 'overload' | 'crash' | 'style' | 'unavailable' | 'failed' | 'cancelled' | 'too_large';
 
 /** A failed render; `reason` labels render_errors_total and picks the HTTP status. */
 export class RenderError extends Error {
@@ -99,7 +117,7 @@ export class RenderError extends Error {
 export function renderErrorFrom(err: unknown): RenderError {
   if (err instanceof RenderError) return err;
   const e = err as { reason?: unknown; message?: unknown } | undefined;
-  const reasons: RenderErrorReason[] = ['timeout', 'overload', 'crash', 'style', 'unavailable', 'failed'];
+  const reasons: RenderErrorReason[] = ['timeout', 'overload', 'crash', 'style', 'unavailable', 'failed', 'cancelled', 'too_large'];
   const reason = reasons.includes(e?.reason as RenderErrorReason) ? (e!.reason as RenderErrorReason) : 'failed';
   return new RenderError(reason, typeof e?.message === 'string' ? e.message : String(err));
 }

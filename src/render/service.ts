@@ -19,7 +19,8 @@ import { cropRaw, encodeRegion, encodeWithOverlay, pasteRaw, resizeRaw, type Enc
 import { renderMetrics } from './metrics.js';
 import { RenderPool } from './pool.js';
 import { RenderCache, type CachedImage } from './render-cache.js';
-import { RenderError, type Frame, type RenderedFrame, type StyleRef } from './renderer.js';
+import { Budget } from './budget.js';
+import { RenderError, type Frame, type RenderedFrame, type RendererEvent, type StyleRef } from './renderer.js';
 import { inProcessFetcher, type AppFetch } from './resources.js';
 import { CONTENT_TYPES, type ImageFormat } from './static-params.js';
 import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
@@ -46,6 +47,19 @@ interface Rendered {
   timing: Record<string, number>;
 }
 
+/** One render that concurrent identical requests share, and how many of them still wait for it. */
+interface SharedRender {
+  promise: Promise<Rendered>;
+  /** Aborted when the last waiting request has gone: parts still queued are dropped. */
+  abort: AbortController;
+  waiters: number;
+}
+
+/** Where a render's answer goes: the request's own cancel signal, for dropping work no one waits for. */
+export interface RenderCaller {
+  signal?: AbortSignal;
+}
+
 interface DrawnFrame {
   raw: RawImage;
   timing: Record<string, number>;
@@ -65,7 +79,9 @@ export class RenderService {
   private cache: RenderCache | undefined;
   private cacheKeyOfCache: string | undefined;
   private lastState: AppState | undefined;
-  private readonly inflight = new Map<string, Promise<Rendered>>();
+  private readonly inflight = new Map<string, SharedRender>();
+  /** Renderer replacements and failed starts since this process started (logged as they happen). */
+  readonly events = { pagesReplaced: 0, renderersReplaced: 0, renderersRecycled: 0, startFailures: 0 };
   private closed = false;
 
   constructor(
@@ -98,11 +114,15 @@ export class RenderService {
     if (!wanted) {
       this.reason = state.config.server.disable_render ? 'server.disable_render is set' : 'no styles are configured';
       void this.stopPool();
+      this.runtime.rendererState = 'unavailable';
+      this.runtime.rendererWanted = false;
       return;
     }
+    this.runtime.rendererWanted = true;
     if (key === this.poolKey && (this.pool || this.starting)) return;
     // The old pool (if any) is closed before the new one starts: never two sets of browsers at once.
     const previous = this.stopPool();
+    this.runtime.rendererState = 'starting';
     this.poolKey = key;
     const generation = this.generation;
     const firstStyle = state.styles.values().next().value as LoadedStyle;
@@ -119,6 +139,7 @@ export class RenderService {
     if (!fetcher) throw new Error('RenderService.attach was not called');
     this.runtime.rendererEnabled = false;
     this.runtime.renderer = undefined;
+    this.runtime.rendererState = 'starting';
     const renderers = cfg.pool_size ?? poolShare(workerCount(this.workers ?? 'auto'));
     const choice = await backendCandidates(cfg);
     const reasons = [...choice.reasons];
@@ -130,12 +151,14 @@ export class RenderService {
         pages,
         timeoutMs: cfg.timeout_ms,
         maxQueue: cfg.max_queue,
+        queueTimeoutMs: cfg.queue_timeout_ms,
         maxRenders: cfg.max_renders,
         maxFrame: MAX_FRAME,
         chromiumPath: c.chromiumPath,
         flatExtrusions: cfg.flat_extrusions,
         fetch: inProcessFetcher(fetcher),
         onThreadError: (err) => this.log.error({ err: err.message }, 'render thread error'),
+        onEvent: (e, thread) => this.onRendererEvent(e, thread),
       });
       this.warming = pool;
       try {
@@ -155,12 +178,46 @@ export class RenderService {
       this.reason = undefined;
       this.runtime.rendererEnabled = true;
       this.runtime.renderer = c.backend;
+      this.runtime.rendererState = 'ready';
       this.log.info({ backend: c.backend, threads: Math.ceil(renderers / pages), pages }, 'renderer ready');
       return;
     }
     if (generation !== this.generation) return;
     this.reason = `no renderer could start: ${reasons.join('; ')}`;
+    this.runtime.rendererState = 'unavailable';
     this.log.warn(this.reason);
+  }
+
+  /** Logs and counts what happened to a renderer; a crash loop is an error, routine recycling is info. */
+  private onRendererEvent(e: RendererEvent, thread: number): void {
+    const fields = { thread, reason: e.reason, failures: e.failures, backoff_ms: e.backoffMs };
+    switch (e.kind) {
+      case 'page-replaced':
+      case 'map-replaced':
+        this.events.pagesReplaced++;
+        return this.log.warn(fields, e.kind === 'page-replaced' ? 'renderer page failed and was replaced' : 'native map failed and was replaced');
+      case 'renderer-replaced':
+        this.events.renderersReplaced++;
+        return (e.failures ?? 0) > 1
+          ? this.log.error(fields, 'renderer crash loop: renderers keep failing before their first frame; backing off')
+          : this.log.warn(fields, 'renderer failed and is being replaced');
+      case 'renderer-recycled':
+        this.events.renderersRecycled++;
+        return this.log.info(fields, 'renderer recycled');
+      case 'renderer-start-failed':
+        this.events.startFailures++;
+        return this.log.error(fields, 'renderer did not start; backing off before the next try');
+    }
+  }
+
+  /** Renders waiting for a renderer and renders being drawn in this process now. */
+  get load(): { queued: number; busy: number } {
+    return { queued: this.pool?.queued ?? 0, busy: this.pool?.busy ?? 0 };
+  }
+
+  /** Counters of the current pool (renders done, failed, retried, dropped, expired in the queue). */
+  get poolCounts(): RenderPool['counts'] | undefined {
+    return this.pool?.counts;
   }
 
   /** Takes the pool out of service now; resolves when it (and any pool still starting) is closed. */
@@ -176,6 +233,7 @@ export class RenderService {
     this.poolKey = undefined;
     this.runtime.rendererEnabled = false;
     this.runtime.renderer = undefined;
+    this.runtime.rendererState = 'unavailable';
     return Promise.all([pool?.close(), starting?.catch(() => {})]).then(() => {});
   }
 
@@ -207,7 +265,7 @@ export class RenderService {
   }
 
   /** A raster tile of a style: from memory, disk, or its metatile's render. */
-  async tile(state: AppState, style: LoadedStyle, t: TileRequest, format: ImageFormat): Promise<RenderResult> {
+  async tile(state: AppState, style: LoadedStyle, t: TileRequest, format: ImageFormat, caller: RenderCaller = {}): Promise<RenderResult> {
     const cache = this.cache!;
     const base = `${style.id}/${this.contentKey(state, style)}/${t.base}@${t.scale}x`;
     const key = `${base}/${t.z}/${t.x}/${t.y}.${extOf(format)}`;
@@ -228,7 +286,7 @@ export class RenderService {
     const cellKey = ([x, y]: [number, number]) => `${base}/${t.z}/${x}/${y}.${extOf(format)}`;
     const rendered = await this.shared(
       metaKey,
-      async () => {
+      async (signal) => {
         const started = performance.now();
         // Worker processes share the disk cache: when another one is drawing this metatile, take its tiles.
         let release = await cache.claim(metaKey, cfg.timeout_ms * 2);
@@ -243,12 +301,13 @@ export class RenderService {
           release = (await cache.claim(metaKey, cfg.timeout_ms * 2)) ?? (async () => {});
         }
         try {
-          return await this.renderMetatile(state, style, plan, cells, cellKey, format, started);
+          return await this.withinBudget(cfg.timeout_ms, signal, (budget, cancel) => this.renderMetatile(state, style, plan, cells, cellKey, format, started, budget, cancel));
         } finally {
           await release();
         }
       },
       style.id,
+      caller.signal,
     );
     const image = rendered.images.get(key);
     if (!image) throw new RenderError('failed', `the metatile render did not produce ${key}`);
@@ -263,9 +322,11 @@ export class RenderService {
     cellKey: (c: [number, number]) => string,
     format: ImageFormat,
     started: number,
+    budget: Budget,
+    cancel: AbortSignal,
   ): Promise<Rendered> {
     const cache = this.cache!;
-    const drawn = await this.renderFrame(state, style, plan.frame);
+    const drawn = await this.renderFrame(state, style, plan.frame, budget, cancel);
     const encodeStart = performance.now();
     const encode = this.encodeOptions(state);
     // Tiles are encoded concurrently: sharp runs each on a libvips thread.
@@ -287,69 +348,138 @@ export class RenderService {
   }
 
   /** A static map or social card: one frame (in parts when large), overlays drawn over it, encoded. */
-  async image(state: AppState, style: LoadedStyle, cam: Camera, ratio: number, format: ImageFormat, overlays: Overlays | undefined, requestKey: string): Promise<RenderResult> {
+  async image(
+    state: AppState,
+    style: LoadedStyle,
+    cam: Camera,
+    ratio: number,
+    format: ImageFormat,
+    overlays: Overlays | undefined,
+    requestKey: string,
+    caller: RenderCaller = {},
+  ): Promise<RenderResult> {
     const key = `${style.id}/${this.contentKey(state, style)}/image/${createHash('sha256').update(requestKey).digest('hex').slice(0, 32)}`;
     const hit = this.cache!.getMemory(key);
     if (hit) return { image: hit, from: 'memory', timing: undefined };
     const rendered = await this.shared(
       key,
-      async () => {
-        const started = performance.now();
-        const drawn = await this.renderFrame(state, style, { ...cam, ratio });
-        const encodeStart = performance.now();
-        const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
-        const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
-        const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
-        this.cache!.setMemory(key, image);
-        const done = performance.now();
-        renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
-        return { images: new Map([[key, image]]), timing: { ...drawn.timing, encode: done - encodeStart, total: done - started } };
-      },
+      (signal) =>
+        this.withinBudget(state.config.render.timeout_ms, signal, async (budget, cancel) => {
+          const started = performance.now();
+          const drawn = await this.renderFrame(state, style, { ...cam, ratio }, budget, cancel);
+          const encodeStart = performance.now();
+          const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
+          const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
+          const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
+          this.cache!.setMemory(key, image);
+          const done = performance.now();
+          renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
+          return { images: new Map([[key, image]]), timing: { ...drawn.timing, encode: done - encodeStart, total: done - started } };
+        }),
       style.id,
+      caller.signal,
     );
     return { image: rendered.images.get(key)!, from: 'render', timing: rendered.timing };
   }
 
-  /** Runs `work` once for concurrent callers of the same key; counts failures for the metrics. */
-  private shared(key: string, work: () => Promise<Rendered>, styleId: string): Promise<Rendered> {
-    let p = this.inflight.get(key);
-    if (!p) {
-      p = work()
+  /**
+   * Runs `work` once for concurrent callers of the same key; counts failures for the metrics. A caller whose
+   * request goes away stops waiting at once; when the last one has gone the work's signal is aborted, so parts
+   * still queued are dropped (a frame already being drawn finishes and is cached), and a later request for the
+   * same key starts afresh.
+   */
+  private shared(key: string, work: (signal: AbortSignal) => Promise<Rendered>, styleId: string, signal: AbortSignal | undefined): Promise<Rendered> {
+    if (signal?.aborted) return Promise.reject(new RenderError('cancelled', 'the client went away'));
+    let entry = this.inflight.get(key);
+    if (!entry) {
+      const abort = new AbortController();
+      const created: SharedRender = { abort, waiters: 0, promise: Promise.resolve(undefined as unknown as Rendered) };
+      created.promise = work(abort.signal)
         .catch((err: unknown) => {
           const e = err instanceof RenderError ? err : new RenderError('failed', (err as Error).message);
-          renderMetrics.countError(styleId, e.reason);
+          if (e.reason !== 'cancelled') renderMetrics.countError(styleId, e.reason);
           throw e;
         })
-        .finally(() => this.inflight.delete(key));
-      this.inflight.set(key, p);
+        .finally(() => {
+          if (this.inflight.get(key) === created) this.inflight.delete(key);
+        });
+      // Every waiter may have gone before it settles: its failure must not be an unhandled rejection.
+      created.promise.catch(() => {});
+      this.inflight.set(key, created);
+      entry = created;
     }
-    return p;
+    const e = entry;
+    e.waiters++;
+    if (!signal) return e.promise;
+    return new Promise<Rendered>((resolve, reject) => {
+      const onAbort = () => {
+        if (--e.waiters === 0) {
+          e.abort.abort();
+          if (this.inflight.get(key) === e) this.inflight.delete(key);
+        }
+        reject(new RenderError('cancelled', 'the client went away'));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      e.promise.then(
+        (r) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(r);
+        },
+        (err: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(err as Error);
+        },
+      );
+    });
+  }
+
+  /**
+   * Runs one render within `render.timeout_ms`: the clock starts when its first frame leaves the queue and
+   * covers drawing, joining parts and encoding (loading a style the renderer had not drawn is not counted, as
+   * in the render thread's own limit). Past it the answer is a timeout at once and parts still queued are
+   * dropped; work already under way finishes in the background and is cached.
+   */
+  private async withinBudget<T>(timeoutMs: number, signal: AbortSignal, run: (budget: Budget, cancel: AbortSignal) => Promise<T>): Promise<T> {
+    const expired = new AbortController();
+    const budget = new Budget(timeoutMs, () => expired.abort());
+    try {
+      return await budget.race(run(budget, AbortSignal.any([signal, expired.signal])));
+    } finally {
+      budget.clear();
+    }
   }
 
   /** Pixels of a frame of any size: parts drawn concurrently and joined, or a pitched view drawn smaller and scaled. */
-  private async renderFrame(state: AppState, style: LoadedStyle, frame: Frame): Promise<DrawnFrame> {
+  private async renderFrame(state: AppState, style: LoadedStyle, frame: Frame, budget: Budget, signal: AbortSignal): Promise<DrawnFrame> {
     const pool = await this.ready();
     const ref = this.styleRef(state, style);
+    const call = (cancel: AbortSignal) => ({ cancel, onStart: () => budget.start() });
+    const drawnBy = (f: RenderedFrame) => {
+      budget.extend(f.timings.style);
+      return f;
+    };
     const parts = splitFrame(frame, pool.maxFrame, SPLIT_BUFFER);
     const pw = Math.round(frame.width * frame.ratio);
     const ph = Math.round(frame.height * frame.ratio);
     const timing = (t: RenderedFrame['timings']): Record<string, number> => ({ ...t });
     if (parts.length === 1) {
       if (pw <= pool.maxFrame && ph <= pool.maxFrame) {
-        const f = await pool.render(ref, frame);
+        const f = drawnBy(await pool.render(ref, frame, call(signal)));
         return { raw: f, timing: timing(f.timings) };
       }
       const ratio = pool.maxFrame / Math.max(frame.width, frame.height);
-      const smaller = await pool.render(ref, { ...frame, ratio });
+      const smaller = drawnBy(await pool.render(ref, { ...frame, ratio }, call(signal)));
       return { raw: await resizeRaw(smaller, pw, ph), timing: timing(smaller.timings) };
     }
     // When one part fails the answer is an error: parts still waiting in the queue are dropped.
     const cancel = new AbortController();
     // One listener per part (and per retry): not a leak.
     setMaxListeners(2 * parts.length, cancel.signal);
+    const either = AbortSignal.any([signal, cancel.signal]);
+    setMaxListeners(2 * parts.length + 2, either);
     const drawn = await Promise.all(
       parts.map((p) =>
-        pool.render(ref, p.frame, cancel.signal).catch((err: unknown) => {
+        pool.render(ref, p.frame, call(either)).then(drawnBy, (err: unknown) => {
           cancel.abort();
           throw err;
         }),

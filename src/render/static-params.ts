@@ -43,6 +43,17 @@ export function parseDimension(s: string | undefined, parameter: string): Checke
 }
 
 /** `{width}x{height}[@{scale}x].{format}`, the last segment of a static-map URL. */
+/**
+ * The pixel budget (render.max_pixels): an image of width x height CSS pixels at `scale` has width x height x
+ * scale² device pixels, and memory per render grows with that number (docs/rendering.md, "Bounds").
+ */
+export function withinPixelBudget(width: number, height: number, scale: number, maxPixels: number, parameter = 'size'): Problem | undefined {
+  const pixels = width * height * scale * scale;
+  if (pixels <= maxPixels) return undefined;
+  const shown = scale === 1 ? `${width}x${height}` : `${width}x${height}@${scale}x`;
+  return { parameter, detail: `${shown} is ${pixels} device pixels, more than render.max_pixels (${maxPixels})` };
+}
+
 export function parseSizeSegment(seg: string): Checked<{ width: number; height: number; scale: number; format: ImageFormat }> {
   const m = /^([^x@.]*)x([^x@.]*)(?:@([^.]*)x)?\.([A-Za-z0-9]+)$/.exec(seg);
   if (!m) return bad('size', `"${seg}" is not {width}x{height}[@{scale}x].{format}`);

@@ -4,7 +4,7 @@
 import { BroadcastChannel, threadId, type MessagePort } from 'node:worker_threads';
 import { ChromiumRenderer } from './backends/chromium.js';
 import { NativeRenderer } from './backends/native.js';
-import { RenderError, renderErrorFrom, type BackendName, type Frame, type Renderer, type Resource, type ResourceFetcher, type StyleRef } from './renderer.js';
+import { RenderError, renderErrorFrom, type BackendName, type Frame, type Renderer, type RendererEvent, type Resource, type ResourceFetcher, type StyleRef } from './renderer.js';
 
 export interface ThreadConfig {
   backend: BackendName;
@@ -34,8 +34,12 @@ export type ThreadResult = { ok: true; backend: BackendName } | { ok: false; rea
 /** Messages from a thread to the pool on a task's port. */
 export type ThreadMessage =
   | { type: 'started'; threadId: number }
+  | { type: 'drawing' }
   | { type: 'resource'; id: number; path: string; base: string }
   | { type: 'frame'; data: Uint8Array; width: number; height: number; opaque: boolean | undefined; timings: Record<string, number> };
+
+/** Messages on the pool's control channel: the pool's close order, and the threads' answers and reports. */
+export type ControlMessage = { type: 'close' } | { type: 'closed'; threadId: number } | { type: 'event'; threadId: number; event: RendererEvent };
 
 /** Messages from the pool to a thread on a task's port. */
 export type PoolMessage = { type: 'resource'; id: number; status: number; contentType: string | undefined; body: Uint8Array };
@@ -49,14 +53,23 @@ export function marker(prefix: string, thread: number, seq: number): string {
 /** Marker prefix of every browser a given thread starts. */
 export const threadMarkerPrefix = (prefix: string, thread: number) => `${prefix}-t${thread}-`;
 
+/** Wait before the n-th consecutive failed renderer is replaced: 1 s, 2 s, 4 s … at most 30 s. */
+export function backoffMs(failures: number): number {
+  return failures <= 0 ? 0 : Math.min(30_000, 1000 * 2 ** (failures - 1));
+}
+
 export class RenderThread {
   private current: Renderer | undefined;
   private starting: Promise<Renderer> | undefined;
   private readonly inUse = new Map<Renderer, number>();
   private seq = 0;
+  /** Renderers of this thread that failed in a row (did not start, or broke before a single good frame). */
+  private failures = 0;
+  private readonly control: BroadcastChannel;
 
   constructor(private readonly cfg: ThreadConfig) {
     const control = new BroadcastChannel(cfg.controlChannel);
+    this.control = control;
     control.unref();
     control.onmessage = (ev) => {
       const msg = (ev as unknown as { data: { type?: string } | undefined }).data;
@@ -65,17 +78,24 @@ export class RenderThread {
     };
   }
 
+  /** Tells the pool (which logs and counts it) what happened to a renderer of this thread. */
+  private report(e: RendererEvent): void {
+    this.control.postMessage({ type: 'event', threadId, event: e } satisfies ControlMessage);
+  }
+
   async run(task: ThreadTask): Promise<ThreadResult> {
     const port = task.port;
     port.postMessage({ type: 'started', threadId } satisfies ThreadMessage);
     const fetcher = portFetcher(port);
     let renderer: Renderer | undefined;
     const cancelled = () => Atomics.load(task.cancelled, 0) !== 0;
-    if (cancelled()) return { ok: false, reason: 'failed', message: CANCELLED };
+    if (cancelled()) return { ok: false, reason: 'cancelled', message: CANCELLED };
     try {
       renderer = await this.acquire();
       // Starting a browser takes a while: the task may have been cancelled meanwhile.
-      if (cancelled()) return { ok: false, reason: 'failed', message: CANCELLED };
+      if (cancelled()) return { ok: false, reason: 'cancelled', message: CANCELLED };
+      // The frame's time limit starts now, here and in the service (a browser's start is not counted).
+      port.postMessage({ type: 'drawing' } satisfies ThreadMessage);
       if (task.kind === 'render') {
         const out = await renderer.render(task.style, task.frame, fetcher, Date.now() + task.timeoutMs);
         const msg: ThreadMessage = { type: 'frame', data: out.data, width: out.width, height: out.height, opaque: out.opaque, timings: { ...out.timings } };
@@ -84,11 +104,14 @@ export class RenderThread {
         // Warm-up: start the renderer, load the style and draw once, so shaders and code are compiled.
         await renderer.render(task.style, { width: 256, height: 256, ratio: 1, zoom: 0, center: [0, 0], bearing: 0, pitch: 0 }, fetcher, Date.now() + task.timeoutMs);
       }
+      this.failures = 0;
       return { ok: true, backend: renderer.backend };
     } catch (err) {
       const e = renderErrorFrom(err);
-      // A timed-out or crashed renderer is destroyed now; the next task starts a new one.
-      if (renderer && (e.reason === 'timeout' || e.reason === 'crash')) this.retire(renderer, true);
+      // A renderer broken as a whole (its browser exited, a frame timed out) is destroyed now, with the renders it
+      // still runs (they fail as crashes and are retried); the next task starts a new one. A page or map that
+      // failed alone is replaced by the renderer itself before its next frame.
+      if (renderer?.brokenReason !== undefined) this.retire(renderer, true, renderer.brokenReason);
       return { ok: false, reason: e.reason, message: e.message };
     } finally {
       // The pool closes the port once it has the result: a message posted just before a close could be lost.
@@ -98,7 +121,11 @@ export class RenderThread {
 
   private async acquire(): Promise<Renderer> {
     const cur = this.current;
-    if (cur && (cur.brokenReason !== undefined || cur.renders >= this.cfg.maxRenders)) this.retire(cur, cur.brokenReason !== undefined);
+    if (cur?.brokenReason !== undefined) this.retire(cur, true, cur.brokenReason);
+    else if (cur && cur.renders >= this.cfg.maxRenders) {
+      this.retire(cur, false);
+      this.report({ kind: 'renderer-recycled', reason: `${cur.renders} renders (render.max_renders)` });
+    }
     if (!this.current) {
       this.starting ??= this.start().finally(() => (this.starting = undefined));
       this.current = await this.starting;
@@ -115,17 +142,41 @@ export class RenderThread {
     if (r !== this.current) void r.close();
   }
 
-  /** Takes `r` out of service; it is closed at once (`now`) or when its last render ends. */
-  private retire(r: Renderer, now: boolean): void {
-    if (this.current === r) this.current = undefined;
+  /**
+   * Takes `r` out of service; it is closed at once (`now`) or when its last render ends. A renderer retired as
+   * broken is reported; one that broke before drawing a single frame counts towards the crash-loop back-off.
+   */
+  private retire(r: Renderer, now: boolean, broken?: string): void {
+    if (this.current !== r) return void (now && r.close());
+    this.current = undefined;
+    if (broken !== undefined) {
+      if (r.renders === 0) this.failures++;
+      this.report({ kind: 'renderer-replaced', reason: broken, failures: this.failures, backoffMs: backoffMs(this.failures) });
+    }
     if (now || !this.inUse.has(r)) void r.close();
   }
 
-  private start(): Promise<Renderer> {
+  /** Starts a renderer, after the back-off a crash loop has earned; a failed start is reported and rethrown. */
+  private async start(): Promise<Renderer> {
+    const wait = backoffMs(this.failures);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     const c = this.cfg;
-    if (c.backend === 'native') return NativeRenderer.start({ maxFrame: c.maxFrame });
-    if (!c.chromiumPath) throw new RenderError('unavailable', 'no Chromium executable');
-    return ChromiumRenderer.start({ executablePath: c.chromiumPath, pages: c.pages, marker: marker(c.markerPrefix, threadId, ++this.seq), maxFrame: c.maxFrame, flatExtrusions: c.flatExtrusions });
+    try {
+      if (c.backend === 'native') return await NativeRenderer.start({ maxFrame: c.maxFrame, onEvent: (e) => this.report(e) });
+      if (!c.chromiumPath) throw new RenderError('unavailable', 'no Chromium executable');
+      return await ChromiumRenderer.start({
+        executablePath: c.chromiumPath,
+        pages: c.pages,
+        marker: marker(c.markerPrefix, threadId, ++this.seq),
+        maxFrame: c.maxFrame,
+        flatExtrusions: c.flatExtrusions,
+        onEvent: (e) => this.report(e),
+      });
+    } catch (err) {
+      this.failures++;
+      this.report({ kind: 'renderer-start-failed', reason: (err as Error).message, failures: this.failures, backoffMs: backoffMs(this.failures) });
+      throw err;
+    }
   }
 
   private async closeAll(): Promise<void> {

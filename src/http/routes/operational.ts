@@ -6,7 +6,7 @@ import os from 'node:os';
 import * as v from 'valibot';
 import type { ServerContext } from '../context.js';
 import { openApiDocument, param, type Router } from '../router.js';
-import { problem } from '../problem.js';
+import { problem, problemBody } from '../problem.js';
 import type { AppState } from '../../state/app-state.js';
 
 export const PingSchema = v.object({
@@ -17,6 +17,7 @@ export const PingSchema = v.object({
   loaded_styles: v.number(),
   renderer_enabled: v.boolean(),
   renderer: v.nullable(v.string()),
+  renderer_state: v.picklist(['starting', 'ready', 'unavailable']),
   scrape_listener_active: v.boolean(),
   version: v.string(),
   cache_enabled: v.boolean(),
@@ -32,6 +33,20 @@ export const PingSchema = v.object({
 });
 export type Ping = v.InferOutput<typeof PingSchema>;
 
+export const ReadySchema = v.object({
+  status: v.literal('ready'),
+  components: v.array(v.object({ name: v.string(), state: v.string() })),
+});
+
+/** What readiness waits for in this process: each configured component and whether it can serve now. */
+export function readiness(ctx: ServerContext): { name: string; state: string; ready: boolean }[] {
+  const out: { name: string; state: string; ready: boolean }[] = [];
+  // Rendering counts only when it is configured (enabled, with styles); a renderer that cannot start on this
+  // machine keeps the process unready, since its render routes answer 503.
+  if (ctx.runtime.rendererWanted) out.push({ name: 'renderer', state: ctx.runtime.rendererState, ready: ctx.runtime.rendererState === 'ready' });
+  return out;
+}
+
 export function resolvedCacheDir(state: AppState): string {
   return state.config.cache.dir ?? path.join(os.tmpdir(), 'tileserver-ts');
 }
@@ -40,6 +55,31 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
   r.add(
     { method: 'get', path: '/health', hono: '/health', summary: 'Liveness', tag: 'Operational', responses: { 200: { description: 'the text OK', content: { 'text/plain': true } } } },
     (c) => c.text('OK', 200, { 'Cache-Control': 'no-store' }),
+  );
+
+  r.add(
+    {
+      method: 'get',
+      path: '/ready',
+      hono: '/ready',
+      summary: 'Readiness: 200 once every configured component of this process can serve (renderers warmed), else 503',
+      tag: 'Operational',
+      responses: {
+        200: { description: 'ready', content: { 'application/json': ReadySchema } },
+        503: { description: 'a component is not ready; the problem names it (Retry-After)', content: { 'application/problem+json': true }, headers: { 'Retry-After': 'seconds' } },
+      },
+    },
+    (c) => {
+      const components = readiness(ctx);
+      const waiting = components.filter((x) => !x.ready);
+      const list = components.map(({ name, state }) => ({ name, state }));
+      if (waiting.length === 0) return c.json({ status: 'ready' as const, components: list }, 200, { 'Cache-Control': 'no-store' });
+      const detail = `not ready: ${waiting.map((x) => `${x.name} is ${x.state}`).join(', ')}`;
+      return new Response(JSON.stringify({ ...problemBody(503, 'Not ready', detail), components: list }), {
+        status: 503,
+        headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '5', 'Cache-Control': 'no-store' },
+      });
+    },
   );
 
   r.add(
@@ -62,6 +102,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
         loaded_styles: state.styles.size,
         renderer_enabled: ctx.runtime.rendererEnabled,
         renderer: ctx.runtime.renderer ?? null,
+        renderer_state: ctx.runtime.rendererState,
         scrape_listener_active: ctx.runtime.scrapeListenerActive,
         version: ctx.version,
         cache_enabled: state.tileCache.enabled,

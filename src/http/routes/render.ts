@@ -15,12 +15,14 @@ import {
   parseStaticQuery,
   parseViewSegment,
   staticCamera,
+  withinPixelBudget,
   MAX_ZOOM,
   type Problem,
 } from '../../render/static-params.js';
 import { parseLonLat, parseNumber } from '../../render/overlays.js';
 import { rasterStylesOffered } from '../../styles/style-tilejson.js';
 import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
+import { log } from '../../log.js';
 import type { ServerContext } from '../context.js';
 import { problem, problemBody } from '../problem.js';
 import { notModified } from '../respond.js';
@@ -31,10 +33,14 @@ const IMAGE = { 'image/png': true as const, 'image/jpeg': true as const, 'image/
 const RENDER_RESPONSES = {
   200: { description: 'the image', content: IMAGE, headers: { ETag: 'strong validator of the bytes', 'Cache-Control': 'from server.tile_cache_control' } },
   304: { description: 'the If-None-Match ETag is current' },
-  400: { description: 'invalid parameters; the problem names the bad part', content: PROBLEM },
+  400: { description: 'invalid parameters, or an image beyond render.max_pixels; the problem names the bad part', content: PROBLEM },
   404: { description: 'no such style', content: PROBLEM },
   500: { description: 'the render failed', content: PROBLEM },
-  503: { description: 'no renderer can run here, the render queue is full or the render timed out (Retry-After)', content: PROBLEM, headers: { 'Retry-After': 'seconds' } },
+  503: {
+    description: 'no renderer can run here, the render queue is full, no renderer was free within render.queue_timeout_ms, the render timed out, or its renderer failed and is being replaced (Retry-After)',
+    content: PROBLEM,
+    headers: { 'Retry-After': 'seconds' },
+  },
 };
 const STYLE_PARAM = { style: { schema: v.string(), description: 'style id' } };
 
@@ -42,21 +48,37 @@ function invalid(c: Context, p: Problem): Response {
   return problem(c, 400, 'Invalid render request', p.detail, { parameter: p.parameter });
 }
 
-/** The answer for a render that could not be made. */
-function renderProblem(c: Context, err: unknown): Response {
+/**
+ * The answer for a render that could not be made, and its log line. Clients get a stable detail; what went
+ * wrong inside (a browser's own message, say) goes to the log only, with the style, the reason and the request.
+ * Overload and unavailability details are the service's own words (they name the setting or the missing piece).
+ */
+function renderProblem(c: Context, style: string, err: unknown): Response {
   const e = err instanceof RenderError ? err : new RenderError('failed', (err as Error).message);
+  const request = { method: c.req.method, path: new URL(c.req.url).pathname, request_id: c.req.header('x-request-id') };
+  const fields = { style, reason: e.reason, err: e.message, ...request };
+  if (e.reason === 'cancelled') log.debug(fields, 'render dropped: the client went away');
+  else if (e.reason === 'overload') log.warn(fields, 'render refused: overload');
+  else log.error(fields, 'render failed');
   // 503s carry Retry-After. Headers are given at construction: @hono/node-server's Response may not see later changes.
-  const unavailable = (title: string, retryAfter: string) =>
-    new Response(JSON.stringify(problemBody(503, title, e.message)), { status: 503, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': retryAfter } });
+  const unavailable = (title: string, detail: string, retryAfter: string) =>
+    new Response(JSON.stringify({ ...problemBody(503, title, detail), reason: e.reason }), {
+      status: 503,
+      headers: { 'Content-Type': 'application/problem+json', 'Retry-After': retryAfter },
+    });
   switch (e.reason) {
     case 'overload':
-      return unavailable('Render queue full', '1');
+      return unavailable('Render queue full', e.message, '1');
     case 'timeout':
-      return unavailable('Render timed out', '1');
+      return unavailable('Render timed out', 'render timed out', '1');
+    case 'crash':
+      return unavailable('Renderer restarted', 'renderer restarted: the renderer failed during this render and is being replaced; retry', '1');
     case 'unavailable':
-      return unavailable('Rendering unavailable', '10');
+      return unavailable('Rendering unavailable', e.message, '10');
+    case 'cancelled':
+      return unavailable('Render cancelled', 'render cancelled: the request went away', '1');
     default:
-      return problem(c, 500, 'Render failed', e.message, { reason: e.reason });
+      return problem(c, 500, 'Render failed', 'render failed', { reason: e.reason });
   }
 }
 
@@ -137,13 +159,15 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       if (!query.ok) return invalid(c, query.problem);
       const view = parseViewSegment(param(c, 'view'), query.value.latlng);
       if (!view.ok) return invalid(c, view.problem);
+      const tooLarge = withinPixelBudget(size.value.width, size.value.height, size.value.scale, b.state.config.render.max_pixels);
+      if (tooLarge) return invalid(c, tooLarge);
       const cam = staticCamera(view.value, query.value, size.value.width, size.value.height);
       if (!cam.ok) return invalid(c, cam.problem);
       try {
-        const img = await b.render.image(b.state, b.style, cam.value, size.value.scale, size.value.format, query.value.overlays, requestKey(c));
+        const img = await b.render.image(b.state, b.style, cam.value, size.value.scale, size.value.format, query.value.overlays, requestKey(c), { signal: c.req.raw.signal });
         return send(c, img, b.state.config.server.tile_cache_control);
       } catch (err) {
-        return renderProblem(c, err);
+        return renderProblem(c, b.style.id, err);
       }
     },
     renderAbsence,
@@ -165,11 +189,13 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     if (!scale.ok) return invalid(c, scale.problem);
     const coord = parseTileCoord(param(c, 'z'), param(c, 'x'), file.y);
     if (!coord.ok) return invalid(c, { parameter: 'z/x/y', detail: coord.problem });
+    const tooLarge = withinPixelBudget(base, base, scale.value, b.state.config.render.max_pixels, 'scale');
+    if (tooLarge) return invalid(c, tooLarge);
     try {
-      const img = await b.render.tile(b.state, b.style, { ...coord.coord, base, scale: scale.value }, format);
+      const img = await b.render.tile(b.state, b.style, { ...coord.coord, base, scale: scale.value }, format, { signal: c.req.raw.signal });
       return send(c, img, b.state.config.server.tile_cache_control);
     } catch (err) {
-      return renderProblem(c, err);
+      return renderProblem(c, b.style.id, err);
     }
   };
 
@@ -254,11 +280,13 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       } else {
         return invalid(c, { parameter: 'center', detail: 'give center=lat,lng (with an optional zoom) or bounds=minLng,minLat,maxLng,maxLat' });
       }
+      const tooLarge = withinPixelBudget(width.value, height.value, 1, b.state.config.render.max_pixels, 'width');
+      if (tooLarge) return invalid(c, tooLarge);
       try {
-        const img = await b.render.image(b.state, b.style, { ...cam, width: width.value, height: height.value }, 1, format, undefined, requestKey(c));
+        const img = await b.render.image(b.state, b.style, { ...cam, width: width.value, height: height.value }, 1, format, undefined, requestKey(c), { signal: c.req.raw.signal });
         return send(c, img, b.state.config.server.tile_cache_control);
       } catch (err) {
-        return renderProblem(c, err);
+        return renderProblem(c, b.style.id, err);
       }
     },
     renderAbsence,

@@ -31,6 +31,33 @@ ml.setWorkerCount(${Math.max(1, Math.floor(o.workers))});
 let map = null;
 let styleKey = null;
 let lastError = '';
+// Set when the map's WebGL context is lost (the browser's GPU process died or was reset). A lost context draws
+// nothing and MapLibre does not recover from it in place: the page is replaced (chromium.ts).
+let contextLost = false;
+const LOST = 'webgl context lost';
+
+function glLost() {
+  return contextLost || (map && map.painter && map.painter.context.gl.isContextLost());
+}
+
+// A canary frame of the GL stack itself: a fresh WebGL2 context clears a 4x4 canvas to a known colour and reads
+// it back. A page whose browser cannot give it a working context (a GPU process that keeps dying makes Chromium
+// turn WebGL off) fails here, before any render is handed to it.
+function canary() {
+  const c = document.createElement('canvas');
+  c.width = 4;
+  c.height = 4;
+  const gl = c.getContext('webgl2', { preserveDrawingBuffer: true });
+  if (!gl) return 'no WebGL2 context';
+  gl.clearColor(0.2, 0.4, 0.6, 1);
+  gl.clear(gl.COLOR_BUFFER_BIT);
+  const px = new Uint8Array(4);
+  gl.readPixels(1, 1, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, px);
+  const ok = Math.abs(px[0] - 51) <= 1 && Math.abs(px[1] - 102) <= 1 && Math.abs(px[2] - 153) <= 1 && px[3] === 255;
+  const lose = gl.getExtension('WEBGL_lose_context');
+  if (lose) lose.loseContext();
+  return ok ? 'ok' : 'canary pixel ' + Array.from(px).join(',');
+}
 
 function transformOf(m) { return m._camera ? m._camera.transform : m.transform; }
 
@@ -67,6 +94,7 @@ function settled(m) {
 }
 
 async function load(url, key) {
+  if (glLost()) throw new Error(LOST);
   const res = await fetch(url);
   if (!res.ok) throw new Error('style request answered ' + res.status);
   const style = await res.json();
@@ -95,6 +123,7 @@ async function load(url, key) {
     });
     map.triggerRepaint = () => {};
     map.on('error', (e) => { lastError = String(e && e.error && e.error.message || e); });
+    map.getCanvas().addEventListener('webglcontextlost', () => { contextLost = true; });
   } else {
     map.setStyle(style, { diff: false });
   }
@@ -105,6 +134,8 @@ async function load(url, key) {
 }
 
 async function render(job) {
+  // Nothing drawn yet: the caller replaces the page and renders there.
+  if (glLost()) return { lost: true };
   if (styleKey !== job.styleKey) throw new Error('the style ' + job.styleKey + ' is not loaded');
   const t1 = performance.now();
   const box = map.getContainer();
@@ -128,6 +159,8 @@ async function render(job) {
   const W = gl.drawingBufferWidth, H = gl.drawingBufferHeight;
   const pixels = new Uint8Array(W * H * 4);
   gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
+  // Lost during the frame: whatever was read is not the map.
+  if (glLost()) throw new Error(LOST);
   const t4 = performance.now();
   // A Blob upload to the renderer's own server is several times cheaper than returning the bytes over CDP.
   const res = await fetch(job.upload, { method: 'POST', body: new Blob([pixels]) });
@@ -137,6 +170,6 @@ async function render(job) {
 }
 
 window.__tsts = { load, render };
-window.__tstsReady = true;
+window.__tstsReady = canary();
 </script></body></html>`;
 }

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { killMarked, MARKER_SWITCH } from '../processes.js';
-import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type ResourceFetcher, type StyleRef } from '../renderer.js';
+import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type RendererEventSink, type ResourceFetcher, type StyleRef } from '../renderer.js';
 import { FLAT_QUERY, LocalServer } from './local-server.js';
 
 /** Where Chromium or Chrome usually is; Debian's /usr/bin/chromium is a wrapper script around the first. */
@@ -30,6 +30,8 @@ export interface ChromiumOptions {
   /** Draw fill-extrusion layers flat in pitch-0 frames (flat-extrusions.ts). */
   flatExtrusions?: boolean;
   launchTimeoutMs?: number;
+  /** Told when a page is replaced. */
+  onEvent?: RendererEventSink;
 }
 
 const FLAGS = [
@@ -61,14 +63,35 @@ interface Slot {
   busy: boolean;
   /** The style key the page's map has loaded. */
   styleKey: string | undefined;
+  /** Why this page must be replaced before its next frame (it crashed, lost its WebGL context, or threw). */
+  broken: string | undefined;
 }
 
 const TIMED_OUT = 'a render timed out';
+/** The page script's message when the map's WebGL context is gone (chromium-page.ts). */
+const CONTEXT_LOST = 'webgl context lost';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Loading a style (once per page and style) has its own time budget; `render.timeout_ms` bounds frames. */
 const STYLE_LOAD_MS = 60_000;
+/** Opening a page and passing its canary frame. */
+const PAGE_OPEN_MS = 30_000;
+
+/** A new page with the render script loaded and its WebGL canary frame passed; rejects saying why not. */
+async function openPage(browser: Browser, server: LocalServer): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 512, height: 512 }, deviceScaleFactor: 1 });
+  try {
+    await page.goto(server.pageUrl(), { timeout: PAGE_OPEN_MS });
+    await page.waitForFunction('window.__tstsReady !== undefined', undefined, { timeout: PAGE_OPEN_MS });
+    const canary = await page.evaluate('window.__tstsReady');
+    if (canary !== 'ok') throw new Error(`the page's WebGL canary frame failed: ${String(canary)}`);
+    return page;
+  } catch (err) {
+    await page.close().catch(() => {});
+    throw err;
+  }
+}
 
 export class ChromiumRenderer implements Renderer {
   readonly backend = 'chromium' as const;
@@ -84,10 +107,11 @@ export class ChromiumRenderer implements Renderer {
     maxFrame: number,
     private readonly flatExtrusions: boolean,
     private readonly marker: string,
+    private readonly onEvent: RendererEventSink,
   ) {
     this.maxFrame = maxFrame;
     browser.on('disconnected', () => (this.broken ??= 'the browser exited'));
-    for (const s of slots) s.page.on('crash', () => (this.broken ??= 'a page crashed'));
+    for (const s of slots) this.watch(s);
   }
 
   static async start(o: ChromiumOptions): Promise<ChromiumRenderer> {
@@ -106,15 +130,11 @@ export class ChromiumRenderer implements Renderer {
         handleSIGHUP: false,
       });
       const slots: Slot[] = [];
-      for (let i = 0; i < o.pages; i++) {
-        const page = await browser.newPage({ viewport: { width: 512, height: 512 }, deviceScaleFactor: 1 });
-        await page.goto(server.pageUrl());
-        await page.waitForFunction('window.__tstsReady === true', undefined, { timeout: 30_000 });
-        slots.push({ page, busy: false, styleKey: undefined });
-      }
-      return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true, o.marker);
+      for (let i = 0; i < o.pages; i++) slots.push({ page: await openPage(browser, server), busy: false, styleKey: undefined, broken: undefined });
+      return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true, o.marker, o.onEvent ?? (() => {}));
     } catch (err) {
       await browser?.close().catch(() => {});
+      await killMarked(o.marker, true);
       await server.close();
       throw new RenderError('unavailable', `Chromium did not start (${o.executablePath}): ${(err as Error).message.split('\n')[0]}`);
     }
@@ -125,6 +145,31 @@ export class ChromiumRenderer implements Renderer {
     return this.broken;
   }
 
+  /** A page whose renderer process dies is replaced before its next frame; the browser lives on. */
+  private watch(slot: Slot): void {
+    const page = slot.page;
+    page.on('crash', () => {
+      if (slot.page === page) slot.broken ??= 'the page process crashed';
+    });
+  }
+
+  /** Replaces a broken page by a new one that passed its canary; when that fails the whole browser is broken. */
+  private async replacePage(slot: Slot): Promise<void> {
+    const reason = slot.broken ?? 'replaced';
+    const old = slot.page;
+    void Promise.race([old.close().catch(() => {}), delay(5_000)]);
+    try {
+      slot.page = await openPage(this.browser, this.server);
+    } catch (err) {
+      this.broken ??= `a failed page could not be replaced (${reason}): ${(err as Error).message.split('\n')[0]}`;
+      throw new RenderError('crash', `renderer unusable: ${this.broken}`);
+    }
+    slot.broken = undefined;
+    slot.styleKey = undefined;
+    this.watch(slot);
+    this.onEvent({ kind: 'page-replaced', reason });
+  }
+
   async render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number): Promise<RenderedFrame> {
     if (this.broken) throw new RenderError('crash', `renderer unusable: ${this.broken}`);
     const slot = this.slots.find((s) => !s.busy);
@@ -132,6 +177,31 @@ export class ChromiumRenderer implements Renderer {
     slot.busy = true;
     this.active.add(fetch);
     this.server.fetcher = fetch;
+    try {
+      // A page found broken before the frame began (a crash or a lost context since its last frame) is replaced
+      // and the frame drawn on the new page: nothing was drawn yet, so nothing is lost. Once only.
+      for (let attempt = 0; ; attempt++) {
+        if (slot.broken) {
+          const t = performance.now();
+          await this.replacePage(slot);
+          // Opening a page is not the frame's time, as loading a style is not.
+          deadline += performance.now() - t;
+        }
+        const out = await this.draw(slot, style, frame, deadline);
+        if (out !== 'lost') return out;
+        slot.broken = CONTEXT_LOST;
+        if (attempt > 0) throw new RenderError('crash', 'the WebGL context of a new page was lost at once');
+      }
+    } finally {
+      slot.busy = false;
+      this.active.delete(fetch);
+      // Late requests of a finished render are answered through another running render, or empty.
+      this.server.fetcher = this.active.values().next().value;
+    }
+  }
+
+  /** One frame on one page: the pixels, or 'lost' when the page's WebGL context was gone before it began. */
+  private async draw(slot: Slot, style: StyleRef, frame: Frame, deadline: number): Promise<RenderedFrame | 'lost'> {
     const id = randomBytes(8).toString('hex');
     const pixelWidth = Math.round(frame.width * frame.ratio);
     const pixelHeight = Math.round(frame.height * frame.ratio);
@@ -165,6 +235,10 @@ export class ChromiumRenderer implements Renderer {
       // A string expression: a bundled function could carry helpers that do not exist in the page.
       const done = slot.page.evaluate(`window.__tsts.render(${JSON.stringify(job)})`) as Promise<PageResult>;
       const result = await beforeDeadline(done, deadline);
+      if (result.lost) {
+        this.server.cancelFrame(id, new Error(CONTEXT_LOST));
+        return 'lost';
+      }
       if (result.width !== pixelWidth || result.height !== pixelHeight) {
         throw new RenderError('failed', `the canvas is ${result.width}x${result.height}, expected ${pixelWidth}x${pixelHeight}`);
       }
@@ -182,22 +256,30 @@ export class ChromiumRenderer implements Renderer {
       };
     } catch (err) {
       this.server.cancelFrame(id, err as Error);
-      if (err instanceof RenderError) {
-        if (err.reason === 'timeout') this.broken ??= TIMED_OUT;
-        throw err;
-      }
-      const message = (err as Error).message.split('\n')[0];
-      if (this.broken || /Target (page, context or browser )?(has been )?closed|crash/i.test(message)) {
-        this.broken ??= message;
-        throw new RenderError('crash', `the browser went away during the render: ${message}`);
-      }
-      throw new RenderError(/style/i.test(message) ? 'style' : 'failed', message);
-    } finally {
-      slot.busy = false;
-      this.active.delete(fetch);
-      // Late requests of a finished render are answered through another running render, or empty.
-      this.server.fetcher = this.active.values().next().value;
+      throw this.failure(slot, err);
     }
+  }
+
+  /**
+   * What a failed frame means for this renderer. A timeout breaks the browser (it is still drawing); the browser
+   * gone breaks it too; a style that does not load is the style's fault; anything else that went wrong in the
+   * page (its process crashed, its context was lost, the map threw) breaks that page only, and the render is
+   * worth one more try on a healthy one ('crash').
+   */
+  private failure(slot: Slot, err: unknown): RenderError {
+    if (err instanceof RenderError) {
+      if (err.reason === 'timeout') this.broken ??= TIMED_OUT;
+      else if (err.reason !== 'style') slot.broken ??= err.message;
+      return err;
+    }
+    const message = (err as Error).message.split('\n')[0];
+    if (this.broken || !this.browser.isConnected()) {
+      this.broken ??= message;
+      return new RenderError('crash', `the browser went away during the render: ${message}`);
+    }
+    if (/style request answered|style .* is not loaded/i.test(message)) return new RenderError('style', message);
+    slot.broken ??= message.includes(CONTEXT_LOST) ? CONTEXT_LOST : message;
+    return new RenderError('crash', `the page failed during the render: ${message}`);
   }
 
   async close(): Promise<void> {
@@ -213,6 +295,8 @@ export class ChromiumRenderer implements Renderer {
 }
 
 interface PageResult {
+  /** The page's WebGL context was lost before the frame began (nothing drawn). */
+  lost?: boolean;
   width: number;
   height: number;
   resources: number;

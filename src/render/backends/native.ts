@@ -6,7 +6,7 @@
 //   map.render({ zoom, width, height, center, bearing, pitch }, (err, buffer) => …)   raw premultiplied RGBA
 //   map.release()
 // A map is bound to one pixel ratio, so this renderer keeps one map per (style, ratio), each loaded once.
-import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type ResourceFetcher, type StyleRef } from '../renderer.js';
+import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type RendererEventSink, type ResourceFetcher, type StyleRef } from '../renderer.js';
 import { emptyResource } from '../resources.js';
 
 export const NATIVE_MODULE = '@maplibre/maplibre-gl-native';
@@ -54,6 +54,8 @@ interface MapSlot {
   busy: boolean;
   /** The fetcher of the render in progress (resources arrive only during renders). */
   fetcher: ResourceFetcher | undefined;
+  /** A render of this map failed: it is out of the list and is released when that render returns. */
+  failed?: boolean;
 }
 
 export class NativeRenderer implements Renderer {
@@ -67,12 +69,13 @@ export class NativeRenderer implements Renderer {
     private readonly mbgl: MbglModule,
     maxFrame: number,
     private readonly maxMaps: number,
+    private readonly onEvent: RendererEventSink,
   ) {
     this.maxFrame = maxFrame;
   }
 
-  static async start(o: { maxFrame: number; module?: string; maxMaps?: number }): Promise<NativeRenderer> {
-    return new NativeRenderer(await loadNativeModule(o.module), o.maxFrame, o.maxMaps ?? 4);
+  static async start(o: { maxFrame: number; module?: string; maxMaps?: number; onEvent?: RendererEventSink }): Promise<NativeRenderer> {
+    return new NativeRenderer(await loadNativeModule(o.module), o.maxFrame, o.maxMaps ?? 4, o.onEvent ?? (() => {}));
   }
 
   async render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number): Promise<RenderedFrame> {
@@ -88,11 +91,26 @@ export class NativeRenderer implements Renderer {
       const width = frame.width * shrink;
       const height = frame.height * shrink;
       const options: MbglRenderOptions = { zoom: frame.zoom + Math.log2(shrink), width, height, center: frame.center, bearing: frame.bearing, pitch: frame.pitch };
-      const raw = await beforeDeadline(
-        new Promise<Uint8Array>((resolve, reject) => slot.map.render(options, (err, buf) => (err ? reject(new RenderError('failed', err.message)) : resolve(buf)))),
-        deadline,
-        () => (this.brokenReason ??= 'a render timed out'),
-      );
+      let raw: Uint8Array;
+      try {
+        raw = await beforeDeadline(
+          new Promise<Uint8Array>((resolve, reject) => {
+            try {
+              slot.map.render(options, (err, buf) => (err ? reject(err) : resolve(buf)));
+            } catch (err) {
+              reject(err as Error);
+            }
+          }),
+          deadline,
+          () => (this.brokenReason ??= 'a render timed out'),
+        );
+      } catch (err) {
+        if (err instanceof RenderError) throw err;
+        // A map whose render failed is never handed another frame: it is released (once idle) and the next
+        // render of its style loads a fresh one. This render is worth one more try ('crash').
+        this.drop(slot, (err as Error).message);
+        throw new RenderError('crash', `the native map failed: ${(err as Error).message}`);
+      }
       const t2 = performance.now();
       const pw = Math.round(width * frame.ratio);
       const ph = Math.round(height * frame.ratio);
@@ -109,7 +127,16 @@ export class NativeRenderer implements Renderer {
     } finally {
       slot.busy = false;
       slot.fetcher = undefined;
+      if (slot.failed) slot.map.release();
     }
+  }
+
+  /** Takes a failed map out of service and reports it; it is released once its render has returned. */
+  private drop(slot: MapSlot, reason: string): void {
+    const i = this.maps.indexOf(slot);
+    if (i >= 0) this.maps.splice(i, 1);
+    slot.failed = true;
+    this.onEvent({ kind: 'map-replaced', reason });
   }
 
   /** The map of this style and ratio, loaded once; the least recently used idle map beyond `maxMaps` is released. */
