@@ -209,7 +209,7 @@ export class RenderPool {
       };
       const timer = setTimeout(() => {
         this.counts.expired++;
-        waiter.fail(new RenderError('overload', `no renderer was free within ${this.o.queueTimeoutMs} ms (render.queue_timeout_ms)`));
+        waiter.fail(new RenderError('queue_timeout', `no renderer was free within ${this.o.queueTimeoutMs} ms (render.queue_timeout_ms)`));
       }, this.o.queueTimeoutMs);
       const onCancel = () => {
         this.counts.dropped++;

@@ -100,7 +100,7 @@ export interface RendererEvent {
 
 export type RendererEventSink = (e: RendererEvent) => void;
 
-export type RenderErrorReason = 'timeout' | 'overload' | 'crash' | 'style' | 'unavailable' | 'failed' | 'cancelled' | 'too_large';
+export type RenderErrorReason = 'timeout' | 'overload' | 'crash' | 'style' | 'unavailable' | 'failed' | 'cancelled' | 'queue_timeout';
 
 /** A failed render; `reason` labels render_errors_total and picks the HTTP status. */
 export class RenderError extends Error {
@@ -117,7 +117,7 @@ export class RenderError extends Error {
 export function renderErrorFrom(err: unknown): RenderError {
   if (err instanceof RenderError) return err;
   const e = err as { reason?: unknown; message?: unknown } | undefined;
-  const reasons: RenderErrorReason[] = ['timeout', 'overload', 'crash', 'style', 'unavailable', 'failed', 'cancelled', 'too_large'];
+  const reasons: RenderErrorReason[] = ['timeout', 'overload', 'crash', 'style', 'unavailable', 'failed', 'cancelled', 'queue_timeout'];
   const reason = reasons.includes(e?.reason as RenderErrorReason) ? (e!.reason as RenderErrorReason) : 'failed';
   return new RenderError(reason, typeof e?.message === 'string' ? e.message : String(err));
 }

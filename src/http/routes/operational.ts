@@ -18,6 +18,19 @@ export const PingSchema = v.object({
   renderer_enabled: v.boolean(),
   renderer: v.nullable(v.string()),
   renderer_state: v.picklist(['starting', 'ready', 'unavailable']),
+  render_stats: v.object({
+    queued: v.number(),
+    busy: v.number(),
+    rendered: v.number(),
+    failed: v.number(),
+    retried: v.number(),
+    dropped: v.number(),
+    expired: v.number(),
+    pages_replaced: v.number(),
+    renderers_replaced: v.number(),
+    renderers_recycled: v.number(),
+    start_failures: v.number(),
+  }),
   scrape_listener_active: v.boolean(),
   version: v.string(),
   cache_enabled: v.boolean(),
@@ -45,6 +58,26 @@ export function readiness(ctx: ServerContext): { name: string; state: string; re
   // machine keeps the process unready, since its render routes answer 503.
   if (ctx.runtime.rendererWanted) out.push({ name: 'renderer', state: ctx.runtime.rendererState, ready: ctx.runtime.rendererState === 'ready' });
   return out;
+}
+
+/** The render pool of this process in numbers: its queue now, and what its renders and renderers went through. */
+function renderStats(ctx: ServerContext): Ping['render_stats'] {
+  const r = ctx.render;
+  const c = r?.poolCounts;
+  const e = r?.events;
+  return {
+    queued: r?.load.queued ?? 0,
+    busy: r?.load.busy ?? 0,
+    rendered: c?.rendered ?? 0,
+    failed: c?.failed ?? 0,
+    retried: c?.retried ?? 0,
+    dropped: c?.dropped ?? 0,
+    expired: c?.expired ?? 0,
+    pages_replaced: e?.pagesReplaced ?? 0,
+    renderers_replaced: e?.renderersReplaced ?? 0,
+    renderers_recycled: e?.renderersRecycled ?? 0,
+    start_failures: e?.startFailures ?? 0,
+  };
 }
 
 export function resolvedCacheDir(state: AppState): string {
@@ -103,6 +136,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
         renderer_enabled: ctx.runtime.rendererEnabled,
         renderer: ctx.runtime.renderer ?? null,
         renderer_state: ctx.runtime.rendererState,
+        render_stats: renderStats(ctx),
         scrape_listener_active: ctx.runtime.scrapeListenerActive,
         version: ctx.version,
         cache_enabled: state.tileCache.enabled,

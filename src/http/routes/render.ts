@@ -58,7 +58,7 @@ function renderProblem(c: Context, style: string, err: unknown): Response {
   const request = { method: c.req.method, path: new URL(c.req.url).pathname, request_id: c.req.header('x-request-id') };
   const fields = { style, reason: e.reason, err: e.message, ...request };
   if (e.reason === 'cancelled') log.debug(fields, 'render dropped: the client went away');
-  else if (e.reason === 'overload') log.warn(fields, 'render refused: overload');
+  else if (e.reason === 'overload' || e.reason === 'queue_timeout') log.warn(fields, 'render refused: overload');
   else log.error(fields, 'render failed');
   // 503s carry Retry-After. Headers are given at construction: @hono/node-server's Response may not see later changes.
   const unavailable = (title: string, detail: string, retryAfter: string) =>
@@ -69,6 +69,8 @@ function renderProblem(c: Context, style: string, err: unknown): Response {
   switch (e.reason) {
     case 'overload':
       return unavailable('Render queue full', e.message, '1');
+    case 'queue_timeout':
+      return unavailable('Render queue wait expired', e.message, '1');
     case 'timeout':
       return unavailable('Render timed out', 'render timed out', '1');
     case 'crash':

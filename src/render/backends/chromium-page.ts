@@ -133,6 +133,12 @@ async function load(url, key) {
   styleKey = key;
 }
 
+function allZero(px) {
+  const words = new Uint32Array(px.buffer, px.byteOffset, px.byteLength >> 2);
+  for (let i = 0; i < words.length; i++) if (words[i] !== 0) return false;
+  return true;
+}
+
 async function render(job) {
   // Nothing drawn yet: the caller replaces the page and renders there.
   if (glLost()) return { lost: true };
@@ -159,8 +165,15 @@ async function render(job) {
   const W = gl.drawingBufferWidth, H = gl.drawingBufferHeight;
   const pixels = new Uint8Array(W * H * 4);
   gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
-  // Lost during the frame: whatever was read is not the map.
-  if (glLost()) throw new Error(LOST);
+  // Lost during the frame (the error code shows a loss the event has not announced yet): what was read is not the map.
+  if (glLost() || gl.getError() === gl.CONTEXT_LOST_WEBGL) throw new Error(LOST);
+  // A readback from a GPU process that has just died leaves the buffer as it was, all zeros, before the page has
+  // heard of the loss (seen when the GPU process is killed mid-frame). A map frame is rarely entirely transparent:
+  // for one that is, give the loss event a moment to arrive before trusting it.
+  if (allZero(pixels)) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    if (glLost() || gl.getError() === gl.CONTEXT_LOST_WEBGL) throw new Error(LOST);
+  }
   const t4 = performance.now();
   // A Blob upload to the renderer's own server is several times cheaper than returning the bytes over CDP.
   const res = await fetch(job.upload, { method: 'POST', body: new Blob([pixels]) });

@@ -1,0 +1,116 @@
+// Chaos on the rendering host, through the real server: during a burst of renders one process of the browser is
+// killed — the browser itself, a page (renderer) process, the GPU process where SwiftShader draws — one at a time.
+// Renders in flight may fail once each (503 "Renderer restarted"), or be retried to success; none answers 500 or
+// an image that is not the map; every render after recovery succeeds; the log names each event.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { waitFor } from './helpers/foundation.js';
+import { buildOmtArchive, decode, distance, renderTempDir, renderToml, share, WATER } from './helpers/render.js';
+import { startServer, type TestServer } from './helpers/server.js';
+
+interface Proc {
+  pid: number;
+  args: string;
+}
+
+/** Chromium processes below the server, with their command lines. */
+function chromiumTree(serverPid: number): Proc[] {
+  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8', maxBuffer: 16 << 20 });
+  const rows = out
+    .trim()
+    .split('\n')
+    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
+  const parent = new Map(rows.map((r) => [r.pid, r.ppid]));
+  const below = (pid: number) => {
+    for (let p = parent.get(pid), i = 0; p && i < 32; p = parent.get(p), i++) if (p === serverPid) return true;
+    return false;
+  };
+  return rows.filter((r) => /chrom/.test(r.args.split(' ')[0]) && below(r.pid)).map(({ pid, args }) => ({ pid, args }));
+}
+
+const KINDS = {
+  browser: (p: Proc) => p.args.includes('--tileserver-ts-renderer=') && !p.args.includes('--type='),
+  page: (p: Proc) => p.args.includes('--type=renderer'),
+  gpu: (p: Proc) => p.args.includes('--type=gpu-process'),
+};
+
+interface Outcome {
+  status: number;
+  title?: string;
+  water?: number;
+}
+
+let seq = 0;
+/** One distinct world map (never cached before): its status, and how much of it is water. */
+async function renderOne(s: TestServer): Promise<Outcome> {
+  const n = ++seq;
+  const lon = ((n * 37) % 300) - 150;
+  const res = await fetch(`${s.url}/styles/osm-liberty/static/${lon}.${n},0,0.5/256x256.png`);
+  const body = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200) return { status: res.status, title: (JSON.parse(body.toString()) as { title: string }).title };
+  const img = await decode(body);
+  return { status: 200, water: share(img, (c) => distance(c, WATER) <= 12) };
+}
+
+describe('renderer chaos: kill a browser, a page process, a GPU process during a burst', () => {
+  let s: TestServer;
+  before(async () => {
+    const dir = renderTempDir();
+    const archive = await buildOmtArchive(dir);
+    // One browser with two pages: a kill hits every render in flight.
+    s = await startServer({ toml: renderToml(archive, `${dir}/cache`, 'pool_size = 2\npages_per_browser = 2\nmax_queue = 1000\nqueue_timeout_ms = 120000'), workers: 1 });
+    await waitFor('ready', async () => ((await fetch(`${s.url}/ready`)).status === 200 ? true : undefined), 120_000);
+  });
+  after(() => s?.stop());
+
+  for (const kind of ['browser', 'page', 'gpu'] as const) {
+    test(`kill the ${kind} process: in-flight renders fail at most once, every later render succeeds`, async () => {
+      const target = chromiumTree(s.proc.pid!).filter(KINDS[kind]);
+      assert.ok(target.length >= 1, `no ${kind} process found: ${JSON.stringify(chromiumTree(s.proc.pid!))}`);
+      const logBefore = s.output().length;
+      // A burst: 4 clients, each rendering distinct maps one after another, for 24 renders; the kill comes once
+      // 6 have finished, so renders are in flight on both pages.
+      const outcomes: Outcome[] = [];
+      let killed = false;
+      const client = async () => {
+        while (outcomes.length < 24) {
+          outcomes.push(await renderOne(s));
+          if (!killed && outcomes.length >= 6) {
+            killed = true;
+            for (const p of target) {
+              try {
+                process.kill(p.pid, 'SIGKILL');
+              } catch {
+                /* already gone */
+              }
+            }
+          }
+        }
+      };
+      await Promise.all([client(), client(), client(), client()]);
+      assert.ok(killed);
+      // In flight: a map (with water) or "Renderer restarted" (failed once, retried once, still failed).
+      for (const o of outcomes) {
+        if (o.status === 200) assert.ok(o.water! > 0.2, `a 200 that is not the map: ${JSON.stringify(outcomes)}\n${s.output().slice(logBefore).slice(-3000)}`);
+        else assert.deepEqual([o.status, o.title], [503, 'Renderer restarted'], JSON.stringify(outcomes));
+      }
+      const failedOnce = outcomes.filter((o) => o.status !== 200).length;
+      assert.ok(failedOnce <= 4, `${failedOnce} renders failed; at most the ones in flight may: ${JSON.stringify(outcomes)}`);
+      // After recovery every render succeeds, and is the map.
+      for (let i = 0; i < 8; i++) {
+        const o = await renderOne(s);
+        assert.equal(o.status, 200, `after the ${kind} kill: ${JSON.stringify(o)}\n${s.output().slice(logBefore).slice(-3000)}`);
+        assert.ok(o.water! > 0.2, JSON.stringify(o));
+      }
+      // The log names the event.
+      const log = s.output().slice(logBefore);
+      const expected = kind === 'browser' ? /renderer failed and is being replaced/ : /renderer page failed and was replaced|renderer failed and is being replaced/;
+      assert.match(log, expected, log.slice(-3000));
+      const ping = (await (await fetch(`${s.url}/ping`)).json()) as { renderer_state: string };
+      assert.equal(ping.renderer_state, 'ready');
+    });
+  }
+});
