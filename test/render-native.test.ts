@@ -48,6 +48,23 @@ describe('native backend adapter (stand-in module)', () => {
     assert.equal(map.released, true);
   });
 
+  test('a map whose render fails is released and replaced; the failure is a crash (retried by the pool) and is reported', async () => {
+    const events: string[] = [];
+    const r = await NativeRenderer.start({ maxFrame: 4096, module: STAND_IN, onEvent: (e) => events.push(`${e.kind}: ${e.reason}`) });
+    await r.render(style, frame, fetcher, Date.now() + 10_000);
+    const failing = record.maps.at(-1)!;
+    await assert.rejects(r.render(style, { ...frame, zoom: record.failAtZoom }, fetcher, Date.now() + 10_000), (err: unknown) => err instanceof RenderError && err.reason === 'crash');
+    assert.equal(failing.released, true);
+    assert.deepEqual(events, ['map-replaced: stand-in render error']);
+    // The renderer is still good; the next frame of the style gets a new map.
+    assert.equal(r.brokenReason, undefined);
+    const out = await r.render(style, frame, fetcher, Date.now() + 10_000);
+    assert.deepEqual([out.width, out.height], [1024, 512]);
+    assert.notEqual(record.maps.at(-1), failing);
+    assert.equal(record.maps.at(-1)!.loads, 1);
+    await r.close();
+  });
+
   test('a style is loaded once per style key and ratio, and again when the key changes', async () => {
     const r = await NativeRenderer.start({ maxFrame: 4096, module: STAND_IN });
     const before = record.maps.length;

@@ -23,6 +23,8 @@ export const record = {
   maps: [] as StandInMap[],
   /** Zoom at which render never calls back (a hung render). */
   hangAtZoom: 21,
+  /** Zoom at which render calls back with an error (a map that failed, as the module reports a render error). */
+  failAtZoom: 20,
 };
 
 const ask = (request: (r: Req, cb: Callback) => void, url: string, kind: number) =>
@@ -53,6 +55,7 @@ class StandInMap {
     if (this.released) throw new Error('render after release');
     this.renders.push({ ...options });
     if (options.zoom === record.hangAtZoom) return;
+    if (options.zoom === record.failAtZoom) return void setImmediate(() => callback(new Error('stand-in render error')));
     void this.fetchResources().then(() => {
       const w = Math.round((options.width ?? 512) * this.ratio);
       const h = Math.round((options.height ?? 512) * this.ratio);

@@ -57,7 +57,7 @@ function renderProblem(c: Context, style: string, err: unknown): Response {
   const e = err instanceof RenderError ? err : new RenderError('failed', (err as Error).message);
   const request = { method: c.req.method, path: new URL(c.req.url).pathname, request_id: c.req.header('x-request-id') };
   const fields = { style, reason: e.reason, err: e.message, ...request };
-  if (e.reason === 'cancelled') log.debug(fields, 'render dropped: the client went away');
+  if (e.reason === 'cancelled') log.info(fields, 'render dropped: the client went away');
   else if (e.reason === 'overload' || e.reason === 'queue_timeout') log.warn(fields, 'render refused: overload');
   else log.error(fields, 'render failed');
   // 503s carry Retry-After. Headers are given at construction: @hono/node-server's Response may not see later changes.
