@@ -25,7 +25,7 @@ export interface RunningServer {
 export async function startServer(loaded: LoadedConfig): Promise<RunningServer> {
   await initCodecs();
   const holder = new StateHolder(await buildAppState(loaded));
-  const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, renderRoutesMounted: false, scrapeListenerActive: false, ogcEnabled: false };
+  const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false, ogcEnabled: false };
   // Rendering: the pool starts in the background (browsers take seconds) and follows every reload.
   const render = new RenderService(runtime, log);
   const ctx: ServerContext = { holder, version: VERSION, runtime, render };

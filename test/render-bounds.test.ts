@@ -184,6 +184,23 @@ describe('readiness', () => {
     }
   });
 
+  test('with two worker processes /ready is 200 only once both are warm', async () => {
+    const s = await startServer({ toml: plainConfig('pool_size = 1'), workers: 2 });
+    try {
+      await ready(s);
+      // Connections are spread over both processes: every one of them must have a warm renderer now.
+      const states = new Set<string>();
+      for (let i = 0; i < 16; i++) {
+        const res = await fetch(`${s.url}/ping`, { headers: { connection: 'close' } });
+        states.add(((await res.json()) as Ping).renderer_state);
+      }
+      assert.deepEqual([...states], ['ready']);
+      assert.equal((await fetch(`${s.url}/ready`, { headers: { connection: 'close' } })).status, 200);
+    } finally {
+      await s.stop();
+    }
+  });
+
   test('with rendering disabled /ready is 200 at once and renderer_state is unavailable', async () => {
     const s = await startServer({ toml: plainConfig('', 'disable_render = true'), workers: 1 });
     try {

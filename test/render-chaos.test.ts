@@ -4,9 +4,12 @@
 // an image that is not the map; every render after recovery succeeds; the log names each event.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { waitFor } from './helpers/foundation.js';
-import { buildOmtArchive, decode, distance, renderTempDir, renderToml, share, WATER } from './helpers/render.js';
+import { browserPids, buildOmtArchive, decode, distance, pixel, renderTempDir, renderToml, share, WATER } from './helpers/render.js';
 import { startServer, type TestServer } from './helpers/server.js';
 
 interface Proc {
@@ -113,4 +116,59 @@ describe('renderer chaos: kill a browser, a page process, a GPU process during a
       assert.equal(ping.renderer_state, 'ready');
     });
   }
+});
+
+describe('renderer crash loop: a browser that cannot start again', () => {
+  let s: TestServer;
+  let flag: string;
+  before(async () => {
+    // A Chromium that starts only while a flag file exists: remove it, and every new browser fails at once.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-crash-loop-'));
+    flag = path.join(dir, 'may-start');
+    writeFileSync(flag, '');
+    const wrapper = path.join(dir, 'chromium');
+    writeFileSync(wrapper, `#!/bin/sh\n[ -e '${flag}' ] || exit 1\nexec /usr/lib/chromium/chromium "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const style = path.join(dir, 'plain.json');
+    writeFileSync(style, JSON.stringify({ version: 8, name: 'plain', sources: {}, layers: [{ id: 'bg', type: 'background', paint: { 'background-color': '#336699' } }] }));
+    const toml = `[[styles]]\nid = "plain"\npath = "${style}"\n[cache]\ndir = "${dir}/cache"\n[render]\nbackend = "chromium"\nchromium_path = "${wrapper}"\npool_size = 1\n`;
+    s = await startServer({ toml, workers: 1 });
+    await waitFor('ready', async () => ((await fetch(`${s.url}/ready`)).status === 200 ? true : undefined), 90_000);
+  });
+  after(() => s?.stop());
+
+  test('failed starts back off (1 s, 2 s, …), are logged, make /ready 503; the renderer heals when it can start', async () => {
+    const get = async (n: number) => {
+      const res = await fetch(`${s.url}/styles/plain/static/${n},0,1/64x64.png`);
+      return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
+    };
+    assert.equal((await get(1)).status, 200);
+    rmSync(flag);
+    for (const pid of browserPids(s.proc.pid!)) process.kill(pid, 'SIGKILL');
+    // Each render now meets a start that fails: 503 saying rendering is unavailable, never a hang.
+    for (const n of [2, 3]) {
+      const r = await get(n);
+      assert.equal(r.status, 503, r.body.toString());
+      assert.equal((JSON.parse(r.body.toString()) as { title: string }).title, 'Rendering unavailable');
+    }
+    const ready = await fetch(`${s.url}/ready`);
+    assert.equal(ready.status, 503);
+    assert.match(((await ready.json()) as { detail: string }).detail, /renderer is unavailable/);
+    const ping = (await (await fetch(`${s.url}/ping`)).json()) as { renderer_state: string; render_stats: { start_failures: number } };
+    assert.equal(ping.renderer_state, 'unavailable');
+    assert.ok(ping.render_stats.start_failures >= 2);
+    // The log says so, with a growing back-off.
+    const log = s.output();
+    assert.match(log, /"failures":1,"backoff_ms":1000,"msg":"renderer did not start; backing off before the next try"/);
+    assert.match(log, /"failures":2,"backoff_ms":2000,"msg":"renderer did not start; backing off before the next try"/);
+    // Allowed to start again: the next render waits out the back-off and succeeds; /ready follows.
+    writeFileSync(flag, '');
+    const healed = await waitFor('a render after the crash loop', async () => {
+      const r = await get(4);
+      return r.status === 200 ? r : undefined;
+    }, 60_000);
+    const img = await decode(healed.body);
+    assert.ok(distance(pixel(img, 32, 32), [0x33, 0x66, 0x99]) <= 2);
+    assert.equal((await fetch(`${s.url}/ready`)).status, 200);
+  });
 });

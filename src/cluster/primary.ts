@@ -34,11 +34,23 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
    */
   const ready = new Set<Worker>();
   const sendReload = (w: Worker) => w.send({ type: 'reload', loaded, flush: false } satisfies ToWorker);
+  /** What each worker process reports as not ready; a worker that has not reported yet is starting. */
+  const notReady = new Map<number, string[]>();
+  const sendReadiness = () => {
+    const msg: ToWorker = { type: 'readiness', notReady: Object.fromEntries([...notReady].map(([id, items]) => [String(id), items])) };
+    for (const w of ready.keys()) if (w.isConnected()) w.send(msg);
+  };
 
   const fork = (): Worker => {
     const forkedWith = loaded.hash;
     const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded) });
+    notReady.set(worker.id, ['starting']);
+    sendReadiness();
     worker.on('message', (msg: ToPrimary) => {
+      if (msg.type === 'readiness') {
+        notReady.set(worker.id, msg.notReady);
+        sendReadiness();
+      }
       if (msg.type === 'reloaded' && !msg.ok) log.error({ worker: worker.id, error: msg.error }, 'worker kept its previous configuration');
       if (msg.type === 'failed') startError ??= msg.error;
       if (msg.type === 'ready') {
@@ -47,7 +59,11 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
         if (forkedWith !== loaded.hash) sendReload(worker);
       }
     });
-    worker.once('exit', () => ready.delete(worker));
+    worker.once('exit', () => {
+      ready.delete(worker);
+      notReady.delete(worker.id);
+      sendReadiness();
+    });
     return worker;
   };
 

@@ -1,5 +1,7 @@
 // An HTTP worker: serves, reloads on the primary's message, drains and exits 0 on SIGTERM.
 import type { LoadedConfig } from '../config/load.js';
+import cluster from 'node:cluster';
+import { localNotReady } from '../http/routes/operational.js';
 import { log } from '../log.js';
 import { startServer, rereadConfig, type RunningServer } from '../server.js';
 import { listenErrorLine } from './listen-error.js';
@@ -37,6 +39,13 @@ export async function runWorker(): Promise<void> {
   const running = server;
   // The primary sends messages only after `ready`.
   process.on('message', (msg: ToWorker) => {
+    if (msg.type === 'readiness') {
+      const self = String(cluster.worker?.id);
+      running.ctx.runtime.peersNotReady = Object.entries(msg.notReady)
+        .filter(([id]) => id !== self)
+        .flatMap(([id, items]) => items.map((item) => `process ${id}: ${item}`));
+      return;
+    }
     if (msg.type !== 'reload') return;
     running.reload(msg.loaded, msg.flush).then(
       (r) => send({ type: 'reloaded', ok: true, reloaded: r.reloaded }),
@@ -44,6 +53,17 @@ export async function runWorker(): Promise<void> {
     );
   });
   send({ type: 'ready' });
+  // Readiness changes (renderers warm up, or fail) are told to the primary, which tells every process.
+  let told = '';
+  const tell = () => {
+    const notReady = localNotReady(running.ctx);
+    const now = JSON.stringify(notReady);
+    if (now === told) return;
+    told = now;
+    send({ type: 'readiness', notReady });
+  };
+  tell();
+  setInterval(tell, 250).unref();
 }
 
 /** workers = 1: one process does everything, signals included. */

@@ -20,6 +20,8 @@ export interface RuntimeStatus {
   rendererState: RendererState;
   /** Rendering is configured (enabled, with styles): readiness waits for it. */
   rendererWanted: boolean;
+  /** What the other worker processes of the cluster report as not ready (from the primary); empty alone. */
+  peersNotReady: string[];
   /** The static-image and social-card routes are mounted. */
   renderRoutesMounted: boolean;
   scrapeListenerActive: boolean;

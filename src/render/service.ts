@@ -206,6 +206,8 @@ export class RenderService {
         return this.log.info(fields, 'renderer recycled');
       case 'renderer-start-failed':
         this.events.startFailures++;
+        // Not ready until a renderer draws again (renderFrame flips it back): a load balancer should look elsewhere.
+        if (this.pool) this.runtime.rendererState = 'unavailable';
         return this.log.error(fields, 'renderer did not start; backing off before the next try');
     }
   }
@@ -456,6 +458,8 @@ export class RenderService {
     const call = (cancel: AbortSignal) => ({ cancel, onStart: () => budget.start() });
     const drawnBy = (f: RenderedFrame) => {
       budget.extend(f.timings.style);
+      // A renderer draws again after failed starts: ready again.
+      if (this.pool === pool) this.runtime.rendererState = 'ready';
       return f;
     };
     const parts = splitFrame(frame, pool.maxFrame, SPLIT_BUFFER);

@@ -51,13 +51,36 @@ export const ReadySchema = v.object({
   components: v.array(v.object({ name: v.string(), state: v.string() })),
 });
 
+interface Component {
+  name: string;
+  state: string;
+  ready: boolean;
+}
+
 /** What readiness waits for in this process: each configured component and whether it can serve now. */
-export function readiness(ctx: ServerContext): { name: string; state: string; ready: boolean }[] {
-  const out: { name: string; state: string; ready: boolean }[] = [];
+function localComponents(ctx: ServerContext): Component[] {
+  const out: Component[] = [];
   // Rendering counts only when it is configured (enabled, with styles); a renderer that cannot start on this
   // machine keeps the process unready, since its render routes answer 503.
   if (ctx.runtime.rendererWanted) out.push({ name: 'renderer', state: ctx.runtime.rendererState, ready: ctx.runtime.rendererState === 'ready' });
   return out;
+}
+
+/** What is not ready in this process, one phrase each ("renderer is starting"); empty when it is ready. */
+export function localNotReady(ctx: ServerContext): string[] {
+  return localComponents(ctx)
+    .filter((c) => !c.ready)
+    .map((c) => `${c.name} is ${c.state}`);
+}
+
+/**
+ * Readiness of the service as the answering process sees it: its own components, and the other worker
+ * processes' reports (connections are spread over every process, so one that is not ready makes the whole
+ * service not ready yet).
+ */
+export function readiness(ctx: ServerContext): Component[] {
+  const peers = ctx.runtime.peersNotReady.map((p) => ({ name: p.slice(0, p.indexOf(':')), state: p.slice(p.indexOf(':') + 2), ready: false }));
+  return [...localComponents(ctx), ...peers];
 }
 
 /** The render pool of this process in numbers: its queue now, and what its renders and renderers went through. */
