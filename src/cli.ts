@@ -14,6 +14,8 @@ import { log } from './log.js';
 import { buildAppState } from './state/app-state.js';
 import { SourceOpenError } from './sources/source.js';
 import { VERSION } from './version.js';
+import { telemetry } from './telemetry/recorder.js';
+import { clusterMetrics, SCRAPE_ACTIVE_ENV, startScrapeListener } from './telemetry/scrape-listener.js';
 
 const USAGE = `Usage:
   tileserver-ts --config FILE          serve what a TOML configuration file describes
@@ -46,6 +48,8 @@ export function configFromFiles(files: string[]): LoadedConfig {
 
 async function main(): Promise<void> {
   if (cluster.isWorker) return runWorker();
+  // Set by this process once its metrics listener is bound (workers inherit it); never taken from outside.
+  delete process.env[SCRAPE_ACTIVE_ENV];
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
@@ -88,6 +92,9 @@ async function main(): Promise<void> {
   await probe.close();
 
   const count = workerCount(server.workers);
+  // The metrics pull listener: in the primary, summing every worker; alone, this process's own registry. Bound
+  // before the workers start, so that each of them reports it in /ping.
+  await startScrapeListener(loaded.config.telemetry, count > 1 ? clusterMetrics() : () => telemetry.metricsText(), log);
   if (count <= 1) {
     await runSingle(loaded);
   } else {

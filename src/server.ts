@@ -12,6 +12,9 @@ import { RenderService } from './render/service.js';
 import { buildAppState } from './state/app-state.js';
 import { StateHolder } from './state/holder.js';
 import { VERSION } from './version.js';
+import { instrumentListener } from './telemetry/http.js';
+import { telemetry } from './telemetry/recorder.js';
+import { scrapeListenerActive } from './telemetry/scrape-listener.js';
 
 export interface RunningServer {
   ctx: ServerContext;
@@ -24,10 +27,13 @@ export interface RunningServer {
 
 export async function startServer(loaded: LoadedConfig): Promise<RunningServer> {
   await initCodecs();
+  // Telemetry settings need a restart (spec): started once, from the configuration the process starts with.
+  telemetry.start(loaded.config.telemetry, log);
   const holder = new StateHolder(await buildAppState(loaded));
-  const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false, ogcEnabled: false };
+  const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: scrapeListenerActive(), ogcEnabled: false };
   // Rendering: the pool starts in the background (browsers take seconds) and follows every reload.
   const render = new RenderService(runtime, log);
+  telemetry.watchRender(render);
   const ctx: ServerContext = { holder, version: VERSION, runtime, render };
   const { app } = createApp(ctx, log);
   render.attach((req, env) => app.fetch(req, env));
@@ -36,7 +42,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
 
   const server: ServerType = await new Promise((resolve, reject) => {
     // Tile requests go through the fast lane in front of Hono (http/tile-fast-lane.ts); everything else to Hono.
-    const createServer = ((options: ServerOptions, honoListener: RequestListener) => createHttpServer(options, tileFastLane(ctx, honoListener))) as typeof createHttpServer;
+    const createServer = ((options: ServerOptions, honoListener: RequestListener) => createHttpServer(options, instrumentListener(telemetry, tileFastLane(ctx, honoListener)))) as typeof createHttpServer;
     const s = serve({ fetch: app.fetch, hostname: host, port, createServer }, () => resolve(s));
     s.once('error', reject);
   });
@@ -62,7 +68,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
         force.unref();
         http.close(() => {
           clearTimeout(force);
-          void Promise.all([render.close(), holder.current.close()]).finally(resolve);
+          void Promise.all([render.close(), holder.current.close(), telemetry.close()]).finally(resolve);
         });
         // Idle keep-alive sockets would hold close() open until they time out.
         http.closeIdleConnections();

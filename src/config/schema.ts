@@ -1,6 +1,7 @@
 // The configuration schema. Every key of the TOML file is declared here with valibot; later capabilities add
 // their sections to `ConfigSchema` below. Defaults live in the schema so that the typed Config is complete.
 import * as v from 'valibot';
+import { parseBind } from './bind.js';
 
 const port = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535));
 const zoom = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(22));
@@ -103,6 +104,27 @@ export const RenderSchema = v.object({
   chromium_path: v.optional(nonEmpty),
 });
 
+/** Metrics (pull listener, OTLP push) and traces (OTLP); see docs/metrics.md. Not reloadable (spec). */
+export const TelemetrySchema = v.object({
+  enabled: v.optional(v.boolean(), false),
+  /** OTLP gRPC endpoint, e.g. http://collector:4317. */
+  endpoint: v.optional(v.pipe(v.string(), v.url('an absolute URL such as http://collector:4317')), 'http://localhost:4317'),
+  service_name: v.optional(nonEmpty, 'tileserver-ts'),
+  sample_rate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1)), 1),
+  metrics_enabled: v.optional(v.boolean(), true),
+  /** Fractions are allowed (tests push every fraction of a second). */
+  metrics_export_interval_secs: v.optional(v.pipe(v.number(), v.minValue(0.1), v.maxValue(86_400)), 60),
+  /** `host:port` or `[ipv6]:port` of the metrics pull listener (parsed by telemetry/bind.ts); unset: no listener. */
+  scrape_bind: v.optional(v.pipe(v.string(), v.rawCheck(({ dataset, addIssue }) => {
+    if (dataset.typed) {
+      const parsed = parseBind(dataset.value);
+      if (!parsed.ok) addIssue({ message: parsed.problem });
+    }
+  }))),
+  scrape_path: v.optional(v.pipe(v.string(), v.regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@\/-]*$/, 'an absolute URL path such as /metrics')), '/metrics'),
+  metrics_label_cardinality: v.optional(v.picklist(['strict', 'verbose']), 'strict'),
+});
+
 export const ConfigSchema = v.object({
   fonts: v.optional(nonEmpty),
   files: v.optional(nonEmpty),
@@ -113,6 +135,7 @@ export const ConfigSchema = v.object({
   cache: v.optional(CacheSchema, {}),
   compression: v.optional(CompressionSchema, {}),
   render: v.optional(RenderSchema, {}),
+  telemetry: v.optional(TelemetrySchema, {}),
 });
 
 export type Config = v.InferOutput<typeof ConfigSchema>;
@@ -123,3 +146,4 @@ export type CompositeConfig = v.InferOutput<typeof CompositeSchema>;
 export type CacheConfig = v.InferOutput<typeof CacheSchema>;
 export type CompressionConfig = v.InferOutput<typeof CompressionSchema>;
 export type RenderConfig = v.InferOutput<typeof RenderSchema>;
+export type TelemetryConfig = v.InferOutput<typeof TelemetrySchema>;

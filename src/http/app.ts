@@ -13,9 +13,13 @@ import { registerRenderRoutes } from './routes/render.js';
 import { registerSpatialRoutes } from './routes/spatial.js';
 import { registerStyleRoutes } from './routes/styles.js';
 import type { Logger } from '../log.js';
+import { telemetry } from '../telemetry/recorder.js';
+import { routeTemplate } from '../telemetry/http.js';
 
 export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router: Router } {
   const app = new Hono();
+  // Metrics name each request's matched route template (telemetry/http.ts); nothing to do when they are off.
+  if (telemetry.on) app.use('*', routeTemplate());
   // CORS is not reloadable (spec): read the allow-list once, from the configuration the process started with.
   const origins = ctx.holder.current.config.server.cors_origins;
   app.use('*', corsMiddleware(origins));

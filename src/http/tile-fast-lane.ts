@@ -17,6 +17,11 @@ import type { ServerContext } from './context.js';
 import { simpleCorsHeaders } from './cors.js';
 import { acceptedEncodings } from './encoding.js';
 import { ifNoneMatchHits } from './respond.js';
+import { setRoute } from '../telemetry/http.js';
+import { telemetry } from '../telemetry/recorder.js';
+
+/** Hono's pattern of the tile route (routes/data.ts): the `route` label of the tiles the lane answers too. */
+export const TILE_ROUTE = '/data/:source/:z/:x/:file';
 
 /** A tile request's successful answer, without CORS (added by the middleware or the lane). Header names in lower case. */
 export interface TileAnswer {
@@ -71,11 +76,17 @@ export function tileFastLane(ctx: ServerContext, fallback: RequestListener): Req
     const parsed = format ? parseTileCoord(m[2], m[3], m[4]) : undefined;
     if (!format || !parsed?.ok) return fallback(req, res);
 
+    const started = telemetry.on ? performance.now() : 0;
     fetchTile(state, { sourceId: m[1], coord: parsed.coord, format, accepted: acceptedEncodings(req.headers['accept-encoding']) }).then(
       (result) => {
         if (result.kind !== 'tile' && result.kind !== 'empty') return fallback(req, res);
         try {
-          send(req, res, tileAnswer(result, state.config.server.tile_cache_control, req.headers['if-none-match']));
+          const answer = tileAnswer(result, state.config.server.tile_cache_control, req.headers['if-none-match']);
+          if (telemetry.on) {
+            setRoute(res, TILE_ROUTE);
+            telemetry.tile({ source: m[1], format, z: parsed.coord.z }, result, started, answer.body?.byteLength);
+          }
+          send(req, res, answer);
         } catch (err) {
           // Writing failed (the socket is gone): nothing left to answer.
           res.destroy(err as Error);

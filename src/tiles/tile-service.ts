@@ -14,9 +14,12 @@ import { encodeMvt } from './mvt-encode.js';
 import { cutTile, RENDER_MAXZOOM } from './overzoom.js';
 import type { VectorTileData } from './vector-model.js';
 
+/** Whether an answer came from the tile cache (`hit`) or was produced now (`miss`); absent when no lookup was made. */
+export type CacheOutcome = 'hit' | 'miss';
+
 export type TileResult =
-  | { kind: 'tile'; body: Uint8Array; contentType: string; contentEncoding: ContentEncoding; etag: string }
-  | { kind: 'empty' }
+  | { kind: 'tile'; body: Uint8Array; contentType: string; contentEncoding: ContentEncoding; etag: string; cache?: CacheOutcome }
+  | { kind: 'empty'; cache?: CacheOutcome }
   | { kind: 'problem'; status: 400 | 404; title: string; detail: string };
 
 export interface TileRequest {
@@ -62,7 +65,7 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
     : 'identity';
   const key = `${info.id}/${z}/${x}/${y}.${req.format}:${encoding}`;
   const cached = state.tileCache.get(key);
-  if (cached) return cached.empty ? { kind: 'empty' } : tileResult(cached.body, req.format, encoding, cached.etag);
+  if (cached) return cached.empty ? { kind: 'empty', cache: 'hit' } : tileResult(cached.body, req.format, encoding, cached.etag, 'hit');
 
   return shared(state, key, () => produce(state, source, req, encoding, key));
 }
@@ -83,7 +86,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
   const stored = await source.getTile(z, x, y);
   if (!stored) {
     state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
-    return { kind: 'empty' };
+    return { kind: 'empty', cache: 'miss' };
   }
   let body: Uint8Array | undefined;
   let format = req.format;
@@ -107,11 +110,11 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
   }
   const etag = etagOf(body);
   if (format === req.format) state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
-  return tileResult(body, format, encoding, etag);
+  return tileResult(body, format, encoding, etag, 'miss');
 }
 
-function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncoding, etag: string): TileResult {
-  return { kind: 'tile', body, contentType: CONTENT_TYPES[format], contentEncoding: encoding, etag };
+function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncoding, etag: string, cache?: CacheOutcome): TileResult {
+  return { kind: 'tile', body, contentType: CONTENT_TYPES[format], contentEncoding: encoding, etag, cache };
 }
 
 /** Geometry kept beyond a cut tile's edges, as a fraction of its extent (128 units of 4096). */

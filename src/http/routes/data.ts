@@ -11,7 +11,8 @@ import { acceptedEncodings } from '../encoding.js';
 import { isRenderRequest, urlContext, type ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import { sendJson } from '../respond.js';
-import { tileAnswer } from '../tile-fast-lane.js';
+import { tileAnswer, TILE_ROUTE } from '../tile-fast-lane.js';
+import { telemetry } from '../../telemetry/recorder.js';
 import { KEY_QUERY, param, type Router } from '../router.js';
 
 const JSON_OK = { description: 'TileJSON 3.0.0', content: { 'application/json': true as const } };
@@ -74,7 +75,7 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
     {
       method: 'get',
       path: '/data/{source}/{z}/{x}/{y}.{format}',
-      hono: '/data/:source/:z/:x/:file',
+      hono: TILE_ROUTE,
       summary: 'A tile of a source',
       tag: 'Tiles',
       description:
@@ -110,12 +111,23 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
       const parsed = parseTileCoord(param(c, 'z'), param(c, 'x'), file.y);
       if (!parsed.ok) return problem(c, 400, 'Invalid tile coordinates', parsed.problem);
       if (!format) return sendTileGeoJson(c, state, param(c, 'source'), parsed.coord);
-      const result = await (isRenderRequest(c) ? fetchRenderTile : fetchTile)(state, {
-        sourceId: param(c, 'source'),
-        coord: parsed.coord,
-        format,
-        accepted: acceptedEncodings(c.req.header('accept-encoding')),
-      });
+      // Tile metrics count client requests; a renderer's own lookups in-process are not tile requests.
+      const metered = telemetry.on && !isRenderRequest(c);
+      const started = metered ? performance.now() : 0;
+      const labels = { source: param(c, 'source'), format, z: parsed.coord.z };
+      let result;
+      try {
+        result = await (isRenderRequest(c) ? fetchRenderTile : fetchTile)(state, {
+          sourceId: labels.source,
+          coord: parsed.coord,
+          format,
+          accepted: acceptedEncodings(c.req.header('accept-encoding')),
+        });
+      } catch (err) {
+        // Only a resolved source gets this far (unknown ids are problems, not exceptions): its id is a bounded label.
+        if (metered) telemetry.tile(labels, 'error', started, undefined);
+        throw err;
+      }
       const cacheControl = state.config.server.tile_cache_control;
       switch (result.kind) {
         case 'problem':
@@ -124,6 +136,7 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
         case 'tile': {
           // The same header rules as the tile fast lane in front of Hono (http/tile-fast-lane.ts).
           const a = tileAnswer(result, cacheControl, c.req.header('if-none-match'));
+          if (metered) telemetry.tile(labels, result, started, a.body?.byteLength);
           if (a.body) return c.body(a.body as Uint8Array<ArrayBuffer>, 200, a.headers);
           // @hono/node-server gives a body-less answer `text/plain` unless told otherwise, and a cache updates its
           // stored tile's headers from a 304: name the tile's real type there.

@@ -1,0 +1,142 @@
+// The push side: OTLP over gRPC to `[telemetry] endpoint`. Metrics are the same instruments as the pull side,
+// exported every `metrics_export_interval_secs`; traces are one server span per HTTP request, sampled at
+// `sample_rate`. Exports run in the background with bounded queues and timeouts: a collector that is down costs
+// dropped telemetry (and a log line now and then), never a slower or failed request.
+import os from 'node:os';
+import { SpanKind, type Counter, type Histogram, type Span, type Tracer, type UpDownCounter } from '@opentelemetry/api';
+import { setGlobalErrorHandler } from '@opentelemetry/core';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider, BatchSpanProcessor, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
+import type { TelemetryConfig } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
+import type { RenderLoad } from './render-load.js';
+
+/** At most one log line per this many milliseconds about failing exports. */
+const LOG_EVERY_MS = 60_000;
+
+export class OtelPipeline {
+  private readonly meterProvider: MeterProvider | undefined;
+  private readonly tracerProvider: BasicTracerProvider;
+  private readonly tracer: Tracer;
+  private instruments: ReturnType<typeof createInstruments> | undefined;
+
+  constructor(cfg: TelemetryConfig, load: () => RenderLoad, log: Logger) {
+    const resource = resourceFromAttributes({
+      'service.name': cfg.service_name,
+      'service.instance.id': `${os.hostname()}/${process.pid}`,
+    });
+    let lastLogged = 0;
+    setGlobalErrorHandler((err) => {
+      const now = Date.now();
+      if (now - lastLogged < LOG_EVERY_MS) return;
+      lastLogged = now;
+      log.warn({ endpoint: cfg.endpoint, err: err instanceof Error ? err.message : String(err) }, 'OTLP export failed (telemetry is dropped until the collector answers)');
+    });
+
+    if (cfg.metrics_enabled) {
+      const intervalMs = Math.round(cfg.metrics_export_interval_secs * 1000);
+      const reader = new PeriodicExportingMetricReader({
+        exporter: new OTLPMetricExporter({ url: cfg.endpoint, timeoutMillis: Math.min(10_000, intervalMs) }),
+        exportIntervalMillis: intervalMs,
+        exportTimeoutMillis: Math.min(10_000, intervalMs),
+      });
+      this.meterProvider = new MeterProvider({ resource, readers: [reader] });
+      this.instruments = createInstruments(this.meterProvider, load);
+    }
+    this.tracerProvider = new BasicTracerProvider({
+      resource,
+      sampler: new TraceIdRatioBasedSampler(cfg.sample_rate),
+      // A bounded queue: spans beyond it are dropped while the collector is slow or away.
+      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: cfg.endpoint, timeoutMillis: 10_000 }), { maxQueueSize: 4096, scheduledDelayMillis: 1000 })],
+    });
+    this.tracer = this.tracerProvider.getTracer('tileserver-ts');
+  }
+
+  startSpan(method: string, startTime: number): Span {
+    return this.tracer.startSpan(method, { kind: SpanKind.SERVER, startTime, attributes: { 'http.request.method': method } });
+  }
+
+  /** Unsampled spans record nothing and cost nothing more here. */
+  endSpan(span: Span, method: string, route: string, path: string, status: number): void {
+    if (!span.isRecording()) return;
+    span.updateName(`${method} ${route}`);
+    span.setAttributes({ 'http.route': route, 'url.path': path, 'http.response.status_code': status });
+    span.end();
+  }
+
+  requestStarted(): void {
+    this.instruments?.inFlight.add(1);
+  }
+
+  requestDone(route: string, statusClass: string, seconds: number): void {
+    const i = this.instruments;
+    if (!i) return;
+    i.inFlight.add(-1);
+    const attrs = { route, status_class: statusClass };
+    i.httpRequests.add(1, attrs);
+    i.httpDuration.record(seconds, attrs);
+  }
+
+  tile(source: string, format: string, zBucket: string, outcome: TileOutcome, cache: 'hit' | 'miss' | undefined, seconds: number, bytes: number | undefined): void {
+    const i = this.instruments;
+    if (!i) return;
+    const attrs = { source, format, z_bucket: zBucket, outcome };
+    i.tileRequests.add(1, attrs);
+    i.tileDuration.record(seconds, attrs);
+    if (cache === 'hit') i.cacheHits.add(1, { source });
+    else if (cache === 'miss') i.cacheMisses.add(1, { source });
+    if (bytes !== undefined) i.tileBytes.record(bytes, { source, format });
+  }
+
+  render(style: string, format: string, seconds: number): void {
+    this.instruments?.renderDuration.record(seconds, { style, format });
+  }
+
+  renderError(style: string, reason: string): void {
+    this.instruments?.renderErrors.add(1, { style, reason });
+  }
+
+  /** Flushes what is pending, giving up after `timeoutMs` (a collector that is away must not hold a shutdown). */
+  async shutdown(timeoutMs = 2000): Promise<void> {
+    const work = Promise.allSettled([this.meterProvider?.shutdown(), this.tracerProvider.shutdown()]);
+    await Promise.race([work, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+  }
+}
+
+function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
+  const meter = provider.getMeter('tileserver-ts');
+  const seconds = (name: string, description: string, bounds: number[]): Histogram =>
+    meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: bounds } });
+  const counter = (name: string, description: string): Counter => meter.createCounter(name, { description });
+  const inFlight: UpDownCounter = meter.createUpDownCounter('http_requests_in_flight', { description: 'HTTP requests being answered now' });
+
+  const queue = meter.createObservableGauge('render_queue_depth', { description: 'Renders waiting for a renderer in this process' });
+  const busy = meter.createObservableGauge('render_busy_renderers', { description: 'Renderers drawing now in this process' });
+  const restarts = meter.createObservableCounter('render_renderer_restarts_total', { description: 'Renderers restarted, by reason' });
+  meter.addBatchObservableCallback(
+    (r) => {
+      const l = load();
+      r.observe(queue, l.queued);
+      r.observe(busy, l.busy);
+      for (const [reason, n] of Object.entries(l.restarts)) r.observe(restarts, n, { reason });
+    },
+    [queue, busy, restarts],
+  );
+
+  return {
+    inFlight,
+    httpRequests: counter('http_requests_total', 'HTTP requests answered, by matched route template and status class'),
+    httpDuration: seconds('http_request_duration_seconds', 'Time from request to the end of the answer', REQUEST_SECONDS),
+    tileRequests: counter('tile_requests_total', 'Tile requests by source, format, zoom bucket and outcome'),
+    tileDuration: seconds('tile_request_duration_seconds', 'Time to produce a tile answer', REQUEST_SECONDS),
+    tileBytes: meter.createHistogram('tile_request_bytes', { description: 'Bytes of tile bodies sent', unit: 'By', advice: { explicitBucketBoundaries: TILE_BYTES } }),
+    cacheHits: counter('tile_cache_hits_total', 'Tile lookups answered from the tile cache'),
+    cacheMisses: counter('tile_cache_misses_total', 'Tile lookups the tile cache could not answer'),
+    renderDuration: seconds('render_duration_seconds', 'Time to render an image', RENDER_SECONDS),
+    renderErrors: counter('render_errors_total', 'Failed renders by style and reason'),
+  };
+}

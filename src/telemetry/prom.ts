@@ -1,0 +1,114 @@
+// The pull side: a prom-client registry holding the spec's ten metrics and the render-pool metrics of this
+// process. In a cluster, every worker's registry is summed by the primary on each scrape (scrape-listener.ts).
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
+import type { RenderLoad } from './render-load.js';
+
+interface TileSeries {
+  requests: Counter.Internal;
+  duration: Histogram.Internal<string>;
+}
+
+interface HttpSeries {
+  requests: Counter.Internal;
+  duration: Histogram.Internal<string>;
+}
+
+export class PromMetrics {
+  readonly registry = new Registry();
+  private readonly httpRequests: Counter<'route' | 'status_class'>;
+  private readonly httpDuration: Histogram<'route' | 'status_class'>;
+  private readonly inFlight: Gauge;
+  private readonly tileRequests: Counter<'source' | 'format' | 'z_bucket' | 'outcome'>;
+  private readonly tileDuration: Histogram<'source' | 'format' | 'z_bucket' | 'outcome'>;
+  private readonly tileBytes: Histogram<'source' | 'format'>;
+  private readonly cacheHits: Counter<'source'>;
+  private readonly cacheMisses: Counter<'source'>;
+  private readonly renderDuration: Histogram<'style' | 'format'>;
+  private readonly renderErrors: Counter<'style' | 'reason'>;
+  // prom-client hashes the label object on every call; the children of series already seen are kept instead.
+  private readonly httpSeries = new Map<string, HttpSeries>();
+  private readonly tileSeries = new Map<string, TileSeries>();
+
+  constructor(load: () => RenderLoad) {
+    const registers = [this.registry];
+    this.httpRequests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered, by matched route template and status class', labelNames: ['route', 'status_class'], registers });
+    this.httpDuration = new Histogram({ name: 'http_request_duration_seconds', help: 'Time from request to the end of the answer, in seconds', labelNames: ['route', 'status_class'], buckets: REQUEST_SECONDS, registers });
+    this.inFlight = new Gauge({ name: 'http_requests_in_flight', help: 'HTTP requests being answered now', registers });
+    const tileLabels = ['source', 'format', 'z_bucket', 'outcome'] as const;
+    this.tileRequests = new Counter({ name: 'tile_requests_total', help: 'Tile requests by source, format, zoom bucket and outcome (hit, miss, not_found, error)', labelNames: tileLabels, registers });
+    this.tileDuration = new Histogram({ name: 'tile_request_duration_seconds', help: 'Time to produce a tile answer, in seconds', labelNames: tileLabels, buckets: REQUEST_SECONDS, registers });
+    this.tileBytes = new Histogram({ name: 'tile_request_bytes', help: 'Bytes of tile bodies sent', labelNames: ['source', 'format'], buckets: TILE_BYTES, registers });
+    this.cacheHits = new Counter({ name: 'tile_cache_hits_total', help: 'Tile lookups answered from the tile cache', labelNames: ['source'], registers });
+    this.cacheMisses = new Counter({ name: 'tile_cache_misses_total', help: 'Tile lookups the tile cache could not answer', labelNames: ['source'], registers });
+    this.renderDuration = new Histogram({ name: 'render_duration_seconds', help: 'Time to render an image, in seconds', labelNames: ['style', 'format'], buckets: RENDER_SECONDS, registers });
+    this.renderErrors = new Counter({ name: 'render_errors_total', help: 'Failed renders by style and reason', labelNames: ['style', 'reason'], registers });
+
+    // Beyond the spec, for a rendering host: read from the pool when scraped.
+    new Gauge({
+      name: 'render_queue_depth',
+      help: 'Renders waiting for a renderer in this process (summed over processes)',
+      registers,
+      collect() {
+        this.set(load().queued);
+      },
+    });
+    new Gauge({
+      name: 'render_busy_renderers',
+      help: 'Renderers drawing now (summed over processes)',
+      registers,
+      collect() {
+        this.set(load().busy);
+      },
+    });
+    new Counter({
+      name: 'render_renderer_restarts_total',
+      help: 'Renderers restarted: replaced after a failure, recycled after max_renders, or a browser page replaced',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(load().restarts)) this.inc({ reason }, n);
+      },
+    });
+  }
+
+  requestStarted(): void {
+    this.inFlight.inc();
+  }
+
+  requestDone(route: string, statusClass: string, seconds: number): void {
+    this.inFlight.dec();
+    const key = `${route}\u0000${statusClass}`;
+    let s = this.httpSeries.get(key);
+    if (!s) {
+      s = { requests: this.httpRequests.labels(route, statusClass), duration: this.httpDuration.labels(route, statusClass) };
+      this.httpSeries.set(key, s);
+    }
+    s.requests.inc();
+    s.duration.observe(seconds);
+  }
+
+  /** `cache`: what the tile cache said, when it was asked (an empty tile can come from the cache too). */
+  tile(source: string, format: string, zBucket: string, outcome: TileOutcome, cache: 'hit' | 'miss' | undefined, seconds: number, bytes: number | undefined): void {
+    const key = `${source}\u0000${format}\u0000${zBucket}\u0000${outcome}`;
+    let s = this.tileSeries.get(key);
+    if (!s) {
+      s = { requests: this.tileRequests.labels(source, format, zBucket, outcome), duration: this.tileDuration.labels(source, format, zBucket, outcome) };
+      this.tileSeries.set(key, s);
+    }
+    s.requests.inc();
+    s.duration.observe(seconds);
+    if (cache === 'hit') this.cacheHits.inc({ source });
+    else if (cache === 'miss') this.cacheMisses.inc({ source });
+    if (bytes !== undefined) this.tileBytes.observe({ source, format }, bytes);
+  }
+
+  render(style: string, format: string, seconds: number): void {
+    this.renderDuration.observe({ style, format }, seconds);
+  }
+
+  renderError(style: string, reason: string): void {
+    this.renderErrors.inc({ style, reason });
+  }
+}

@@ -1,0 +1,96 @@
+// The process's telemetry: what the HTTP layer and the render service report, fanned out to the pull registry
+// (when `scrape_bind` is set) and the OTLP pipeline (when `enabled`). With neither, `on` is false and every
+// method returns at once: the serving code checks `on` before taking a clock reading.
+import cluster from 'node:cluster';
+import { AggregatorRegistry } from 'prom-client';
+import type { TelemetryConfig } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import type { RenderService } from '../render/service.js';
+import { renderMetrics } from '../render/metrics.js';
+import { statusClass, tileOutcome, zLabel, type Cardinality, type TileOutcome } from './labels.js';
+import { OtelPipeline } from './otel.js';
+import { PromMetrics } from './prom.js';
+import { renderLoad } from './render-load.js';
+
+/** What identifies a tile request in the tile metrics. */
+export interface TileLabels {
+  source: string;
+  format: string;
+  z: number;
+}
+
+export class Telemetry {
+  /** Recording is live (a scrape listener or OTLP push is configured). */
+  on = false;
+  prom: PromMetrics | undefined;
+  otel: OtelPipeline | undefined;
+  private cardinality: Cardinality = 'strict';
+  private render: RenderService | undefined;
+
+  /** Starts recording as `cfg` says; a no-op when neither `enabled` nor `scrape_bind` is set. */
+  start(cfg: TelemetryConfig, log: Logger): void {
+    if (this.on || (!cfg.enabled && cfg.scrape_bind === undefined)) return;
+    this.on = true;
+    this.cardinality = cfg.metrics_label_cardinality;
+    const load = () => renderLoad(this.render);
+    if (cfg.scrape_bind !== undefined) {
+      this.prom = new PromMetrics(load);
+      // A worker answers the primary's scrape requests with this registry (prom-client's cluster protocol).
+      if (cluster.isWorker) {
+        AggregatorRegistry.setRegistries([this.prom.registry]);
+        new AggregatorRegistry();
+      }
+    }
+    if (cfg.enabled) this.otel = new OtelPipeline(cfg, load, log);
+    renderMetrics.on('duration', (d) => {
+      this.prom?.render(d.style, d.format, d.seconds);
+      this.otel?.render(d.style, d.format, d.seconds);
+    });
+    renderMetrics.on('error', (e) => {
+      this.prom?.renderError(e.style, e.reason);
+      this.otel?.renderError(e.style, e.reason);
+    });
+  }
+
+  /** The render pool whose queue and renderers the gauges read. */
+  watchRender(render: RenderService): void {
+    this.render = render;
+  }
+
+  requestStarted(): void {
+    this.prom?.requestStarted();
+    this.otel?.requestStarted();
+  }
+
+  requestDone(route: string, status: number, seconds: number): void {
+    const cls = statusClass(status);
+    this.prom?.requestDone(route, cls, seconds);
+    this.otel?.requestDone(route, cls, seconds);
+  }
+
+  /**
+   * One tile request answered (or failed, with `result` = 'error'); `started` is a `performance.now()` taken
+   * before the lookup, `bytes` the body sent (none for 204 and 304).
+   */
+  tile(labels: TileLabels, result: { kind: 'tile' | 'empty'; cache?: 'hit' | 'miss' } | 'error', started: number, bytes: number | undefined): void {
+    if (!this.on) return;
+    const seconds = (performance.now() - started) / 1000;
+    const outcome: TileOutcome = result === 'error' ? 'error' : tileOutcome(result);
+    const cache = result === 'error' ? undefined : result.cache;
+    const z = zLabel(labels.z, this.cardinality);
+    this.prom?.tile(labels.source, labels.format, z, outcome, cache, seconds, bytes);
+    this.otel?.tile(labels.source, labels.format, z, outcome, cache, seconds, bytes);
+  }
+
+  /** This process's metrics in the text exposition format (empty when there is no registry). */
+  async metricsText(): Promise<string> {
+    return this.prom ? this.prom.registry.metrics() : '';
+  }
+
+  async close(): Promise<void> {
+    await this.otel?.shutdown();
+  }
+}
+
+/** The process-wide telemetry (like `renderMetrics`): one per serving process. */
+export const telemetry = new Telemetry();

@@ -1,0 +1,19 @@
+// What the metrics read from this process's renderer pool when they are collected (scrape or OTLP export).
+import type { RenderService } from '../render/service.js';
+
+export interface RenderLoad {
+  queued: number;
+  busy: number;
+  /** Renderer restarts by reason since the process started. */
+  restarts: Record<'replaced' | 'recycled' | 'page_replaced', number>;
+}
+
+export function renderLoad(render: RenderService | undefined): RenderLoad {
+  const load = render?.load ?? { queued: 0, busy: 0 };
+  const e = render?.events;
+  return {
+    queued: load.queued,
+    busy: load.busy,
+    restarts: { replaced: e?.renderersReplaced ?? 0, recycled: e?.renderersRecycled ?? 0, page_replaced: e?.pagesReplaced ?? 0 },
+  };
+}
