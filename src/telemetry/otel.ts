@@ -3,8 +3,7 @@
 // `sample_rate`. Exports run in the background with bounded queues and timeouts: a collector that is down costs
 // dropped telemetry (and a log line now and then), never a slower or failed request.
 import os from 'node:os';
-import { SpanKind, type Counter, type Histogram, type Span, type Tracer, type UpDownCounter } from '@opentelemetry/api';
-import { setGlobalErrorHandler } from '@opentelemetry/core';
+import { diag, DiagLogLevel, SpanKind, type Counter, type Histogram, type Span, type Tracer, type UpDownCounter } from '@opentelemetry/api';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -29,13 +28,17 @@ export class OtelPipeline {
       'service.name': cfg.service_name,
       'service.instance.id': `${os.hostname()}/${process.pid}`,
     });
+    // The SDK reports failed exports (timeouts, refused connections) through its diagnostic logger.
     let lastLogged = 0;
-    setGlobalErrorHandler((err) => {
+    const report = (message: string, ...args: unknown[]) => {
       const now = Date.now();
       if (now - lastLogged < LOG_EVERY_MS) return;
       lastLogged = now;
-      log.warn({ endpoint: cfg.endpoint, err: err instanceof Error ? err.message : String(err) }, 'OTLP export failed (telemetry is dropped until the collector answers)');
-    });
+      const detail = args.map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : JSON.stringify(a))).join(' ');
+      log.warn({ endpoint: cfg.endpoint, err: `${message} ${detail}`.trim() }, 'OTLP export failed (telemetry is dropped until the collector answers)');
+    };
+    const quiet = () => {};
+    diag.setLogger({ error: report, warn: report, info: quiet, debug: quiet, verbose: quiet }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
 
     if (cfg.metrics_enabled) {
       const intervalMs = Math.round(cfg.metrics_export_interval_secs * 1000);
