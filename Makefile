@@ -4,8 +4,9 @@ SHELL := /bin/bash
 CONFIG ?= config/default.toml
 
 # Debian packages the service and its tests need: GDAL (gdal-async links the system library, gdalinfo opens
-# our WMTS in a test), Chromium (the rendering backend and browser tests), sqlite3 headers for better-sqlite3.
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++
+# our WMTS in a test), Chromium (the rendering backend and browser tests), sqlite3 headers for better-sqlite3,
+# wrk (load generator of bench/metrics.bench.ts: autocannon saturates before the server on a hot tile).
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ wrk
 
 .PHONY: run test bench build deps system-deps fixtures typecheck clean goldens
 
