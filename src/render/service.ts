@@ -11,6 +11,7 @@ import type { RuntimeStatus } from '../http/context.js';
 import { resolvedCacheDir } from '../http/routes/operational.js';
 import type { Logger } from '../log.js';
 import type { AppState } from '../state/app-state.js';
+import { firstRenderableStyle } from '../styles/generated.js';
 import type { LoadedStyle } from '../styles/registry.js';
 import { etagOf } from '../tiles/tile-service.js';
 import { backendCandidates } from './backends/select.js';
@@ -91,12 +92,14 @@ export class RenderService {
       this.cacheKeyOfCache = cacheKey;
     }
     this.runtime.renderRoutesMounted = !state.config.server.disable_render;
-    const wanted = !state.config.server.disable_render && state.styles.size > 0;
+    // Generated styles are rendered too: a vector source is something to render even without a configured style.
+    const firstStyle = firstRenderableStyle(state);
+    const wanted = !state.config.server.disable_render && firstStyle !== undefined;
     // The number of worker processes cannot change without a restart: size pools by the one the process began with.
     this.workers ??= state.config.server.workers;
     const key = JSON.stringify(cfg);
     if (!wanted) {
-      this.reason = state.config.server.disable_render ? 'server.disable_render is set' : 'no styles are configured';
+      this.reason = state.config.server.disable_render ? 'server.disable_render is set' : 'no styles are configured and no vector source has a generated style';
       void this.stopPool();
       return;
     }
@@ -105,8 +108,7 @@ export class RenderService {
     const previous = this.stopPool();
     this.poolKey = key;
     const generation = this.generation;
-    const firstStyle = state.styles.values().next().value as LoadedStyle;
-    const starting = previous.then(() => this.startPool(cfg, state, firstStyle, generation));
+    const starting = previous.then(() => this.startPool(cfg, state, firstStyle!, generation));
     this.starting = starting;
     const done = () => {
       if (this.starting === starting) this.starting = undefined;

@@ -19,6 +19,7 @@ import {
   type Problem,
 } from '../../render/static-params.js';
 import { parseLonLat, parseNumber } from '../../render/overlays.js';
+import { styleById } from '../../styles/generated.js';
 import { rasterStylesOffered } from '../../styles/style-tilejson.js';
 import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
 import type { ServerContext } from '../context.js';
@@ -98,7 +99,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
   const begin = (c: Context) => {
     const state = ctx.holder.current;
     const id = param(c, 'style');
-    const style = state.styles.get(id);
+    const style = styleById(state, id);
     if (!style) return { res: problem(c, 404, 'Style not found', `no style with id "${id}"`) };
     return { state, style, render };
   };
