@@ -4,7 +4,7 @@
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { requestId } from './access-log.js';
-import { CORS_ALLOW_METHODS, simpleCorsHeaders } from './cors.js';
+import { CORS_ALLOW_METHODS, simpleCorsHeaders, type SimpleCors } from './cors.js';
 import { problemBody } from './problem.js';
 
 /** Why a request target cannot be routed, or undefined when it can. Mirrors what @hono/node-server refuses. */
@@ -35,6 +35,14 @@ export function malformedTarget(url: string | undefined, host: string | undefine
   return 'the request target is not a path';
 }
 
+type CorsFor = (origin: string | undefined) => SimpleCors;
+
+/** The CORS headers of an answer to `req`, with `Vary: Origin` when the answer depends on the origin. */
+function corsHeaders(req: IncomingMessage, corsFor: CorsFor): Record<string, string> {
+  const cors = corsFor(req.headers.origin);
+  return cors.varyOrigin ? { ...cors.headers, vary: 'Origin' } : { ...cors.headers };
+}
+
 function problemJson(status: number, title: string, detail: string): string {
   return JSON.stringify(problemBody(status, title, detail));
 }
@@ -43,10 +51,10 @@ function problemJson(status: number, title: string, detail: string): string {
  * Answers `res` with a problem, CORS headers for the request's Origin, and `Connection: close` when the rest
  * of the request cannot be trusted (an unfinished body).
  */
-function sendProblem(req: IncomingMessage, res: ServerResponse, corsFor: (o: string | undefined) => { headers: Readonly<Record<string, string>> }, status: number, title: string, detail: string, close: boolean, extra: Record<string, string> = {}): void {
+function sendProblem(req: IncomingMessage, res: ServerResponse, corsFor: CorsFor, status: number, title: string, detail: string, close: boolean, extra: Record<string, string> = {}): void {
   const body = problemJson(status, title, detail);
   res.writeHead(status, {
-    ...corsFor(req.headers.origin).headers,
+    ...corsHeaders(req, corsFor),
     ...extra,
     'content-type': 'application/problem+json',
     'content-length': String(Buffer.byteLength(body)),
@@ -56,8 +64,8 @@ function sendProblem(req: IncomingMessage, res: ServerResponse, corsFor: (o: str
 }
 
 /** `OPTIONS *` asks about the server as a whole (RFC 9110 9.3.7): the methods it supports, with CORS. */
-function answerServerOptions(req: IncomingMessage, res: ServerResponse, corsFor: (o: string | undefined) => { headers: Readonly<Record<string, string>> }): void {
-  res.writeHead(204, { ...corsFor(req.headers.origin).headers, allow: CORS_ALLOW_METHODS.join(', ') });
+function answerServerOptions(req: IncomingMessage, res: ServerResponse, corsFor: CorsFor): void {
+  res.writeHead(204, { ...corsHeaders(req, corsFor), allow: CORS_ALLOW_METHODS.join(', ') });
   res.end();
 }
 
@@ -86,7 +94,7 @@ export function front(opts: FrontOptions, next: RequestListener): RequestListene
   };
 }
 
-function watchBody(req: IncomingMessage, res: ServerResponse, timeoutMs: number, corsFor: (o: string | undefined) => { headers: Readonly<Record<string, string>> }): void {
+function watchBody(req: IncomingMessage, res: ServerResponse, timeoutMs: number, corsFor: CorsFor): void {
   const timer = setTimeout(() => {
     if (req.complete) return;
     const detail = `the request body did not arrive in full within ${timeoutMs} ms`;
@@ -116,7 +124,7 @@ export function answerConnect(server: Server, corsOrigins: readonly string[], on
     const id = requestId(req.headers['x-request-id']);
     const headers: Record<string, string> = {
       'x-request-id': id,
-      ...corsFor(req.headers.origin).headers,
+      ...corsHeaders(req, corsFor),
       allow: CORS_ALLOW_METHODS.join(', '),
       'content-type': 'application/problem+json',
       'content-length': String(Buffer.byteLength(body)),
