@@ -1,10 +1,11 @@
 // Generated styles are styles everywhere: with no [[styles]] configured at all, a vector source's generated style
 // renders through every render route (raster tiles, static maps, social cards) and has a WMTS document and a
-// raster TileJSON whose tile URLs render, in real headless Chromium. A raster source and an unknown id stay 404.
+// raster TileJSON whose tile URLs render, in real headless Chromium; the browsers start with the first render
+// request. A raster source and an unknown id stay 404.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { waitFor } from './helpers/foundation.js';
-import { decode, distance, distinctColors, tilePixel, type Decoded } from './helpers/render.js';
+import { tempDir } from './helpers/foundation.js';
+import { chromiumDescendants, decode, distance, distinctColors, tilePixel, type Decoded } from './helpers/render.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
@@ -39,17 +40,27 @@ type = "pmtiles"
 path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
 [render]
 pool_size = 1
+[cache]
+dir = "${tempDir('tsts-generated-render-')}"
 `,
       workers: 1,
     });
-    await waitFor('renderer', async () => ((await (await fetch(`${server.url}/ping`)).json()) as { renderer_enabled: boolean }).renderer_enabled || undefined, 90_000);
   });
   after(() => server?.stop());
 
-  test('the renderer starts although no style is configured', async () => {
-    const ping = (await (await fetch(`${server.url}/ping`)).json()) as { renderer_enabled: boolean; loaded_styles: number };
-    assert.equal(ping.renderer_enabled, true);
-    assert.equal(ping.loaded_styles, 0);
+  const ping = async () => (await (await fetch(`${server.url}/ping`)).json()) as { renderer_enabled: boolean; loaded_styles: number };
+
+  test('with no configured style the renderer starts with the first render request, not before', async () => {
+    // Give a renderer that would start at once the time to show up.
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal((await ping()).renderer_enabled, false);
+    assert.deepEqual(chromiumDescendants(server.proc.pid!), [], 'no browser before a render is asked for');
+    // A fresh cache directory: this render cannot come from an earlier run's disk cache.
+    const first = await get('/styles/planet/0/0/0.png');
+    assert.equal(first.status, 200, first.body.toString().slice(0, 300));
+    const after = await ping();
+    assert.equal(after.renderer_enabled, true);
+    assert.equal(after.loaded_styles, 0);
   });
 
   test('a raster tile of the generated style draws the source\'s polygons: the oceans in one fill colour', async () => {

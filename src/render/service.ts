@@ -57,6 +57,8 @@ export class RenderService {
   private starting: Promise<void> | undefined;
   private reason: string | undefined = 'rendering has not started';
   private poolKey: string | undefined;
+  /** Starts the pool of the current state when the first render asks for it (only generated styles to render). */
+  private deferredStart: (() => void) | undefined;
   /** Counts pool changes: a pool that finishes starting after a newer change closes itself. */
   private generation = 0;
   private workers: AppState['config']['server']['workers'] | undefined;
@@ -108,12 +110,18 @@ export class RenderService {
     const previous = this.stopPool();
     this.poolKey = key;
     const generation = this.generation;
-    const starting = previous.then(() => this.startPool(cfg, state, firstStyle!, generation));
-    this.starting = starting;
-    const done = () => {
-      if (this.starting === starting) this.starting = undefined;
+    const start = () => {
+      const starting = previous.then(() => this.startPool(cfg, state, firstStyle!, generation));
+      this.starting = starting;
+      const done = () => {
+        if (this.starting === starting) this.starting = undefined;
+      };
+      starting.then(done, done);
     };
-    starting.then(done, done);
+    // With generated styles only (archives served without a config, say), browsers start with the first render
+    // request instead of in every server that may never render.
+    if (state.styles.size > 0) start();
+    else this.deferredStart = start;
   }
 
   private async startPool(cfg: RenderConfig, state: AppState, warmStyle: LoadedStyle, generation: number): Promise<void> {
@@ -176,6 +184,7 @@ export class RenderService {
     this.pool = undefined;
     this.starting = undefined;
     this.poolKey = undefined;
+    this.deferredStart = undefined;
     this.runtime.rendererEnabled = false;
     this.runtime.renderer = undefined;
     return Promise.all([pool?.close(), starting?.catch(() => {})]).then(() => {});
@@ -188,6 +197,9 @@ export class RenderService {
 
   /** The pool, waiting for it while it starts; RenderError 'unavailable' when there is none. */
   private async ready(): Promise<RenderPool> {
+    const deferred = this.deferredStart;
+    this.deferredStart = undefined;
+    deferred?.();
     if (this.starting) await Promise.race([this.starting.catch(() => {}), new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
     if (this.pool) return this.pool;
     throw new RenderError('unavailable', this.starting ? 'the renderer is still starting' : (this.reason ?? 'rendering is not available'));
