@@ -11,7 +11,7 @@ import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './cluster/sizing.js';
 import { runSingle, runWorker } from './cluster/worker.js';
 import { log } from './log.js';
-import { buildAppState } from './state/app-state.js';
+import { buildAppState } from './state/build.js';
 import { SourceOpenError } from './sources/source.js';
 import { VERSION } from './version.js';
 

@@ -5,13 +5,14 @@ import { createServer as createHttpServer, type RequestListener, type Server, ty
 import { loadConfigFile, type LoadedConfig } from './config/load.js';
 import { accessLog } from './http/access-log.js';
 import { createApp } from './http/app.js';
-import type { RuntimeStatus, ServerContext } from './http/context.js';
+import type { ServerContext } from './http/context.js';
 import { initCodecs } from './http/encoding.js';
 import { answerConnect, front } from './http/front.js';
 import { tileFastLane } from './http/tile-fast-lane.js';
 import { log } from './log.js';
+import type { RuntimeStatus } from './runtime.js';
 import { RenderService } from './render/service.js';
-import { buildAppState } from './state/app-state.js';
+import { buildAppState } from './state/build.js';
 import { StateHolder } from './state/holder.js';
 import { VERSION } from './version.js';
 

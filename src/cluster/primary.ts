@@ -4,7 +4,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { LoadedConfig } from '../config/load.js';
 import { log } from '../log.js';
 import { rereadConfig } from '../server.js';
-import { buildAppState } from '../state/app-state.js';
+import { buildAppState } from '../state/build.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
 
 /** No worker could start (the port is taken, say): the one line that says why. */
