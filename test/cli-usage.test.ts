@@ -49,7 +49,7 @@ describe('each usage error', () => {
   }
 });
 
-/** Runs the CLI in `cwd` until it exits or until `until` matches its output (then stops it). */
+/** Runs the CLI in `cwd` until it exits. */
 function runIn(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
