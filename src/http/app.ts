@@ -1,5 +1,7 @@
 // The Hono application: middleware (CORS, errors) and one module of routes per area.
+import type { IncomingMessage } from 'node:http';
 import { Hono } from 'hono';
+import { requestIdOf } from './access-log.js';
 import type { ServerContext } from './context.js';
 import { corsMiddleware } from './cors.js';
 import { headContentLength } from './head.js';
@@ -25,7 +27,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
     if (err instanceof HttpProblem) {
       return problem(c, err.status, err.title, err.detail, err.extra, err.headers);
     }
-    log.error({ err, path: c.req.path }, 'request failed');
+    log.error({ err, path: c.req.path, req_id: requestIdOf((c.env as { incoming?: IncomingMessage } | undefined)?.incoming) }, 'request failed');
     return problem(c, 500, 'Internal error', 'the request could not be completed; the error is in the server log');
   });
   app.notFound((c) => problem(c, 404, 'Not found', `no route for ${c.req.method} ${c.req.path}`));
