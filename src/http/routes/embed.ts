@@ -21,8 +21,8 @@ export const EMBED_QUERY = {
   bounds: { schema: v.string(), description: '`minLng,minLat,maxLng,maxLat`; overrides center and zoom' },
   markers: { schema: v.string(), description: 'pipe-separated `lng,lat` pairs (at most 100)' },
   controls: { schema: v.string(), description: `comma-separated from ${EMBED_CONTROLS.join(', ')}; unknown tokens dropped (default navigation; empty for none)` },
-  hash: { schema: v.picklist(['true', 'false', '1', '0']), description: 'keep the map position in the URL hash (default false)' },
-  interactive: { schema: v.picklist(['true', 'false', '1', '0']), description: 'false turns off every user interaction; the message API keeps working (default true)' },
+  hash: { schema: v.picklist(['true', 'false', '1', '0', 'yes', 'no', '']), description: 'keep the map position in the URL hash (default false)' },
+  interactive: { schema: v.picklist(['true', 'false', '1', '0', 'yes', 'no', '']), description: 'false turns off every user interaction; the message API keeps working (default true)' },
   theme: { schema: v.picklist(['light', 'dark', 'auto']), description: 'page theme; absent or auto: the client\'s colour-scheme preference' },
   key: { schema: v.string(), description: 'API key forwarded into the style URL the page loads' },
 };
