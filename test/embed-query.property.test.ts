@@ -1,9 +1,11 @@
-// Property-based tests of the `/embed/{style}` query parser (src/http/pages/embed-query.ts): whatever a client
-// sends, the parser answers with checked options or names the parameter that was wrong, and never throws.
+// Property-based tests of the `/embed/{style}` query parser (src/http/pages/embed-query.ts) and of the escaping
+// every page relies on (src/http/pages/html.ts): whatever a client sends, the parser answers with checked options
+// or names the parameter that was wrong, and never throws; no text or URL can become markup or policy.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { EMBED_CONTROLS, MAX_MARKERS, parseEmbedQuery, type EmbedQueryResult } from '../src/http/pages/embed-query.js';
+import { escapeHtml, jsonForScript, styleOrigins } from '../src/http/pages/html.js';
 
 const RUNS = { numRuns: 1000 };
 const PARAMS = ['center', 'zoom', 'bearing', 'pitch', 'bounds', 'markers', 'controls', 'hash', 'interactive', 'theme'] as const;
@@ -166,4 +168,38 @@ test('any query at all: the parser never throws, and what it accepts is finite a
     }),
     RUNS,
   );
+});
+
+test('page escaping: any text becomes inert HTML text, and any value a JSON block that parses back to itself', () => {
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary' }), (text) => {
+      const html = escapeHtml(text);
+      assert.ok(!/[<>"']/.test(html), 'no markup character survives');
+      const decoded = html.replace(/&lt;|&gt;|&quot;|&#39;|&amp;/g, (e) => ({ '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'", '&amp;': '&' })[e]!);
+      assert.equal(decoded, text);
+      const value = { text, list: [text, 1.5, null] };
+      const block = jsonForScript(value);
+      assert.ok(!/[<>&\u2028\u2029]/.test(block), 'nothing can close or bend the script element');
+      assert.deepEqual(JSON.parse(block), value);
+    }),
+    RUNS,
+  );
+});
+
+test('style origins: only plain http(s) origins reach the security policy, whatever URLs a style holds', () => {
+  const url = fc.oneof(fc.webUrl(), fc.string(), fc.constantFrom("http://a;b.com/x", "https://x.org/{z}/{x}/{y}.pbf", "javascript:alert(1)", "data:text/html,x", "http://h:1/ 'unsafe-inline'"));
+  fc.assert(
+    fc.property(fc.array(url, { maxLength: 5 }), url, (tiles, glyphs) => {
+      const origins = styleOrigins({ sources: { s: { url: tiles[0], tiles } }, glyphs, sprite: [{ id: 'a', url: glyphs }] });
+      for (const o of origins) {
+        assert.match(o, /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/);
+        assert.equal(new URL(o).origin, o);
+      }
+    }),
+    RUNS,
+  );
+  assert.deepEqual(styleOrigins({ sources: { s: { tiles: ['https://tiles.example.com/{z}/{x}/{y}.pbf'] } }, glyphs: 'http://127.0.0.1:9/fonts/{fontstack}/{range}.pbf' }), [
+    'https://tiles.example.com',
+    'http://127.0.0.1:9',
+  ]);
 });
