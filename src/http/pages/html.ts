@@ -67,7 +67,7 @@ export function workerRef(mode: AssetMode, base: string) {
  * style refers to); images from this service and data:/blob: (sprites and markers); no plugins, no base
  * rewriting, no forms. `frame-ancestors` is left open: the embed page exists to be framed anywhere.
  */
-export function contentSecurityPolicy(mode: AssetMode, nonce: string, connect: readonly string[] = [], frames = false, self?: string): string {
+export function contentSecurityPolicy(mode: AssetMode, nonce: string, connect: readonly string[] = [], self?: string): string {
   // The service's public origin counts as this page's own when public_url names another host than the request's.
   const lib = [...(self ? [self] : []), ...libraryOrigins(mode)];
   const join = (...parts: string[]) => [...new Set(parts)].join(' ');
@@ -78,7 +78,6 @@ export function contentSecurityPolicy(mode: AssetMode, nonce: string, connect: r
     `img-src 'self' data: blob:`,
     `connect-src ${join("'self'", ...lib, ...connect)}`,
     'worker-src blob:',
-    ...(frames ? ["frame-src 'self'"] : []),
     "base-uri 'none'",
     "form-action 'none'",
     "object-src 'none'",

@@ -19,8 +19,6 @@ export interface PageSpec {
   theme?: 'light' | 'dark';
   /** Origins the page's map must reach besides this service and the library (those its styles name). */
   connect?: readonly string[];
-  /** The page frames pages of this service (none do yet; kept for a policy that must say so). */
-  frames?: boolean;
 }
 
 /** Where a page's own files are served: the page scripts and the shared style sheet. */
@@ -49,7 +47,7 @@ ${spec.body}
 </html>
 `;
   const self = new URL(spec.base).origin;
-  const csp = contentSecurityPolicy(spec.lib.mode, nonce, [self, ...(spec.connect ?? [])], spec.frames ?? false, self);
+  const csp = contentSecurityPolicy(spec.lib.mode, nonce, [self, ...(spec.connect ?? [])], self);
   return c.html(html, 200, {
     'Content-Security-Policy': csp,
     'Cache-Control': 'no-cache',
