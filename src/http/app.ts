@@ -8,9 +8,11 @@ import { headContentLength } from './head.js';
 import { HttpProblem, problem } from './problem.js';
 import { Router } from './router.js';
 import { registerDataRoutes } from './routes/data.js';
+import { registerEmbedRoutes } from './routes/embed.js';
 import { registerFileRoutes } from './routes/files.js';
 import { registerFontRoutes } from './routes/fonts.js';
 import { registerOperationalRoutes } from './routes/operational.js';
+import { registerPageRoutes } from './routes/pages.js';
 import { registerRenderRoutes } from './routes/render.js';
 import { registerSpatialRoutes } from './routes/spatial.js';
 import { registerStyleRoutes } from './routes/styles.js';
@@ -39,6 +41,8 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   registerSpatialRoutes(router, ctx);
   registerStyleRoutes(router, ctx);
   registerFontRoutes(router, ctx);
+  registerEmbedRoutes(router, ctx);
+  registerPageRoutes(router, ctx);
   // Last: the render routes' wide patterns (/styles/{style}/{z}/{x}/{y}.png) must not shadow other /styles routes.
   registerRenderRoutes(router, ctx);
   return { app, router };
