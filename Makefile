@@ -28,7 +28,12 @@ node_modules/.installed: package-lock.json | system-deps
 
 deps: system-deps node_modules/.installed
 
-build: deps
+# The world map `make run` serves (Natural Earth z0-6 from the world-atlas npm package; a few seconds, 1.3 MB).
+WORLD_DATA := fixtures/world/natural-earth-z0-6.pmtiles
+$(WORLD_DATA): scripts/build-world-data.ts scripts/build-bench-data.ts | node_modules/.installed
+	node --import tsx scripts/build-world-data.ts --force
+
+build: deps $(WORLD_DATA)
 	node scripts/build.mjs
 
 typecheck: deps

@@ -70,7 +70,7 @@ function tileOf(lon: number, lat: number, z: number): { x: number; y: number } {
   };
 }
 
-function loadLayers(): { countries: GeoJSON.FeatureCollection; land: GeoJSON.FeatureCollection } {
+export function loadLayers(): { countries: GeoJSON.FeatureCollection; land: GeoJSON.FeatureCollection } {
   const require = createRequire(import.meta.url);
   const countriesTopo = JSON.parse(readFileSync(require.resolve('world-atlas/countries-50m.json'), 'utf8')) as Topology;
   const landTopo = JSON.parse(readFileSync(require.resolve('world-atlas/land-50m.json'), 'utf8')) as Topology;
@@ -86,8 +86,8 @@ function loadLayers(): { countries: GeoJSON.FeatureCollection; land: GeoJSON.Fea
   return { countries, land };
 }
 
-/** Every tile z0..MAX_ZOOM where a layer has features: a tile without features has no children with any. */
-function cutTiles(layers: Record<string, GeoJsonVt>): PmtilesTileInput[] {
+/** Every tile z0..maxZoom where a layer has features: a tile without features has no children with any. */
+export function cutTiles(layers: Record<string, GeoJsonVt>, maxZoom = MAX_ZOOM): PmtilesTileInput[] {
   const out: PmtilesTileInput[] = [];
   const visit = (z: number, x: number, y: number) => {
     const present: Record<string, VtTile> = {};
@@ -98,7 +98,7 @@ function cutTiles(layers: Record<string, GeoJsonVt>): PmtilesTileInput[] {
     if (Object.keys(present).length === 0) return;
     const mvt = fromGeojsonVt(present as unknown as Parameters<typeof fromGeojsonVt>[0], { version: 2, extent: EXTENT });
     out.push({ z, x, y, data: gzipSync(mvt, { level: 6 }) });
-    if (z === MAX_ZOOM) return;
+    if (z === maxZoom) return;
     for (const [dx, dy] of [[0, 0], [1, 0], [0, 1], [1, 1]]) visit(z + 1, x * 2 + dx, y * 2 + dy);
   };
   visit(0, 0, 0);

@@ -2,7 +2,7 @@
 // Why bundle: @maplibre/mlt ships ESM with extensionless relative imports that Node's loader refuses;
 // bundling resolves them at build time. Native and heavy runtime packages stay external.
 import { build } from 'esbuild';
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 const bundled = new Set(['@maplibre/mlt']);
@@ -27,3 +27,6 @@ await build({
   banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   logLevel: 'warning',
 }).catch(() => process.exit(1));
+
+// The pages' browser scripts and style sheet are served as they are (src/http/pages/page-files.ts).
+cpSync('src/http/pages/client', 'dist/client', { recursive: true });

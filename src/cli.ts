@@ -1,17 +1,17 @@
 #!/usr/bin/env node
-// Command line: `tileserver-ts --config FILE` or `tileserver-ts FILE.pmtiles FILE.mbtiles ...`.
+// Command line: `tileserver-ts --config FILE`, `tileserver-ts ARCHIVE|FOLDER|URL ...`, or nothing (a config.toml
+// in the working directory). Usage errors are one line and exit 2; start-up failures one line and exit 1.
 import cluster from 'node:cluster';
-import { createHash } from 'node:crypto';
-import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, type RunArgs } from './cli/args.js';
+import { AUTO_CONFIG_FILES, configFromInputs, findDefaultConfig } from './cli/inputs.js';
 import { ConfigError } from './config/errors.js';
-import { loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
+import { loadConfigFile } from './config/load.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './cluster/sizing.js';
 import { runSingle, runWorker } from './cluster/worker.js';
 import { log } from './log.js';
-import { buildAppState } from './state/app-state.js';
+import { buildAppState } from './state/build.js';
 import { SourceOpenError } from './sources/source.js';
 import { VERSION } from './version.js';
 import { telemetry } from './telemetry/recorder.js';
@@ -19,8 +19,9 @@ import { clusterMetrics, SCRAPE_ACTIVE_ENV, startScrapeListener } from './teleme
 
 const USAGE = `Usage:
   tileserver-ts --config FILE          serve what a TOML configuration file describes
-  tileserver-ts FILE.pmtiles|FILE.mbtiles ...
-                                       serve these archives with default settings
+  tileserver-ts PATH|URL ...           serve archives with default settings: FILE.pmtiles, FILE.mbtiles,
+                                       a folder (every .pmtiles and .mbtiles in it), an http(s):// PMTiles URL
+  tileserver-ts                        serve ${AUTO_CONFIG_FILES.join(' or ')} from the working directory
 Options:
   -c, --config FILE   configuration file (TOML)
       --host HOST     listen address (overrides server.host)
@@ -28,64 +29,41 @@ Options:
       --workers N     HTTP worker processes, or "auto" (overrides server.workers)
   -h, --help          show this help
   -v, --version       print the version
+Environment: LOG_LEVEL (default info), LOG_FORMAT (json or pretty; default pretty on a terminal)
 `;
 
-/** A config for archives given on the command line: one source each, id from the file name. */
-export function configFromFiles(files: string[]): LoadedConfig {
-  const used = new Set<string>();
-  const sources = files.map((file) => {
-    const ext = path.extname(file).toLowerCase();
-    if (ext !== '.pmtiles' && ext !== '.mbtiles') throw new ConfigError(`${file}: not a .pmtiles or .mbtiles file`);
-    let id = path.basename(file, path.extname(file)).replace(/[^A-Za-z0-9_.-]/g, '_').replace(/^[.-]+/, '') || 'source';
-    for (let n = 2; used.has(id); n++) id = `${id.replace(/-\d+$/, '')}-${n}`;
-    used.add(id);
-    return { id, type: ext.slice(1), path: path.resolve(file) };
-  });
-  const raw = { sources };
-  const { config, warnings } = validateConfig(raw, '(command line)', process.cwd());
-  return { config, hash: createHash('sha256').update(JSON.stringify(raw)).digest('hex'), file: undefined, warnings };
+/** A usage error: one line and a pointer to the help, exit 2. */
+function usageError(message: string): never {
+  process.stderr.write(`tileserver-ts: ${message} (see tileserver-ts --help)\n`);
+  process.exit(2);
 }
 
 async function main(): Promise<void> {
   if (cluster.isWorker) return runWorker();
   // Set by this process once its metrics listener is bound (workers inherit it); never taken from outside.
   delete process.env[SCRAPE_ACTIVE_ENV];
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: {
-      config: { type: 'string', short: 'c' },
-      host: { type: 'string' },
-      port: { type: 'string', short: 'p' },
-      workers: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean', short: 'v' },
-    },
-  });
-  if (values.help) return void process.stdout.write(USAGE);
-  if (values.version) return void process.stdout.write(`${VERSION}\n`);
-  if (!values.config && positionals.length === 0) {
-    process.stderr.write(`tileserver-ts: give --config FILE or archive files\n\n${USAGE}`);
-    process.exit(2);
-  }
-  if (values.config && positionals.length > 0) {
-    process.stderr.write('tileserver-ts: give either --config FILE or archive files, not both\n');
-    process.exit(2);
-  }
+  const args = parseArgs(process.argv.slice(2));
+  if (args.kind === 'help') return void process.stdout.write(USAGE);
+  if (args.kind === 'version') return void process.stdout.write(`${VERSION}\n`);
+  if (args.kind === 'usage') return usageError(args.message);
+  await run(args);
+}
 
-  const loaded = values.config ? loadConfigFile(values.config) : configFromFiles(positionals);
+async function run(args: RunArgs): Promise<void> {
+  let configFile = args.config;
+  if (configFile === undefined && args.inputs.length === 0) {
+    configFile = findDefaultConfig(process.cwd());
+    if (configFile === undefined) {
+      process.stderr.write(`tileserver-ts: give --config FILE or archives, folders or URLs to serve (no ${AUTO_CONFIG_FILES.join(' or ')} here)\n\n${USAGE}`);
+      process.exit(2);
+    }
+  }
+  const loaded = configFile !== undefined ? loadConfigFile(configFile) : configFromInputs(args.inputs);
   for (const w of loaded.warnings) log.warn(w);
   const server = loaded.config.server;
-  if (values.host) server.host = values.host;
-  if (values.port !== undefined) {
-    const port = Number(values.port);
-    if (!/^\d+$/.test(values.port) || port > 65535) throw new ConfigError(`--port: expected an integer 0..65535, got "${values.port}"`);
-    server.port = port;
-  }
-  if (values.workers !== undefined) {
-    const n = values.workers === 'auto' ? 'auto' : Number(values.workers);
-    if (n !== 'auto' && (!Number.isInteger(n) || n < 1)) throw new ConfigError(`--workers: expected "auto" or an integer >= 1, got "${values.workers}"`);
-    server.workers = n;
-  }
+  if (args.host !== undefined) server.host = args.host;
+  if (args.port !== undefined) server.port = args.port;
+  if (args.workers !== undefined) server.workers = args.workers;
 
   // Open every source once here, so a broken one stops start-up with one line instead of crashing each worker.
   const probe = await buildAppState(loaded);

@@ -3,16 +3,19 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { createServer as createHttpServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
 import { loadConfigFile, type LoadedConfig } from './config/load.js';
+import { accessLog } from './http/access-log.js';
 import { createApp } from './http/app.js';
-import type { RuntimeStatus, ServerContext } from './http/context.js';
+import type { ServerContext } from './http/context.js';
 import { initCodecs } from './http/encoding.js';
+import { answerConnect, front } from './http/front.js';
 import { tileFastLane } from './http/tile-fast-lane.js';
 import { log } from './log.js';
+import type { RuntimeStatus } from './runtime.js';
 import { RenderService } from './render/service.js';
-import { buildAppState } from './state/app-state.js';
+import { buildAppState } from './state/build.js';
 import { StateHolder } from './state/holder.js';
 import { VERSION } from './version.js';
-import { instrumentListener } from './telemetry/http.js';
+import { instrumentListener } from './http/request-metrics.js';
 import { telemetry } from './telemetry/recorder.js';
 import { scrapeListenerActive } from './telemetry/scrape-listener.js';
 
@@ -41,13 +44,22 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
   const { host, port } = loaded.config.server;
 
   const server: ServerType = await new Promise((resolve, reject) => {
-    // Tile requests go through the fast lane in front of Hono (http/tile-fast-lane.ts); everything else to Hono.
-    const createServer = ((options: ServerOptions, honoListener: RequestListener) => createHttpServer(options, instrumentListener(telemetry, tileFastLane(ctx, honoListener)))) as typeof createHttpServer;
+    // Every request is seen by the access log first, then by the metrics (telemetry/http.ts); tile requests go
+    // through the fast lane in front of Hono (http/tile-fast-lane.ts); the rest through the front's checks (http/front.ts) to Hono. The CORS list and
+    // the body timeout are not reloadable: read from the configuration the process started with.
+    const { cors_origins: corsOrigins, request_timeout_ms: bodyTimeoutMs } = loaded.config.server;
+    const createServer = ((options: ServerOptions, honoListener: RequestListener) =>
+      createHttpServer(options, accessLog(log, instrumentListener(telemetry, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener)))))) as typeof createHttpServer;
     const s = serve({ fetch: app.fetch, hostname: host, port, createServer }, () => resolve(s));
     s.once('error', reject);
   });
   const http = server as Server;
   http.keepAliveTimeout = 65_000;
+  // Node's own whole-request limit stays a backstop behind the front's body timeout, never in front of it.
+  http.requestTimeout = Math.max(http.requestTimeout, loaded.config.server.request_timeout_ms + 5_000);
+  answerConnect(http, loaded.config.server.cors_origins, (req, id, status, bytes) =>
+    log.info({ method: req.method, path: req.url, route: null, status, bytes, duration_ms: 0, req_id: id }, 'request'),
+  );
 
   return {
     ctx,

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { parseScrape, type Scrape } from './helpers/prom-text.js';
 
-const TILE_ROUTE = '/data/:source/:z/:x/:file';
+const TILE_ROUTE = '/data/{source}/{z}/{x}/{y}.{format}';
 const SOURCES = `
 [[sources]]
 id = "omt"
@@ -129,7 +129,7 @@ describe('metrics listener (strict labels)', () => {
     assert.equal((await get(`${s.url}/no/such/path`)).status, 404);
     const m = await scrape(metricsUrl);
     assert.equal(m.value('http_requests_total', { route: '/ping', status_class: '2xx' }), pingBefore + 1);
-    assert.ok(m.value('http_requests_total', { route: '/data/:file{.+\\.json}', status_class: '2xx' })! >= 1);
+    assert.ok(m.value('http_requests_total', { route: '/data/{source}.json', status_class: '2xx' })! >= 1);
     assert.equal(m.value('http_requests_total', { route: TILE_ROUTE, status_class: '4xx' }), 1);
     const unmatchedBefore = m.value('http_requests_total', { route: 'unmatched', status_class: '4xx' })!;
     assert.ok(unmatchedBefore >= 1);

@@ -9,7 +9,7 @@ import { waitFor } from './helpers/foundation.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedMetric } from './helpers/otlp-receiver.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 
-const TILE_ROUTE = '/data/:source/:z/:x/:file';
+const TILE_ROUTE = '/data/{source}/{z}/{x}/{y}.{format}';
 const SOURCES = `
 [[sources]]
 id = "omt"

@@ -4,7 +4,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { LoadedConfig } from '../config/load.js';
 import { log } from '../log.js';
 import { rereadConfig } from '../server.js';
-import { buildAppState } from '../state/app-state.js';
+import { buildAppState } from '../state/build.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
 
 /** No worker could start (the port is taken, say): the one line that says why. */
@@ -94,6 +94,21 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
     setTimeout(fork, delay);
   });
 
+  // Before the first fork: a SIGTERM that arrives between a fork and a later handler would meet the default
+  // action, ending this process and orphaning the workers already forked.
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    log.info('stopping: draining workers');
+    const workers = Object.values(cluster.workers ?? {});
+    if (workers.length === 0) process.exit(0);
+    // A signal, not a message: it cannot be lost while a worker is still loading (the default action then
+    // ends it, with nothing in flight); a running worker drains on it.
+    for (const w of workers) w?.process.kill('SIGTERM');
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
   for (let i = 0; i < count; i++) fork();
 
   process.on('SIGHUP', () => {
@@ -118,17 +133,5 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
       );
   });
 
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    log.info('stopping: draining workers');
-    const workers = Object.values(cluster.workers ?? {});
-    if (workers.length === 0) process.exit(0);
-    // A signal, not a message: it cannot be lost while a worker is still loading (the default action then
-    // ends it, with nothing in flight); a running worker drains on it.
-    for (const w of workers) w?.process.kill('SIGTERM');
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
   return startup;
 }

@@ -7,7 +7,8 @@ import * as v from 'valibot';
 import { ConfigSchema, type Config } from './schema.js';
 import { expandEnv } from './env.js';
 import { ConfigError } from './errors.js';
-import { unknownKeys } from './unknown-keys.js';
+import { didYouMean } from './suggest.js';
+import { unknownKeys, type UnknownKey } from './unknown-keys.js';
 import { compositeConfigProblems } from './composites.js';
 
 export { ConfigError };
@@ -41,14 +42,29 @@ function issueMessage(issue: v.BaseIssue<unknown>): string {
   return issue.message;
 }
 
+/** An unknown top-level name: an error, since a typo there drops a whole section (`[[source]]` serves nothing). */
+function unknownTopLevelLine(label: string, u: UnknownKey, value: unknown): string {
+  const what = value !== null && typeof value === 'object' ? 'section' : 'key';
+  const guess = didYouMean(u.key, u.known);
+  const hint = guess ? `did you mean "${guess}"?` : `expected one of ${u.known.join(', ')}`;
+  return `${label}: ${u.path}: unknown top-level ${what} (${hint})`;
+}
+
+/** An unknown key inside a known section: a warning, the rest of the file loads. */
+function unknownKeyWarning(label: string, u: UnknownKey): string {
+  const guess = didYouMean(u.key, u.known);
+  return `${label}: unknown key ${u.path} (ignored${guess ? `; did you mean "${guess}"?` : ''})`;
+}
+
 /** Validates an already-parsed TOML document. `label` names the file in messages. */
 export function validateConfig(raw: unknown, label: string, baseDir: string, env: NodeJS.ProcessEnv = process.env): { config: Config; warnings: string[] } {
   const expanded = expandEnv(raw, env, label);
+  const unknown = unknownKeys(ConfigSchema, expanded);
+  const root = expanded as Record<string, unknown>;
+  const lines = unknown.filter((u) => u.topLevel).map((u) => unknownTopLevelLine(label, u, root[u.key]));
   const result = v.safeParse(ConfigSchema, expanded);
-  if (!result.success) {
-    const lines = result.issues.map((issue) => `${label}: ${issuePath(issue)}: ${issueMessage(issue)}`);
-    throw new ConfigError(lines.join('\n'));
-  }
+  if (!result.success) lines.push(...result.issues.map((issue) => `${label}: ${issuePath(issue)}: ${issueMessage(issue)}`));
+  if (lines.length || !result.success) throw new ConfigError(lines.join('\n'));
   const config = resolvePaths(result.output, baseDir);
   const seen = new Set<string>();
   for (const [i, s] of config.sources.entries()) {
@@ -60,7 +76,7 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
   }
   const compositeProblems = compositeConfigProblems(config);
   if (compositeProblems.length) throw new ConfigError(compositeProblems.map((p) => `${label}: ${p}`).join('\n'));
-  const warnings = unknownKeys(ConfigSchema, expanded).map((key) => `${label}: unknown key ${key} (ignored)`);
+  const warnings = unknown.filter((u) => !u.topLevel).map((u) => unknownKeyWarning(label, u));
   return { config, warnings };
 }
 
@@ -76,10 +92,21 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   try {
     raw = parseToml(bytes.toString('utf8'));
   } catch (err) {
-    throw new ConfigError(`${file}: invalid TOML: ${(err as Error).message.split('\n')[0]}`);
+    throw new ConfigError(tomlSyntaxLine(file, err));
   }
   const { config, warnings } = validateConfig(raw, file, path.dirname(abs), env);
   return { config, hash: createHash('sha256').update(bytes).digest('hex'), file: abs, warnings };
+}
+
+/**
+ * `FILE:LINE:COLUMN: invalid TOML: what`, the form editors and terminals turn into a jump to the place. smol-toml
+ * puts the place in `line`/`column` and appends a code excerpt to its message, which is left out: one line.
+ */
+export function tomlSyntaxLine(file: string, err: unknown): string {
+  const { line, column, message } = err as { line?: unknown; column?: unknown; message?: unknown };
+  const what = String(message ?? err).split('\n')[0].replace(/^Invalid TOML document:\s*/, '');
+  const place = typeof line === 'number' && typeof column === 'number' ? `:${line}:${column}` : '';
+  return `${file}${place}: invalid TOML: ${what}`;
 }
 
 /** Relative file paths in the config are relative to the config file, as a user editing it expects. */

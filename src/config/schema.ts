@@ -24,10 +24,14 @@ export const ServerSchema = v.object({
   upload_dir: v.optional(nonEmpty),
   upload_max_size_mb: v.optional(v.pipe(v.number(), v.minValue(1)), 500),
   disable_render: v.optional(v.boolean(), false),
+  /** Where the embed page, home page and viewers load maplibre-gl from: a pinned script host ("cdn") or this service ("local"). */
+  embed_assets: v.optional(v.picklist(['cdn', 'local']), 'cdn'),
   /** Cache-Control of tiles and tile metadata. */
   tile_cache_control: v.optional(nonEmpty, 'public, max-age=86400'),
   /** Threads of this process's vector pool (MVT<->MLT transcoding, composites, queries); default: its share of the cores. */
   transcode_threads: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(256))),
+  /** Time for a request's whole body to arrive, from its start; past it 408 and the connection ends. Not reloadable. */
+  request_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(3_600_000)), 60_000),
 });
 
 export const SourceSchema = v.object({

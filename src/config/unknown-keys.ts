@@ -1,8 +1,20 @@
-// Lists the keys of a parsed document that a valibot schema does not declare, by key path.
-// valibot's `object` drops unknown keys silently; a user who typos `max_zoom` deserves to hear about it.
+// Lists the keys of a parsed document that a valibot schema does not declare, by key path, with the names the
+// schema knows there. valibot's `object` drops unknown keys silently; a user who typos `max_zoom` deserves to
+// hear about it, and one who typos a whole section (`[[source]]`) must not get a server without it.
 import type * as v from 'valibot';
 
 type AnySchema = v.GenericSchema & { type: string; entries?: Record<string, AnySchema>; item?: AnySchema; wrapped?: AnySchema; options?: AnySchema[] };
+
+export interface UnknownKey {
+  /** Where it is: `sources[0].max_zoom`. */
+  path: string;
+  /** The key as written. */
+  key: string;
+  /** The keys the schema declares at that place. */
+  known: string[];
+  /** At the root of the document: a top-level section or key. */
+  topLevel: boolean;
+}
 
 function unwrap(schema: AnySchema): AnySchema {
   let s = schema;
@@ -14,14 +26,20 @@ function unwrap(schema: AnySchema): AnySchema {
   return s;
 }
 
-export function unknownKeys(schema: v.GenericSchema, value: unknown, keyPath = ''): string[] {
+/** The keys an object schema declares; empty for any other schema. New sections added to the schema are known here at once. */
+export function declaredKeys(schema: v.GenericSchema): string[] {
+  return Object.keys(unwrap(schema as AnySchema).entries ?? {});
+}
+
+export function unknownKeys(schema: v.GenericSchema, value: unknown, keyPath = ''): UnknownKey[] {
   const s = unwrap(schema as AnySchema);
-  const out: string[] = [];
+  const out: UnknownKey[] = [];
   if (s.entries && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const known = Object.keys(s.entries);
     for (const [k, item] of Object.entries(value)) {
       const child = keyPath ? `${keyPath}.${k}` : k;
-      const sub = s.entries[k];
-      if (!sub) out.push(child);
+      const sub = Object.hasOwn(s.entries, k) ? s.entries[k] : undefined;
+      if (!sub) out.push({ path: child, key: k, known, topLevel: keyPath === '' });
       else out.push(...unknownKeys(sub, item, child));
     }
   } else if (s.item && Array.isArray(value)) {

@@ -1,25 +1,25 @@
 // The Hono application: middleware (CORS, errors) and one module of routes per area.
+import type { IncomingMessage } from 'node:http';
 import { Hono } from 'hono';
+import { requestIdOf } from './access-log.js';
 import type { ServerContext } from './context.js';
 import { corsMiddleware } from './cors.js';
 import { headContentLength } from './head.js';
 import { HttpProblem, problem } from './problem.js';
 import { Router } from './router.js';
 import { registerDataRoutes } from './routes/data.js';
+import { registerEmbedRoutes } from './routes/embed.js';
 import { registerFileRoutes } from './routes/files.js';
 import { registerFontRoutes } from './routes/fonts.js';
 import { registerOperationalRoutes } from './routes/operational.js';
+import { registerPageRoutes } from './routes/pages.js';
 import { registerRenderRoutes } from './routes/render.js';
 import { registerSpatialRoutes } from './routes/spatial.js';
 import { registerStyleRoutes } from './routes/styles.js';
 import type { Logger } from '../log.js';
-import { telemetry } from '../telemetry/recorder.js';
-import { routeTemplate } from '../telemetry/http.js';
 
 export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router: Router } {
   const app = new Hono();
-  // Metrics name each request's matched route template (telemetry/http.ts); nothing to do when they are off.
-  if (telemetry.on) app.use('*', routeTemplate());
   // CORS is not reloadable (spec): read the allow-list once, from the configuration the process started with.
   const origins = ctx.holder.current.config.server.cors_origins;
   app.use('*', corsMiddleware(origins));
@@ -29,7 +29,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
     if (err instanceof HttpProblem) {
       return problem(c, err.status, err.title, err.detail, err.extra, err.headers);
     }
-    log.error({ err, path: c.req.path }, 'request failed');
+    log.error({ err, path: c.req.path, req_id: requestIdOf((c.env as { incoming?: IncomingMessage } | undefined)?.incoming) }, 'request failed');
     return problem(c, 500, 'Internal error', 'the request could not be completed; the error is in the server log');
   });
   app.notFound((c) => problem(c, 404, 'Not found', `no route for ${c.req.method} ${c.req.path}`));
@@ -41,6 +41,8 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   registerSpatialRoutes(router, ctx);
   registerStyleRoutes(router, ctx);
   registerFontRoutes(router, ctx);
+  registerEmbedRoutes(router, ctx);
+  registerPageRoutes(router, ctx);
   // Last: the render routes' wide patterns (/styles/{style}/{z}/{x}/{y}.png) must not shadow other /styles routes.
   registerRenderRoutes(router, ctx);
   return { app, router };

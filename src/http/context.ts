@@ -4,29 +4,10 @@ import type { StateHolder } from '../state/holder.js';
 import type { AppState } from '../state/app-state.js';
 import type { UrlContext } from '../sources/tilejson.js';
 import type { RenderService } from '../render/service.js';
+import type { RenderRequestEnv, RuntimeStatus } from '../runtime.js';
 
-export type RendererState = 'starting' | 'ready' | 'unavailable';
-
-/** Facts about this process that /ping reports and later capabilities (renderer, metrics) fill in. */
-export interface RuntimeStatus {
-  /** A renderer backend is started and answering. */
-  rendererEnabled: boolean;
-  /** Name of the renderer backend in use, when one is. */
-  renderer: string | undefined;
-  /**
-   * `starting` while renderers warm up, `ready` once one has drawn a frame, `unavailable` when none can start
-   * or rendering is off (disabled, or no styles).
-   */
-  rendererState: RendererState;
-  /** Rendering is configured (enabled, with styles): readiness waits for it. */
-  rendererWanted: boolean;
-  /** What the other worker processes of the cluster report as not ready (from the primary); empty alone. */
-  peersNotReady: string[];
-  /** The static-image and social-card routes are mounted. */
-  renderRoutesMounted: boolean;
-  scrapeListenerActive: boolean;
-  ogcEnabled: boolean;
-}
+// Still importable from here for code written before they moved to src/runtime.ts.
+export type { RenderRequestEnv, RuntimeStatus };
 
 export interface ServerContext {
   holder: StateHolder;
@@ -48,9 +29,4 @@ export function urlContext(c: Context, state: AppState): UrlContext {
 /** Whether this request comes from a renderer in-process (src/render/resources.ts), not from a client. */
 export function isRenderRequest(c: Context): boolean {
   return (c.env as RenderRequestEnv | undefined)?.renderBase !== undefined;
-}
-
-/** The Hono `env` of a request a renderer makes in-process through `app.fetch`. */
-export interface RenderRequestEnv {
-  renderBase: string;
 }

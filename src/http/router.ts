@@ -4,6 +4,8 @@ import type { Context, Hono } from 'hono';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import type { AppState } from '../state/app-state.js';
+import type { ServerResponse } from 'node:http';
+import { noteRoute } from './access-log.js';
 import { problem } from './problem.js';
 
 type Schema = v.GenericSchema;
@@ -55,7 +57,12 @@ export class Router {
           return why === undefined ? handler(c) : problem(c, 404, 'Not found', `no route for ${c.req.method} ${c.req.path} (${why})`);
         }
       : handler;
-    this.app.on(doc.method.toUpperCase(), doc.hono, gated);
+    // The access log names the route template; requests a renderer makes in-process have no node response.
+    const noted: Handler = (c) => {
+      noteRoute((c.env as { outgoing?: ServerResponse } | undefined)?.outgoing, doc.path);
+      return gated(c);
+    };
+    this.app.on(doc.method.toUpperCase(), doc.hono, noted);
   }
 
   /** The routes mounted under `state`: what /openapi.json describes. */

@@ -14,14 +14,12 @@ import { parseTileCoord } from '../tiles/coords.js';
 import { formatFromExtension } from '../tiles/format.js';
 import { fetchTile, type TileResult } from '../tiles/tile-service.js';
 import type { ServerContext } from './context.js';
+import { noteRoute } from './access-log.js';
 import { simpleCorsHeaders } from './cors.js';
 import { acceptedEncodings } from './encoding.js';
 import { ifNoneMatchHits } from './respond.js';
-import { setRoute } from '../telemetry/http.js';
 import { telemetry } from '../telemetry/recorder.js';
 
-/** Hono's pattern of the tile route (routes/data.ts): the `route` label of the tiles the lane answers too. */
-export const TILE_ROUTE = '/data/:source/:z/:x/:file';
 
 /** A tile request's successful answer, without CORS (added by the middleware or the lane). Header names in lower case. */
 export interface TileAnswer {
@@ -45,6 +43,9 @@ export function tileAnswer(result: Answerable, cacheControl: string, ifNoneMatch
   return { status: 200, headers, body: result.body };
 }
 
+/** The template of the Hono route this lane answers for (src/http/routes/data.ts), for the access log. */
+const TILE_ROUTE = '/data/{source}/{z}/{x}/{y}.{format}';
+
 /** `/data/{id}/{z}/{x}/{y}.{ext}` with an id of the configured-id alphabet and digits only; no `%`, no `@2x`. */
 const TILE_PATH = /^\/data\/([A-Za-z0-9_][A-Za-z0-9_.-]*)\/(\d{1,2})\/(\d{1,9})\/(\d{1,9})\.([a-z]{3,4})$/;
 
@@ -61,6 +62,7 @@ export function tileFastLane(ctx: ServerContext, fallback: RequestListener): Req
     if (cors.varyOrigin) headers.vary = headers.vary ? `${headers.vary}, Origin` : 'Origin';
     // HEAD gets the length of the body a GET would get; node:http sends no body for HEAD.
     if (a.body) headers['content-length'] = String(a.body.byteLength);
+    noteRoute(res, TILE_ROUTE);
     res.writeHead(a.status, headers);
     res.end(a.body);
   };
@@ -82,10 +84,7 @@ export function tileFastLane(ctx: ServerContext, fallback: RequestListener): Req
         if (result.kind !== 'tile' && result.kind !== 'empty') return fallback(req, res);
         try {
           const answer = tileAnswer(result, state.config.server.tile_cache_control, req.headers['if-none-match']);
-          if (telemetry.on) {
-            setRoute(res, TILE_ROUTE);
-            telemetry.tile({ source: m[1], format, z: parsed.coord.z }, result, started, answer.body?.byteLength);
-          }
+          if (telemetry.on) telemetry.tile({ source: m[1], format, z: parsed.coord.z }, result, started, answer.body?.byteLength);
           send(req, res, answer);
         } catch (err) {
           // Writing failed (the socket is gone): nothing left to answer.

@@ -19,7 +19,7 @@ export interface PoolOptions {
   pages: number;
   timeoutMs: number;
   maxQueue: number;
-  /** Longest wait for a renderer (render.queue_timeout_ms); then the render fails as an overload. */
+  /** Longest wait for a renderer (render.queue_timeout_ms); then the render fails ('queue_timeout'). */
   queueTimeoutMs: number;
   maxRenders: number;
   maxFrame: number;
@@ -149,8 +149,8 @@ export class RenderPool {
   }
 
   /**
-   * Renders a frame once a renderer is free. Fails as an overload when `max_queue` renders are already waiting
-   * or the wait passes `queue_timeout_ms`, and as cancelled when `call.cancel` fires while it waits.
+   * Renders a frame once a renderer is free. Fails with 'overload' when `max_queue` renders are already waiting,
+   * 'queue_timeout' when the wait passes `queue_timeout_ms`, and 'cancelled' when `call.cancel` fires first.
    */
   async render(style: StyleRef, frame: Frame, call: RenderCall = {}): Promise<RenderedFrame> {
     await this.admit(call.cancel);

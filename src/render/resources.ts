@@ -1,6 +1,6 @@
 // Resources of a render: tiles, glyphs, sprites, TileJSON and the style itself, answered in-process by the
 // front's own Hono app (`app.fetch`), so renders use the same code and caches as HTTP clients, with no socket.
-import type { RenderRequestEnv } from '../http/context.js';
+import type { RenderRequestEnv } from '../runtime.js';
 import type { Resource, ResourceFetcher } from './renderer.js';
 
 /** Origin of in-process requests; it never reaches a network. */

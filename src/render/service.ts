@@ -7,11 +7,12 @@ import path from 'node:path';
 import { setMaxListeners } from 'node:events';
 import type { RenderConfig } from '../config/schema.js';
 import { poolShare, workerCount } from '../cluster/sizing.js';
-import type { RuntimeStatus } from '../http/context.js';
-import { resolvedCacheDir } from '../http/routes/operational.js';
+import { resolvedCacheDir } from '../config/paths.js';
 import type { Logger } from '../log.js';
+import type { RuntimeStatus } from '../runtime.js';
 import type { AppState } from '../state/app-state.js';
-import type { LoadedStyle } from '../styles/registry.js';
+import { firstRenderableStyle } from '../styles/generated.js';
+import type { LoadedStyle } from '../styles/loaded-style.js';
 import { etagOf } from '../tiles/tile-service.js';
 import { backendCandidates } from './backends/select.js';
 import type { Camera } from './camera.js';
@@ -70,6 +71,8 @@ export class RenderService {
   private starting: Promise<void> | undefined;
   private reason: string | undefined = 'rendering has not started';
   private poolKey: string | undefined;
+  /** Starts the pool of the current state when the first render asks for it (only generated styles to render). */
+  private deferredStart: (() => void) | undefined;
   /** Counts pool changes: a pool that finishes starting after a newer change closes itself. */
   private generation = 0;
   private workers: AppState['config']['server']['workers'] | undefined;
@@ -107,31 +110,40 @@ export class RenderService {
       this.cacheKeyOfCache = cacheKey;
     }
     this.runtime.renderRoutesMounted = !state.config.server.disable_render;
-    const wanted = !state.config.server.disable_render && state.styles.size > 0;
+    // Generated styles are rendered too: a vector source is something to render even without a configured style.
+    const firstStyle = firstRenderableStyle(state);
+    const wanted = !state.config.server.disable_render && firstStyle !== undefined;
     // The number of worker processes cannot change without a restart: size pools by the one the process began with.
     this.workers ??= state.config.server.workers;
     const key = JSON.stringify(cfg);
     if (!wanted) {
-      this.reason = state.config.server.disable_render ? 'server.disable_render is set' : 'no styles are configured';
+      this.reason = state.config.server.disable_render ? 'server.disable_render is set' : 'no styles are configured and no vector source has a generated style';
       void this.stopPool();
       this.runtime.rendererState = 'unavailable';
       this.runtime.rendererWanted = false;
       return;
     }
-    this.runtime.rendererWanted = true;
     if (key === this.poolKey && (this.pool || this.starting)) return;
     // The old pool (if any) is closed before the new one starts: never two sets of browsers at once.
     const previous = this.stopPool();
-    this.runtime.rendererState = 'starting';
     this.poolKey = key;
     const generation = this.generation;
-    const firstStyle = state.styles.values().next().value as LoadedStyle;
-    const starting = previous.then(() => this.startPool(cfg, state, firstStyle, generation));
-    this.starting = starting;
-    const done = () => {
-      if (this.starting === starting) this.starting = undefined;
+    const start = () => {
+      const starting = previous.then(() => this.startPool(cfg, state, firstStyle!, generation));
+      this.starting = starting;
+      const done = () => {
+        if (this.starting === starting) this.starting = undefined;
+      };
+      starting.then(done, done);
     };
-    starting.then(done, done);
+    // With generated styles only (archives served without a config, say), browsers start with the first render
+    // request instead of in every server that may never render.
+    // Readiness waits only for a pool that starts with the process; one started on demand is reported by
+    // renderer_state (unavailable until asked, then starting and ready) but never holds the service back.
+    this.runtime.rendererWanted = state.styles.size > 0;
+    this.runtime.rendererState = state.styles.size > 0 ? 'starting' : 'unavailable';
+    if (state.styles.size > 0) start();
+    else this.deferredStart = start;
   }
 
   private async startPool(cfg: RenderConfig, state: AppState, warmStyle: LoadedStyle, generation: number): Promise<void> {
@@ -233,6 +245,7 @@ export class RenderService {
     this.pool = undefined;
     this.starting = undefined;
     this.poolKey = undefined;
+    this.deferredStart = undefined;
     this.runtime.rendererEnabled = false;
     this.runtime.renderer = undefined;
     this.runtime.rendererState = 'unavailable';
@@ -246,6 +259,9 @@ export class RenderService {
 
   /** The pool, waiting for it while it starts; RenderError 'unavailable' when there is none. */
   private async ready(): Promise<RenderPool> {
+    const deferred = this.deferredStart;
+    this.deferredStart = undefined;
+    deferred?.();
     if (this.starting) await Promise.race([this.starting.catch(() => {}), new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
     if (this.pool) return this.pool;
     throw new RenderError('unavailable', this.starting ? 'the renderer is still starting' : (this.reason ?? 'rendering is not available'));

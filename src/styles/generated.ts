@@ -1,10 +1,12 @@
 // The style generated for a vector source that has no configured style of its id (spec rule 3): for every
 // source-layer one fill, one line and one circle layer, each filtered to its geometry type, in a colour
 // derived from the layer name, with line widths and circle radii interpolated by zoom.
+import { createHash } from 'node:crypto';
 import type { LayerSpecification, StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 import { isVector } from '../tiles/format.js';
 import type { UrlContext } from '../sources/tilejson.js';
 import type { AppState } from '../state/app-state.js';
+import type { LoadedStyle } from './loaded-style.js';
 import { findSource, servedSources } from './rewrite.js';
 
 /** FNV-1a, 32 bit: a small stable hash, so a layer keeps its colour across restarts and machines. */
@@ -89,4 +91,47 @@ export function generatedStyle(state: AppState, sourceId: string, ctx: UrlContex
     layers,
   };
   return style;
+}
+
+/** Generated styles already built, per state; bounded, since ad-hoc composite ids (`a+b`) are open-ended. */
+const GENERATED_LIMIT = 256;
+const generatedByState = new WeakMap<AppState, Map<string, LoadedStyle | undefined>>();
+
+/**
+ * The generated style of a vector source as a loaded style, so the render routes, WMTS and the raster TileJSON
+ * serve it like a configured one. Its hash covers the generated JSON (URLs left out: they depend on the request),
+ * so rendered images are cached per layer list and centre.
+ */
+export function generatedLoadedStyle(state: AppState, sourceId: string): LoadedStyle | undefined {
+  let known = generatedByState.get(state);
+  if (known?.has(sourceId)) return known.get(sourceId);
+  const style = generatedStyle(state, sourceId, { base: '', key: undefined, forRenderer: true });
+  const loaded: LoadedStyle | undefined = style && {
+    id: sourceId,
+    name: style.name ?? sourceId,
+    path: '',
+    dir: '',
+    style,
+    hash: createHash('sha256').update(`generated\n${JSON.stringify({ ...style, sources: {} })}`).digest('hex'),
+  };
+  if (!known) generatedByState.set(state, (known = new Map()));
+  if (known.size >= GENERATED_LIMIT) known.delete(known.keys().next().value!);
+  known.set(sourceId, loaded);
+  return loaded;
+}
+
+/** The style named `id`: a configured one, else the generated style of the vector source of that id (spec rule 3). */
+export function styleById(state: AppState, id: string): LoadedStyle | undefined {
+  return state.styles.get(id) ?? generatedLoadedStyle(state, id);
+}
+
+/** A style the renderer can warm up with: the first configured one, else the first vector source's generated one. */
+export function firstRenderableStyle(state: AppState): LoadedStyle | undefined {
+  const configured = state.styles.values().next().value;
+  if (configured) return configured;
+  for (const id of state.sources.keys()) {
+    const generated = generatedLoadedStyle(state, id);
+    if (generated) return generated;
+  }
+  return undefined;
 }

@@ -9,24 +9,12 @@ import { ConfigError } from '../config/errors.js';
 import type { StyleConfig } from '../config/schema.js';
 import type { TileSource } from '../sources/source.js';
 import type { FontIndex } from './fonts.js';
+import type { LoadedStyle } from './loaded-style.js';
 import { sourceRef } from './rewrite.js';
 import { findSpriteBase } from './sprites.js';
 
-export interface LoadedStyle {
-  id: string;
-  /** Display name: the config's `name`, else the style's own `name`, else the id. */
-  name: string;
-  /** Absolute path of the style file. */
-  path: string;
-  /** Folder of the style file (sprites are looked for here). */
-  dir: string;
-  /** The style as the file has it; never modified (see rewrite.ts for the served form). */
-  style: StyleSpecification;
-  /** SHA-256 (hex) of the style file's bytes. */
-  hash: string;
-  /** Absolute path of the sprite files without extension, e.g. `/…/osm-liberty`, when they were found. */
-  spriteBase?: string;
-}
+// The shape of a loaded style lives in loaded-style.ts, a leaf module the state's type can import.
+export type { LoadedStyle };
 
 /** A style that cannot be served; the message names the file. A ConfigError, so start-up reports it as one line. */
 export class StyleLoadError extends ConfigError {

@@ -7,7 +7,7 @@ import { withKey } from '../sources/tilejson.js';
 import type { SourceInfo, TileSource } from '../sources/source.js';
 import type { AppState } from '../state/app-state.js';
 import { RENDER_MAXZOOM } from '../tiles/overzoom.js';
-import type { LoadedStyle } from './registry.js';
+import type { LoadedStyle } from './loaded-style.js';
 
 /**
  * The source id of a style source URL that names a source of this service: `mbtiles://ID`, `pmtiles://ID` or

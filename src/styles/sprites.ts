@@ -2,7 +2,7 @@
 // of the style's `sprite` URL (`osm-liberty.json`, `osm-liberty@2x.png`) or `sprite.json`/`sprite.png`.
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { LoadedStyle } from './registry.js';
+import type { LoadedStyle } from './loaded-style.js';
 
 export type SpriteScale = 1 | 2 | 3;
 export type SpriteExt = 'png' | 'json';

@@ -4,7 +4,7 @@ import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 import { WORLD_BOUNDS, type Bounds, type Center } from '../sources/source.js';
 import { withKey, type TileJson, type UrlContext } from '../sources/tilejson.js';
 import type { AppState } from '../state/app-state.js';
-import type { LoadedStyle } from './registry.js';
+import type { LoadedStyle } from './loaded-style.js';
 import { findSource, sourceRef } from './rewrite.js';
 
 /** Raster TileJSON of styles is offered only where raster rendering is configured (spec: disable_render). */

@@ -11,7 +11,7 @@ import { acceptedEncodings } from '../encoding.js';
 import { isRenderRequest, urlContext, type ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import { sendJson } from '../respond.js';
-import { tileAnswer, TILE_ROUTE } from '../tile-fast-lane.js';
+import { tileAnswer } from '../tile-fast-lane.js';
 import { telemetry } from '../../telemetry/recorder.js';
 import { KEY_QUERY, param, type Router } from '../router.js';
 
@@ -75,7 +75,7 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
     {
       method: 'get',
       path: '/data/{source}/{z}/{x}/{y}.{format}',
-      hono: TILE_ROUTE,
+      hono: '/data/:source/:z/:x/:file',
       summary: 'A tile of a source',
       tag: 'Tiles',
       description:

@@ -2,12 +2,12 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import os from 'node:os';
 import * as v from 'valibot';
 import type { ServerContext } from '../context.js';
 import { openApiDocument, param, type Router } from '../router.js';
 import { problem, problemBody } from '../problem.js';
 import type { AppState } from '../../state/app-state.js';
+import { resolvedCacheDir } from '../../config/paths.js';
 
 export const PingSchema = v.object({
   status: v.literal('ok'),
@@ -103,9 +103,8 @@ function renderStats(ctx: ServerContext): Ping['render_stats'] {
   };
 }
 
-export function resolvedCacheDir(state: AppState): string {
-  return state.config.cache.dir ?? path.join(os.tmpdir(), 'tileserver-ts');
-}
+// Still importable from here for code written before it moved to src/config/paths.ts.
+export { resolvedCacheDir };
 
 export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
   r.add(

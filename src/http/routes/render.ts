@@ -20,9 +20,12 @@ import {
   type Problem,
 } from '../../render/static-params.js';
 import { parseLonLat, parseNumber } from '../../render/overlays.js';
+import { styleById } from '../../styles/generated.js';
 import { rasterStylesOffered } from '../../styles/style-tilejson.js';
 import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
+import type { IncomingMessage } from 'node:http';
 import { log } from '../../log.js';
+import { requestIdOf } from '../access-log.js';
 import type { ServerContext } from '../context.js';
 import { problem, problemBody } from '../problem.js';
 import { notModified } from '../respond.js';
@@ -55,7 +58,8 @@ function invalid(c: Context, p: Problem): Response {
  */
 function renderProblem(c: Context, style: string, err: unknown): Response {
   const e = err instanceof RenderError ? err : new RenderError('failed', (err as Error).message);
-  const request = { method: c.req.method, path: new URL(c.req.url).pathname, request_id: c.req.header('x-request-id') };
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  const request = { method: c.req.method, path: new URL(c.req.url).pathname, req_id: requestIdOf(incoming) };
   const fields = { style, reason: e.reason, err: e.message, ...request };
   if (e.reason === 'cancelled') log.info(fields, 'render dropped: the client went away');
   else if (e.reason === 'overload' || e.reason === 'queue_timeout') log.warn(fields, 'render refused: overload');
@@ -122,7 +126,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
   const begin = (c: Context) => {
     const state = ctx.holder.current;
     const id = param(c, 'style');
-    const style = state.styles.get(id);
+    const style = styleById(state, id);
     if (!style) return { res: problem(c, 404, 'Style not found', `no style with id "${id}"`) };
     return { state, style, render };
   };

@@ -2,7 +2,7 @@
 // and sprites. The logic is in src/styles/; these handlers validate, look up and answer.
 import * as v from 'valibot';
 import type { Context } from 'hono';
-import { generatedStyle } from '../../styles/generated.js';
+import { generatedStyle, styleById } from '../../styles/generated.js';
 import { findSource, servedStyle, styleJsonUrl } from '../../styles/rewrite.js';
 import { parseSpriteFile, readSprite } from '../../styles/sprites.js';
 import { styleTileJson } from '../../styles/style-tilejson.js';
@@ -90,7 +90,7 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const id = param(c, 'file').slice(0, -'.json'.length);
-      const style = state.styles.get(id);
+      const style = styleById(state, id);
       if (!style) return noStyle(c, id);
       return sendJson(c, state, styleTileJson(state, style, urlContext(c, state)));
     },
@@ -114,7 +114,7 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const id = param(c, 'style');
-      const style = state.styles.get(id);
+      const style = styleById(state, id);
       if (!style) return noStyle(c, id);
       const body = Buffer.from(wmtsCapabilities(state, style, urlContext(c, state)));
       return sendBytes(c, state, body, 'application/xml; charset=utf-8', METADATA_CACHE_CONTROL);
@@ -145,7 +145,7 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
       const id = param(c, 'style');
       const parsed = parseSpriteFile(param(c, 'file'));
       if (!parsed.ok) return problem(c, 400, 'Invalid sprite request', parsed.problem);
-      const style = state.styles.get(id);
+      const style = styleById(state, id);
       if (!style) return noStyle(c, id);
       const bytes = await readSprite(style, parsed.scale, parsed.ext);
       if (!bytes) return problem(c, 404, 'Sprite not found', `style "${id}" has no ${param(c, 'file')}`);

@@ -1,0 +1,101 @@
+// The access log and the request id, at the node:http level so every answer is seen: the tile fast lane's,
+// Hono's, and those the front (front.ts) gives to malformed requests. One line per request when it ends:
+// method, path, route template, status, bytes, duration and request id.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Logger } from '../log.js';
+
+/** The route template that answered (`/data/{source}/{z}/{x}/{y}.{format}`), noted by the router and the fast lane. */
+const routes = new WeakMap<ServerResponse, string>();
+const ids = new WeakMap<IncomingMessage, string>();
+
+export function noteRoute(res: ServerResponse | undefined, template: string): void {
+  if (res) routes.set(res, template);
+}
+
+/** The route template noted for `res`, if a route (or the fast lane) answered it; the metrics label it so. */
+export function notedRoute(res: ServerResponse): string | undefined {
+  return routes.get(res);
+}
+
+/** The request id of a request the access log has seen. */
+export function requestIdOf(req: IncomingMessage | undefined): string | undefined {
+  return req ? ids.get(req) : undefined;
+}
+
+/**
+ * A proxy's `X-Request-Id` is kept when it is a reasonable token (printable ASCII without spaces, at most 128
+ * characters), so one id follows a request through every hop; anything else is replaced, since it would be
+ * echoed into a response header and a log line.
+ */
+export function requestId(header: string | string[] | undefined): string {
+  const given = Array.isArray(header) ? header[0] : header;
+  return given !== undefined && /^[\x21-\x7e]{1,128}$/.test(given) ? given : randomUUID();
+}
+
+/** The path of a request target without its query: queries may carry API keys (`?key=`), which logs must not keep. */
+export function targetPath(url: string | undefined): string {
+  const target = url ?? '';
+  const q = target.indexOf('?');
+  return q < 0 ? target : target.slice(0, q);
+}
+
+/** Counts the body bytes written to `res` (the headers are not counted). */
+function countBytes(res: ServerResponse): () => number {
+  let bytes = 0;
+  const add = (chunk: unknown, encoding?: unknown) => {
+    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
+    if (typeof chunk === 'string') bytes += Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+    else if (ArrayBuffer.isView(chunk)) bytes += chunk.byteLength;
+  };
+  const write = res.write;
+  const end = res.end;
+  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
+    add(chunk, rest[0]);
+    return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
+  } as typeof res.write;
+  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
+    add(chunk, rest[0]);
+    return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
+  } as typeof res.end;
+  return () => bytes;
+}
+
+/** One access-log record of a finished (or abandoned) request. */
+export function logAccess(log: Logger, req: IncomingMessage, res: ServerResponse, startNs: bigint, bytes: number): void {
+  const durationMs = Number(process.hrtime.bigint() - startNs) / 1e6;
+  const completed = res.writableFinished;
+  // Node sends no body with these, whatever a handler passed to end().
+  const bodyless = req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
+  log.info(
+    {
+      method: req.method,
+      path: targetPath(req.url),
+      route: routes.get(res) ?? null,
+      status: res.statusCode,
+      bytes: bodyless ? 0 : bytes,
+      duration_ms: Math.round(durationMs * 10) / 10,
+      req_id: ids.get(req),
+      ...(completed ? {} : { aborted: true }),
+    },
+    'request',
+  );
+}
+
+/**
+ * Gives every request an id (echoed in `X-Request-Id`) and, when the log level includes info, logs one line when
+ * its response ends or its connection closes first.
+ */
+export function accessLog(log: Logger, next: RequestListener): RequestListener {
+  return (req, res) => {
+    const id = requestId(req.headers['x-request-id']);
+    ids.set(req, id);
+    res.setHeader('X-Request-Id', id);
+    if (log.isLevelEnabled('info')) {
+      const start = process.hrtime.bigint();
+      const bytes = countBytes(res);
+      res.once('close', () => logAccess(log, req, res, start, bytes()));
+    }
+    next(req, res);
+  };
+}

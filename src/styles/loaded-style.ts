@@ -1,0 +1,18 @@
+// A configured style as the service holds it (read and validated by registry.ts; generated ones by generated.ts).
+import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
+
+export interface LoadedStyle {
+  id: string;
+  /** Display name: the config's `name`, else the style's own `name`, else the id. */
+  name: string;
+  /** Absolute path of the style file. */
+  path: string;
+  /** Folder of the style file (sprites are looked for here). */
+  dir: string;
+  /** The style as the file has it; never modified (see rewrite.ts for the served form). */
+  style: StyleSpecification;
+  /** SHA-256 (hex) of the style file's bytes. */
+  hash: string;
+  /** Absolute path of the sprite files without extension, e.g. `/…/osm-liberty`, when they were found. */
+  spriteBase?: string;
+}

@@ -1,0 +1,185 @@
+// Config errors that point at the mistake: TOML syntax errors as FILE:LINE:COLUMN, "did you mean" for a key one
+// edit away from a known one, and unknown top-level sections or keys as errors (a typo there would silently
+// drop a whole section). Property tests for the one-edit check against a reference edit distance.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { loadConfigFile, validateConfig } from '../src/config/load.js';
+import { ConfigError } from '../src/config/errors.js';
+import { ConfigSchema } from '../src/config/schema.js';
+import { didYouMean, withinOneEdit } from '../src/config/suggest.js';
+import { declaredKeys } from '../src/config/unknown-keys.js';
+import { fixture, runCli } from './helpers/server.js';
+import { tempDir } from './helpers/foundation.js';
+
+function writeConfig(toml: string): string {
+  const file = path.join(tempDir('tsts-config-errors-'), 'config.toml');
+  writeFileSync(file, toml);
+  return file;
+}
+
+function loadError(toml: string): { file: string; message: string } {
+  const file = writeConfig(toml);
+  try {
+    loadConfigFile(file, {});
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
+    return { file, message: err.message };
+  }
+  assert.fail(`loaded although invalid:\n${toml}`);
+}
+
+// [TOML, line, column]: columns counted by hand from the text (1-based), where the parser stops.
+const SYNTAX: [string, number, number, RegExp][] = [
+  ['[server]\nhost = 0.0.0.0\n', 2, 11, /illegal character in numeric literal/],
+  // The unterminated string runs into the line break after its 12 characters.
+  ['fonts = "a"\n\n[server]\nport = "8080\n', 4, 13, /control characters/],
+  ['[server\nport = 1\n', 1, 8, /./],
+  ['[[sources]]\nid = "a"\nid = "b"\n', 3, 1, /./],
+];
+
+test('a TOML syntax error is one line FILE:LINE:COLUMN: invalid TOML: what', () => {
+  for (const [toml, line, column, what] of SYNTAX) {
+    const { file, message } = loadError(toml);
+    assert.equal(message.split('\n').length, 1, message);
+    assert.ok(message.startsWith(`${file}:${line}:`), `${message} (expected line ${line})`);
+    const col = Number(message.slice(file.length).split(':')[2]);
+    // The parser may point at the first character it cannot take or one after; the line is exact.
+    assert.ok(Math.abs(col - column) <= 1, `${message} (expected column ${column})`);
+    assert.match(message, /: invalid TOML: /);
+    assert.match(message, what);
+    assert.doesNotMatch(message, /Invalid TOML document/);
+  }
+});
+
+test('the CLI prints the TOML error as one line with line and column, exit 1', async () => {
+  const file = writeConfig('[server]\nhost = 0.0.0.0\n');
+  const r = await runCli(['--config', file], {}, 60_000);
+  assert.equal(r.code, 1);
+  const lines = r.stderr.split('\n').filter(Boolean);
+  assert.deepEqual(lines, [`tileserver-ts: ${file}:2:11: invalid TOML: illegal character in numeric literal`]);
+});
+
+test('[[source]] for [[sources]] is an error with "did you mean", not a server with nothing in it', async () => {
+  const toml = `[[source]]\nid = "a"\ntype = "mbtiles"\npath = "${fixture('vector/world_cities.mbtiles')}"\n`;
+  const { file, message } = loadError(toml);
+  assert.equal(message, `${file}: source: unknown top-level section (did you mean "sources"?)`);
+  const r = await runCli(['--config', file, '--port', '0', '--workers', '1'], {}, 60_000);
+  assert.equal(r.code, 1);
+  assert.deepEqual(r.stderr.split('\n').filter(Boolean), [`tileserver-ts: ${message}`]);
+});
+
+test('an unknown top-level section far from every known one is an error listing the known ones', () => {
+  const { file, message } = loadError('[database]\nurl = "x"\n');
+  assert.ok(message.startsWith(`${file}: database: unknown top-level section (expected one of `), message);
+  for (const k of ['server', 'sources', 'styles', 'cache', 'render']) assert.ok(message.includes(k), `${message} lacks ${k}`);
+});
+
+test('an unknown root key is an error too, with "did you mean" when one edit away', () => {
+  assert.match(loadError('font = "fonts"\n').message, /: font: unknown top-level key \(did you mean "fonts"\?\)$/);
+  assert.match(loadError('[sever]\nport = 1\n').message, /: sever: unknown top-level section \(did you mean "server"\?\)$/);
+  assert.match(loadError('[serevr]\nport = 1\n').message, /: serevr: unknown top-level section \(did you mean "server"\?\)$/, 'a swap of two letters is one edit');
+});
+
+test('unknown keys inside known sections stay warnings, with "did you mean" when one edit away', () => {
+  const file = writeConfig(`
+[server]
+prot = 1
+tile_cache_contrl = "x"
+[[sources]]
+id = "a"
+type = "pmtiles"
+path = "x.pmtiles"
+max_zoom = 3
+[cache]
+size = 3
+`);
+  const { config, warnings } = loadConfigFile(file, {});
+  assert.equal(config.sources.length, 1);
+  assert.deepEqual(warnings.sort(), [
+    `${file}: unknown key cache.size (ignored)`,
+    `${file}: unknown key server.prot (ignored; did you mean "port"?)`,
+    `${file}: unknown key server.tile_cache_contrl (ignored; did you mean "tile_cache_control"?)`,
+    `${file}: unknown key sources[0].max_zoom (ignored; did you mean "maxzoom"?)`,
+  ].sort());
+});
+
+test('the known top-level sections are the schema\'s: a section added to the schema is known without more code', () => {
+  const known = declaredKeys(ConfigSchema);
+  assert.deepEqual(known, Object.keys(ConfigSchema.entries));
+  for (const section of known) {
+    // Every declared section loads without an unknown-section error (values may still be invalid).
+    try {
+      validateConfig({ [section]: {} }, 't.toml', '/tmp', {});
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      assert.doesNotMatch(err.message, /unknown top-level/);
+    }
+  }
+});
+
+// ---- the one-edit check ----
+
+/** Reference: optimal string alignment distance (Levenshtein plus adjacent swaps), by the textbook table. */
+function osaDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+const small = fc.string({ unit: fc.constantFrom('a', 'b', 'c', '_'), maxLength: 7 });
+
+test('withinOneEdit agrees with the reference distance for any two strings', () => {
+  fc.assert(
+    fc.property(small, small, (a, b) => {
+      assert.equal(withinOneEdit(a, b), osaDistance(a, b) <= 1, `${a} / ${b}`);
+    }),
+    { numRuns: 5000 },
+  );
+});
+
+/** One random edit of `s`: insert, delete, replace or swap at a position. */
+const oneEdit = (s: string) =>
+  fc.tuple(fc.constantFrom('insert', 'delete', 'replace', 'swap'), fc.nat(), fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz_')).map(([kind, n, ch]) => {
+    const i = n % (s.length + (kind === 'insert' ? 1 : 0));
+    if (kind === 'insert') return s.slice(0, i) + ch + s.slice(i);
+    if (kind === 'delete') return s.slice(0, i) + s.slice(i + 1);
+    if (kind === 'replace') return s.slice(0, i) + ch + s.slice(i + 1);
+    return i + 1 < s.length ? s.slice(0, i) + s[i + 1] + s[i] + s.slice(i + 2) : s;
+  });
+
+test('didYouMean names the section a one-edit typo came from, unless another section is as close', () => {
+  const sections = declaredKeys(ConfigSchema);
+  fc.assert(
+    fc.property(
+      fc.constantFrom(...sections).chain((k) => oneEdit(k).map((typo) => [k, typo] as const)),
+      ([key, typo]) => {
+        const candidates = sections.filter((s) => s !== typo && osaDistance(typo.toLowerCase(), s.toLowerCase()) <= 1);
+        const guess = didYouMean(typo, sections);
+        if (typo === key) assert.equal(guess, undefined, 'the name itself is not a typo');
+        else if (candidates.length === 1) assert.equal(guess, key);
+        else assert.equal(guess, undefined, `ambiguous between ${candidates.join(', ')}`);
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
+
+test('didYouMean suggests nothing two or more edits from every known name', () => {
+  const sections = declaredKeys(ConfigSchema);
+  fc.assert(
+    fc.property(fc.string({ maxLength: 12 }), (typed) => {
+      fc.pre(sections.every((s) => osaDistance(typed.toLowerCase(), s.toLowerCase()) >= 2));
+      assert.equal(didYouMean(typed, sections), undefined);
+    }),
+    { numRuns: 2000 },
+  );
+});

@@ -1,0 +1,103 @@
+// The import structure of src/: no module imports itself back through others, the configuration imports only
+// itself, and the areas below the HTTP area (state, sources, styles, render) never import from it
+// (ARCHITECTURE: imports point down the data flow; shared types live below every area that uses them).
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ROOT } from './helpers/server.js';
+
+const SRC = path.join(ROOT, 'src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = path.join(dir, name);
+    if (statSync(p).isDirectory()) return sourceFiles(p);
+    return p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+/** Module (relative to src/, no extension) → the src modules it imports, type-only imports and re-exports included. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles(SRC)) {
+    const text = readFileSync(file, 'utf8');
+    const deps: string[] = [];
+    for (const m of text.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+'(\.{1,2}\/[^']+)'/gms)) {
+      deps.push(path.relative(SRC, path.resolve(path.dirname(file), m[1])).replace(/\.js$/, ''));
+    }
+    graph.set(path.relative(SRC, file).replace(/\.ts$/, ''), deps);
+  }
+  return graph;
+}
+
+/** Strongly connected components with more than one module, or a module importing itself (Tarjan). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next);
+    next++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+test('the cycle finder finds a planted cycle (so that an empty answer means something)', () => {
+  const planted = new Map([
+    ['a', ['b']],
+    ['b', ['c']],
+    ['c', ['a']],
+    ['d', ['a']],
+  ]);
+  assert.deepEqual(cycles(planted), [['a', 'b', 'c']]);
+});
+
+test('the graph reads every module and its imports, type imports included', () => {
+  const graph = importGraph();
+  assert.ok(graph.size > 50, `${graph.size} modules`);
+  assert.ok(graph.get('state/app-state')?.includes('sources/source'), 'type-only imports are edges');
+  assert.ok(graph.get('cli')?.includes('config/load'));
+});
+
+test('no import cycles in src/', () => {
+  assert.deepEqual(cycles(importGraph()), []);
+});
+
+test('config/ imports only config/', () => {
+  for (const [mod, deps] of importGraph()) {
+    if (!mod.startsWith('config/')) continue;
+    for (const d of deps) assert.ok(d.startsWith('config/'), `${mod} imports ${d}`);
+  }
+});
+
+test('state, sources, styles and render never import from http/, cli or server', () => {
+  for (const [mod, deps] of importGraph()) {
+    if (!/^(state|sources|styles|render)\//.test(mod)) continue;
+    for (const d of deps) assert.ok(!d.startsWith('http/') && d !== 'cli' && d !== 'server', `${mod} imports ${d}`);
+  }
+});
