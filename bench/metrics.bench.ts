@@ -27,7 +27,7 @@ const THREADS = envNumber('BENCH_THREADS', 2);
 const ROUNDS = envNumber('BENCH_ROUNDS', 3);
 const WORKERS = envNumber('BENCH_WORKERS', 1);
 /** main just before telemetry was added (issue 15). */
-const BASELINE_REF = process.env.BENCH_BASELINE_REF ?? '8ae91c1';
+const BASELINE_REF = process.env.BENCH_BASELINE_REF ?? '77d6227';
 const HEADERS = ['accept-encoding: gzip, deflate, br, zstd'];
 
 interface Variant {
