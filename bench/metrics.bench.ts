@@ -81,7 +81,7 @@ async function main(): Promise<void> {
       for (const v of variants) {
         const port = await freePort();
         const config = path.join(dir, `${v.name.replace(/\W+/g, '-')}.toml`);
-        writeFileSync(config, `[server]\nhost = "127.0.0.1"\nport = ${port}\nworkers = ${WORKERS}\n\n[[sources]]\nid = "world"\ntype = "pmtiles"\npath = ${JSON.stringify(PMTILES)}\n\n[telemetry]\n${v.telemetry}\n`);
+        writeFileSync(config, `[server]\nhost = "127.0.0.1"\nport = ${port}\nworkers = ${WORKERS}\n\n[[sources]]\nid = "world"\ntype = "pmtiles"\npath = ${JSON.stringify(PMTILES)}\n${v.telemetry ? `\n[telemetry]\n${v.telemetry}\n` : ''}`);
         const server = ChildServer.start(`tileserver-ts ${v.name}`, process.execPath, [v.cli, '--config', config], { env: { LOG_LEVEL: 'warn' } });
         try {
           const url = `http://127.0.0.1:${port}${hot}`;
