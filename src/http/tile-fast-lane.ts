@@ -66,7 +66,10 @@ export function tileFastLane(ctx: ServerContext, fallback: RequestListener): Req
     const q = url.indexOf('?');
     const m = TILE_PATH.exec(q < 0 ? url : url.slice(0, q));
     const state = ctx.holder.current;
-    if (!m || !state.sources.has(m[1])) return fallback(req, res);
+    if (!m) return fallback(req, res);
+    const source = state.sources.get(m[1]);
+    // Sources whose tiles depend on the query string get it from the Hono route.
+    if (!source || (q >= 0 && source.info.takesParams)) return fallback(req, res);
     const format = formatFromExtension(m[5]);
     const parsed = format ? parseTileCoord(m[2], m[3], m[4]) : undefined;
     if (!format || !parsed?.ok) return fallback(req, res);
