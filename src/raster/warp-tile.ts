@@ -113,9 +113,8 @@ export function describeRaster(file: string): RasterInfo {
       [0, h],
       [w, h],
     ].map(([px, py]) => [gt[0] + px * gt[1] + py * gt[2], gt[3] + px * gt[4] + py * gt[5]]);
-    // Axis order of EPSG:4326 is lat/lon by default in GDAL 3: ask for lon/lat.
+    // gdal-async gives every SpatialReference the traditional GIS (lon, lat) axis order.
     const wgs = gdal.SpatialReference.fromEPSG(4326);
-    wgs.setAxisMappingStrategy?.(gdal.OAMS_TRADITIONAL_GIS_ORDER);
     const toWgs = new gdal.CoordinateTransformation(ds.srs, wgs);
     const ll = corners.map(([cx, cy]) => toWgs.transformPoint(cx, cy));
     const lons = ll.map((p) => p.x);
