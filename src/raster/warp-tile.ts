@@ -67,7 +67,9 @@ export async function warpTile(task: RasterTask): Promise<Uint8Array | undefined
   const bands = Math.min(3, dataBands(sources[0]));
   const args = ['-of', 'MEM', '-t_srs', 'EPSG:3857', '-te', String(minx), String(maxy - span), String(minx + span), String(maxy), '-ts', String(size), String(size)];
   args.push('-r', task.resampling, '-ot', 'Float32', '-dstalpha', '-wo', 'NUM_THREADS=1');
-  for (let b = 1; b <= bands; b++) args.push('-b', String(b));
+  // More than three data bands (RGBN, say): the first three. Fewer: every band, so a source alpha band is
+  // recognised as alpha by the warp rather than read as data.
+  if (dataBands(sources[0]) > 3) for (let b = 1; b <= bands; b++) args.push('-b', String(b));
   const out = gdal.warp(`/vsimem/tile-${process.pid}-${++vsimemSeq}.mem`, null, sources, args);
   try {
     const count = size * size;

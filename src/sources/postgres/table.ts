@@ -27,7 +27,8 @@ export function tableTileSql(cfg: PgTableConfig, t: GeometryTable, layer: string
   const envelope = 'ST_TileEnvelope($1::int, $2::int, $3::int)';
   const margin = `ST_TileEnvelope($1::int, $2::int, $3::int, margin => ${cfg.buffer / cfg.extent})`;
   const geom3857 = t.srid === 3857 ? g : `ST_Transform(${g}, 3857)`;
-  const filter = t.srid === 3857 ? `${g} && ${margin}` : `${g} && ST_Transform(${margin}, ${t.srid})`;
+  // Clipped to the world first: past the antimeridian a transform to degrees wraps around (-182° becomes 178°).
+  const filter = t.srid === 3857 ? `${g} && ${margin}` : `${g} && ST_Transform(ST_ClipByBox2D(${margin}, ST_TileEnvelope(0, 0, 0)), ${t.srid})`;
   const columns = [`ST_AsMVTGeom(${geom3857}, ${envelope}, ${cfg.extent}, ${cfg.buffer}, true) AS "__geom"`, ...(idCol ? [`${ident(idCol)} AS "__id"`] : []), ...propSql];
   return (
     `SELECT ST_AsMVT(t, ${literal(layer)}, ${cfg.extent}, '__geom'${idCol ? `, '__id'` : ''}) AS mvt FROM (` +
