@@ -4,8 +4,9 @@ SHELL := /bin/bash
 CONFIG ?= config/default.toml
 
 # Debian packages the service and its tests need: GDAL (gdal-async links the system library, gdalinfo opens
-# our WMTS in a test), Chromium (the rendering backend and browser tests), sqlite3 headers for better-sqlite3.
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++
+# our WMTS in a test), Chromium (the rendering backend and browser tests), sqlite3 headers for better-sqlite3,
+# PostgreSQL + PostGIS (the database source tests start a throwaway cluster).
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3
 
 .PHONY: run test bench build deps system-deps fixtures typecheck clean goldens
 

@@ -1,8 +1,10 @@
-// One raster tile, made in a raster pool thread (workers/raster.ts): the files are warped together to the
+// One raster tile, made in the raster pool thread (workers/raster.ts): the files are warped together to the
 // tile's web-mercator extent by GDAL's gdalwarp (every file in order, each later one over the earlier ones
 // where it has data; nodata values, masks and alpha bands respected), coloured (RGB(A) as is, one band
-// through the colormap or as grey) and encoded with sharp. Opened datasets are kept in a bounded LRU per
-// thread and closed when evicted, and when the pool is destroyed (a reload).
+// through the colormap or as grey) and encoded with sharp. GDAL calls use gdal-async's *Async functions, which
+// run on libuv's thread pool: several tiles are made at once although gdal-async lives in one thread (it is not
+// context-aware and loads in a single thread per process, see docs/rasters.md). Opened datasets are kept in a
+// bounded LRU per state generation, closed when evicted and when that state is closed (after a reload).
 import gdal from 'gdal-async';
 import { LRUCache } from 'lru-cache';
 import sharp from 'sharp';
@@ -22,6 +24,8 @@ export interface RasterTask {
   /** Dynamic colormaps: the range mapped to 0..1. */
   rescale?: { min: number; max: number };
   datasetCache: number;
+  /** The state the task comes from: each has its own dataset cache, closed with it. */
+  generation: number;
   quality: { png: number; jpeg: number; webp: number };
 }
 
@@ -35,16 +39,28 @@ export interface RasterInfo {
 
 const HALF_WORLD = 20037508.342789244;
 
-let datasets: LRUCache<string, gdal.Dataset> | undefined;
+const cachesByGeneration = new Map<number, LRUCache<string, Promise<gdal.Dataset>>>();
 
-function dataset(file: string, max: number): gdal.Dataset {
-  datasets ??= new LRUCache<string, gdal.Dataset>({ max, dispose: (ds) => ds.close() });
-  let ds = datasets.get(file);
+function dataset(file: string, generation: number, max: number): Promise<gdal.Dataset> {
+  let cache = cachesByGeneration.get(generation);
+  if (!cache) {
+    cache = new LRUCache<string, Promise<gdal.Dataset>>({ max, dispose: (p) => void p.then((ds) => ds.close()).catch(() => {}) });
+    cachesByGeneration.set(generation, cache);
+  }
+  let ds = cache.get(file);
   if (!ds) {
-    ds = gdal.open(file);
-    datasets.set(file, ds);
+    ds = gdal.openAsync(file);
+    // A file that cannot be opened is not remembered: it may appear later.
+    ds.catch(() => cache.delete(file));
+    cache.set(file, ds);
   }
   return ds;
+}
+
+/** Closes the datasets a state opened (its generation ended with a reload or shutdown). */
+export function closeGeneration(generation: number): void {
+  cachesByGeneration.get(generation)?.clear();
+  cachesByGeneration.delete(generation);
 }
 
 /** Data bands of a dataset: its bands less a trailing alpha band. */
@@ -55,34 +71,57 @@ function dataBands(ds: gdal.Dataset): number {
 
 let vsimemSeq = 0;
 
+/** gdalwarp's names of the resampling methods (`-r`). */
+const GDALWARP_RESAMPLING: Record<Resampling, string> = {
+  nearest: 'near',
+  bilinear: 'bilinear',
+  cubic: 'cubic',
+  cubicspline: 'cubicspline',
+  lanczos: 'lanczos',
+  average: 'average',
+  rms: 'rms',
+  mode: 'mode',
+  min: 'min',
+  max: 'max',
+  med: 'med',
+  q1: 'Q1',
+  q3: 'Q3',
+  sum: 'sum',
+};
+
 /** The tile as encoded bytes, or undefined when no file has data in it. */
 export async function warpTile(task: RasterTask): Promise<Uint8Array | undefined> {
-  const sources = task.files.map((f) => dataset(f, task.datasetCache));
+  const sources = await Promise.all(task.files.map((f) => dataset(f, task.generation, task.datasetCache)));
   if (sources.length === 0) return undefined;
   const { z, x, y, size } = task;
   const span = (2 * HALF_WORLD) / 2 ** z;
   const minx = -HALF_WORLD + x * span;
   const maxy = HALF_WORLD - y * span;
-  // One output band per data band of the first file (at most RGB), plus the alpha band the warp writes.
-  const bands = Math.min(3, dataBands(sources[0]));
-  const args = ['-of', 'MEM', '-t_srs', 'EPSG:3857', '-te', String(minx), String(maxy - span), String(minx + span), String(maxy), '-ts', String(size), String(size)];
-  args.push('-r', task.resampling, '-ot', 'Float32', '-dstalpha', '-wo', 'NUM_THREADS=1');
-  // More than three data bands (RGBN, say): the first three. Fewer: every band, so a source alpha band is
-  // recognised as alpha by the warp rather than read as data.
-  if (dataBands(sources[0]) > 3) for (let b = 1; b <= bands; b++) args.push('-b', String(b));
-  const out = gdal.warp(`/vsimem/tile-${process.pid}-${++vsimemSeq}.mem`, null, sources, args);
+  // The output has the bands of the first file and an alpha band last: its own alpha band, warped as alpha
+  // (gdalwarp 3.6 has no band selection), or one the warp adds. At most three data bands are shown (RGB).
+  const first = sources[0];
+  const hasAlpha = dataBands(first) < first.bands.count();
+  // GTiff in /vsimem, not MEM: with several sources the MEM driver lost the alpha of all but none (GDAL 3.6, measured).
+  const args = ['-of', 'GTiff', '-t_srs', 'EPSG:3857', '-te', String(minx), String(maxy - span), String(minx + span), String(maxy), '-ts', String(size), String(size)];
+  args.push('-r', GDALWARP_RESAMPLING[task.resampling], '-ot', 'Float32', '-wo', 'NUM_THREADS=1');
+  if (!hasAlpha) args.push('-dstalpha');
+  const scratch = `/vsimem/tile-${process.pid}-${++vsimemSeq}.tif`;
+  const out = await gdal.warpAsync(scratch, null, sources, args);
   try {
     const count = size * size;
-    const read = (b: number) => out.bands.get(b).pixels.read(0, 0, size, size) as Float32Array;
-    const alpha = read(bands + 1);
+    const total = out.bands.count();
+    const bands = Math.min(3, total - 1);
+    const read = async (b: number) => (await (await out.bands.getAsync(b)).pixels.readAsync(0, 0, size, size)) as Float32Array;
+    const alpha = await read(total);
     let any = false;
     for (let i = 0; i < count; i++) if (alpha[i] > 0) { any = true; break; }
     if (!any) return undefined;
     const rgba = new Uint8Array(count * 4);
     if (bands === 1 && task.colormap) {
-      applyColormap(prepareColormap(task.colormap), read(1), alpha, rgba, task.rescale);
+      applyColormap(prepareColormap(task.colormap), await read(1), alpha, rgba, task.rescale);
     } else {
-      const channels = bands === 1 ? [read(1), read(1), read(1)] : [read(1), read(2), bands >= 3 ? read(3) : read(2)];
+      const planes = await Promise.all(Array.from({ length: bands }, (_, b) => read(b + 1)));
+      const channels = bands === 1 ? [planes[0], planes[0], planes[0]] : [planes[0], planes[1], planes[bands >= 3 ? 2 : 1]];
       for (let i = 0; i < count; i++) {
         for (let c = 0; c < 3; c++) rgba[i * 4 + c] = Math.max(0, Math.min(255, Math.round(channels[c][i])));
         rgba[i * 4 + 3] = Math.max(0, Math.min(255, Math.round(alpha[i])));
@@ -98,26 +137,27 @@ export async function warpTile(task: RasterTask): Promise<Uint8Array | undefined
     return new Uint8Array(await encoded.toBuffer());
   } finally {
     out.close();
+    gdal.vsimem.release(scratch);
   }
 }
 
 /** What a source needs to know about a file at open time: bands, bounds in degrees, native zoom. */
-export function describeRaster(file: string): RasterInfo {
-  const ds = gdal.open(file);
+export async function describeRaster(file: string): Promise<RasterInfo> {
+  const ds = await gdal.openAsync(file);
   try {
     const { x: w, y: h } = ds.rasterSize;
     const gt = ds.geoTransform;
     if (!gt || !ds.srs) throw new Error('the file has no georeferencing');
-    const toMerc = new gdal.CoordinateTransformation(ds.srs, gdal.SpatialReference.fromEPSG(3857));
+    // Through PROJ strings every CRS is (east, north): EPSG:4326 from the catalogue would be (lat, lon).
+    const own = gdal.SpatialReference.fromProj4(ds.srs.toProj4());
+    const toMerc = new gdal.CoordinateTransformation(own, gdal.SpatialReference.fromEPSG(3857));
+    const toWgs = new gdal.CoordinateTransformation(own, gdal.SpatialReference.fromProj4('+proj=longlat +datum=WGS84 +no_defs'));
     const corners = [
       [0, 0],
       [w, 0],
       [0, h],
       [w, h],
     ].map(([px, py]) => [gt[0] + px * gt[1] + py * gt[2], gt[3] + px * gt[4] + py * gt[5]]);
-    // gdal-async gives every SpatialReference the traditional GIS (lon, lat) axis order.
-    const wgs = gdal.SpatialReference.fromEPSG(4326);
-    const toWgs = new gdal.CoordinateTransformation(ds.srs, wgs);
     const ll = corners.map(([cx, cy]) => toWgs.transformPoint(cx, cy));
     const lons = ll.map((p) => p.x);
     const lats = ll.map((p) => p.y);

@@ -29,9 +29,10 @@ export class CogSource implements TileSource {
     }
     if (cfg.colormap && described.bands !== 1) throw new SourceOpenError(cfg.id, `colormap needs single-band data; ${cfg.path} has ${described.bands} bands`);
     const minzoom = cfg.minzoom ?? 0;
-    const maxzoom = cfg.maxzoom ?? Math.max(minzoom, described.nativeZoom);
-    if (minzoom > maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${minzoom} is above maxzoom ${maxzoom}`);
     const size = config.raster.tile_size;
+    // describe() counts in 256 px tiles; a 512 px tile reaches the same resolution one zoom earlier.
+    const maxzoom = cfg.maxzoom ?? Math.max(minzoom, described.nativeZoom - (size === 512 ? 1 : 0));
+    if (minzoom > maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${minzoom} is above maxzoom ${maxzoom}`);
     const info: SourceInfo = {
       id: cfg.id,
       type: cfg.type,
@@ -60,7 +61,6 @@ export class CogSource implements TileSource {
       resampling: this.cfg.resampling ?? 'bilinear',
       format: format as 'png' | 'jpg' | 'webp',
       colormap: this.cfg.colormap,
-      datasetCache: this.config.raster.dataset_cache,
       quality: rasterQuality(this.config),
     });
   }

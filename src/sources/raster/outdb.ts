@@ -70,7 +70,6 @@ export class OutdbRasterSource implements TileSource {
       format: format as 'png' | 'jpg' | 'webp',
       colormap: this.cfg.colormap,
       rescale: ranged ? { min: Number(ranged.rescale_min), max: Number(ranged.rescale_max) } : undefined,
-      datasetCache: this.config.raster.dataset_cache,
       quality: rasterQuality(this.config),
     });
   }
