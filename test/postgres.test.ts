@@ -234,6 +234,7 @@ describe('PostGIS auto_publish, outage, start-up and reload', () => {
     const url = db.url.replace('postgres@', 'reader@');
     const server = await startServer({
       toml: `[postgres]\nconnection_string = "${url}"\nauto_publish = true\n\n[[postgres.tables]]\nid = "my_places"\ntable = "places"\nproperties = ["name"]\n`,
+      env: { LOG_LEVEL: 'info' },
     });
     try {
       const docs = JSON.parse((await get(`${server.url}/data.json`)).text()) as { id: string; vector_layers: { id: string }[] }[];
