@@ -46,7 +46,15 @@ test: build
 goldens: build
 	UPDATE_GOLDENS=1 node --import tsx --test test/render-routes.test.ts
 
+# wrk measures large bodies (raster tiles) where autocannon saturates first (bench/postgis.bench.ts).
+BENCH_APT_PACKAGES := wrk
+
 bench: build
+	@missing=""; for p in $(BENCH_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends $$missing; \
+	fi
 	node --import tsx scripts/build-bench-data.ts
 	node --import tsx bench/run.ts
 
