@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fixture, freePort, runCli, startServer, type TestServer } from './helpers/server.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { readMvt } from './helpers/vector-tiles.js';
+import fc from 'fast-check';
 import { tableTileSql } from '../src/sources/postgres/table.js';
 
 /** Tile of a lon/lat at zoom z and the point's position inside it in tile units (web mercator, computed here). */
@@ -217,6 +218,22 @@ describe('PostGIS sources', () => {
     assert.equal((await get(`${server.url}/data/echo/15/0/0.pbf?name=a`)).status, 204, 'above the function maxzoom');
   });
 
+  test('property: any query parameters reach the function verbatim as one JSON object', async () => {
+    // Names and values of any characters but NUL (PostgreSQL text cannot hold it); the first value of a name counts.
+    const text = fc.string({ unit: 'binary', maxLength: 12 }).filter((s) => !/[\u0000\uD800-\uDFFF]/.test(s));
+    const name = fc.oneof(text, fc.constantFrom('__proto__', 'constructor', 'z', "'; DROP TABLE places; --"));
+    await fc.assert(
+      fc.asyncProperty(fc.dictionary(name, text, { maxKeys: 4 }), async (params) => {
+        const qs = new URLSearchParams(params).toString();
+        const res = await get(`${server.url}/data/echo/4/2/5.pbf${qs ? `?${qs}` : ''}`);
+        assert.equal(res.status, 200);
+        const f = readMvt(res.body).get('echo')!.features[0];
+        assert.deepEqual(JSON.parse(String(f.properties.query_text)), { ...params });
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   test('/data.json lists the database sources beside the files', async () => {
     const ids = (JSON.parse((await get(`${server.url}/data.json`)).text()) as { id: string }[]).map((s) => s.id).sort();
     assert.deepEqual(ids, ['echo', 'fn_places', 'omt', 'parks', 'places', 'roads']);
@@ -233,7 +250,8 @@ describe('PostGIS auto_publish, outage, start-up and reload', () => {
   test('auto_publish offers what the role can read; configured entries win', async () => {
     const url = db.url.replace('postgres@', 'reader@');
     const server = await startServer({
-      toml: `[postgres]\nconnection_string = "${url}"\nauto_publish = true\n\n[[postgres.tables]]\nid = "my_places"\ntable = "places"\nproperties = ["name"]\n`,
+      // pool_size above the test cluster's max_connections (60): a start-up warning.
+      toml: `[postgres]\nconnection_string = "${url}"\nauto_publish = true\npool_size = 100\n\n[[postgres.tables]]\nid = "my_places"\ntable = "places"\nproperties = ["name"]\n`,
       env: { LOG_LEVEL: 'info' },
     });
     try {
@@ -253,6 +271,7 @@ describe('PostGIS auto_publish, outage, start-up and reload', () => {
       assert.equal(grid.status === 200 ? readMvt(grid.body).get('grid_points')!.features.length : 0, expected);
       assert.ok(expected > 0, 'the test tile holds grid points');
       assert.match(server.output(), /auto_publish: 7 source\(s\) discovered/);
+      assert.match(server.output(), /pool_size 100 x 1 processes = 100 connections, above the server's max_connections \(60\)/);
     } finally {
       await server.stop();
     }

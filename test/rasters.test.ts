@@ -388,3 +388,34 @@ entries = [{ value = 0, color = "#000000" }, { value = 1, color = "#ff0000" }]
     }
   });
 });
+
+describe('raster queue', () => {
+  let server: TestServer;
+  before(async () => {
+    // One tile at a time and no queue: a second concurrent tile is refused.
+    server = await startServer({
+      toml: `[cache]\nenabled = false\n\n[raster]\npool_size = 1\nmax_queue_per_thread = 0\n\n[[sources]]\nid = "rgb"\ntype = "cog"\npath = "${RGB}"\nmaxzoom = 16\n`,
+    });
+  });
+  after(() => server?.stop());
+
+  test('full: 503 problem JSON with Retry-After, and the pool serves again afterwards', async () => {
+    const base = tileAt(-122.45, 37.75, 15);
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, k) => get(`${server.url}/data/rgb/${base.z}/${base.x + (k % 4)}/${base.y + Math.floor(k / 4)}.png`)),
+    );
+    const busy = answers.filter((a) => a.status === 503);
+    assert.ok(busy.length > 0, `statuses ${answers.map((a) => a.status)}`);
+    assert.ok(answers.every((a) => a.status === 200 || a.status === 503));
+    assert.equal(busy[0].headers.get('content-type'), 'application/problem+json');
+    assert.equal(busy[0].headers.get('retry-after'), '1');
+    assert.equal(JSON.parse(new TextDecoder().decode(busy[0].body)).status, 503);
+    // Once the burst is over the thread takes work again (Piscina frees it a moment after its last answer).
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      if (i) await new Promise((r) => setTimeout(r, 100));
+      status = (await get(`${server.url}/data/rgb/${base.z}/${base.x}/${base.y}.png`)).status;
+    }
+    assert.equal(status, 200);
+  });
+});

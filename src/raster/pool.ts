@@ -62,7 +62,8 @@ export class RasterPool {
       const out = (await this.pool.run({ op: 'tile', task: full })) as Uint8Array | undefined;
       return out ? new Uint8Array(out.buffer, out.byteOffset, out.byteLength) : undefined;
     } catch (err) {
-      if ((err as Error).message === 'Task queue is at limit') throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
+      // Piscina's words for a full queue, and for no queue at all (max_queue_per_thread = 0) with the thread busy.
+      if (/^(Task queue is at limit|No task queue available and all Workers are busy)$/.test((err as Error).message)) throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
       throw err;
     }
   }

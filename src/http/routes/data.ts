@@ -19,7 +19,8 @@ const PROBLEM = { 'application/problem+json': true as const };
 
 /** Every query parameter of the request, verbatim (the first value of a repeated name): database functions get them as JSON. */
 function queryParams(url: string): Record<string, string> {
-  const out: Record<string, string> = {};
+  // No prototype: a parameter named `__proto__` is a parameter like any other.
+  const out: Record<string, string> = Object.create(null);
   for (const [k, v] of new URL(url).searchParams) if (!(k in out)) out[k] = v;
   return out;
 }
