@@ -325,8 +325,14 @@ describe('PostGIS auto_publish, outage, start-up and reload', () => {
     const toml = (ms: number) => `[postgres]\nconnection_string = "${db.url}"\nstatement_timeout_ms = ${ms}\n\n[[postgres.functions]]\nid = "slow"\nfunction = "slow_tiles"\n`;
     const server = await startServer({ toml: toml(300) });
     try {
+      const calls = async () => {
+        const r = (await db.sql('SELECT last_value, is_called FROM slow_calls')).rows[0];
+        return r.is_called ? Number(r.last_value) : 0;
+      };
+      const before = await calls();
       const slow = await get(`${server.url}/data/slow/1/0/0.pbf`);
       assert.equal(slow.status, 503);
+      assert.equal((await calls()) - before, 1, 'the timed-out query ran once, not again');
       assert.equal(JSON.parse(slow.text()).title, 'Database query timed out');
       assert.ok(Number(slow.headers.get('retry-after')) > 0);
       // The same settings otherwise, a longer timeout: the query (1.5 s) now completes with an empty tile.

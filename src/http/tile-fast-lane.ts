@@ -6,7 +6,9 @@
 // The lane takes only what it answers exactly as the Hono route would: a well-formed tile path of a plain
 // configured source in a tile format, whose result is a tile (200 or 304) or no tile (204). Everything else -
 // malformed paths, percent-encoded segments, composites, `.geojson`, problems, errors - is handed to Hono
-// unchanged, so problem details, logging and the error handler stay in one place. Both paths use `tileAnswer`
+// unchanged, so problem details, logging and the error handler stay in one place. The one exception: a tile
+// a source cannot make now (TileUnavailableError: 503 with Retry-After, or 400) is answered here, since
+// handing it on would run the failed database query or raster job a second time. Both paths use `tileAnswer`
 // for the header rules and `simpleCorsHeaders` for CORS. Anything that must see every request (metrics,
 // access logs) belongs at the node:http level (the server's 'request' event), not in a Hono middleware.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
@@ -17,6 +19,8 @@ import type { ServerContext } from './context.js';
 import { simpleCorsHeaders } from './cors.js';
 import { acceptedEncodings } from './encoding.js';
 import { ifNoneMatchHits } from './respond.js';
+import { problemBody } from './problem.js';
+import { TileUnavailableError } from '../sources/source.js';
 
 /** A tile request's successful answer, without CORS (added by the middleware or the lane). Header names in lower case. */
 export interface TileAnswer {
@@ -84,8 +88,17 @@ export function tileFastLane(ctx: ServerContext, fallback: RequestListener): Req
           res.destroy(err as Error);
         }
       },
-      // Errors are Hono's to report (problem details, log line, Retry-After): it runs the request again.
-      () => fallback(req, res),
+      (err: unknown) => {
+        // A tile that cannot be made now (database down or too slow, raster queue full) is answered here: run
+        // again by Hono it would cost a second slow query. Other errors are Hono's to report (it runs the request again).
+        if (!(err instanceof TileUnavailableError)) return fallback(req, res);
+        const cors = corsFor(req.headers.origin);
+        const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...cors.headers };
+        if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
+        if (cors.varyOrigin) headers.vary = 'Origin';
+        res.writeHead(err.status, headers);
+        res.end(method === 'HEAD' ? undefined : JSON.stringify(problemBody(err.status, err.title, err.detail)));
+      },
     );
   };
 }

@@ -72,9 +72,15 @@ CREATE FUNCTION public.echo_query(z integer, x integer, y integer, query json) R
   ) AS t
 $$;
 
--- A function that is slow on purpose (statement_timeout tests).
-CREATE FUNCTION public.slow_tiles(z integer, x integer, y integer) RETURNS bytea LANGUAGE sql AS $$
-  SELECT '\x'::bytea FROM pg_sleep(1.5)
+-- A function that is slow on purpose (statement_timeout tests). It counts its calls in a sequence, which a
+-- cancelled statement does not roll back.
+CREATE SEQUENCE public.slow_calls;
+CREATE FUNCTION public.slow_tiles(z integer, x integer, y integer) RETURNS bytea LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM nextval('public.slow_calls');
+  PERFORM pg_sleep(1.5);
+  RETURN '\x'::bytea;
+END
 $$;
 
 -- Out-of-database rasters: the files a test registers, with footprints in EPSG:3857.
