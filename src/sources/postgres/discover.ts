@@ -35,6 +35,9 @@ export interface TileFunction {
 
 /** Geometry columns of tables and views the connecting role may read, with their columns' types. */
 export async function geometryTables(pool: PgPool): Promise<GeometryTable[]> {
+  // Without PostGIS there is no geometry_columns view, and no table to serve.
+  const { rows: postgis } = await pool.query<{ ok: boolean }>({ text: "SELECT to_regclass('geometry_columns') IS NOT NULL AS ok" });
+  if (!postgis[0]?.ok) return [];
   const { rows } = await pool.query<{ schema: string; table: string; geom: string; srid: number; columns: ColumnInfo[]; first: boolean }>({
     text: `
       SELECT g.f_table_schema AS schema, g.f_table_name AS table, g.f_geometry_column AS geom, g.srid,

@@ -139,7 +139,14 @@ export class PgPool {
       first.release();
     }
     const owner = new PgPool(pool, cfg, where);
-    if (cfg.pool_pre_warm) await owner.preWarm();
+    if (cfg.pool_pre_warm) {
+      try {
+        await owner.preWarm();
+      } catch (err) {
+        await pool.end().catch(() => {});
+        throw new DatabaseUnreachableError(where, `pool_pre_warm: ${(err as Error).message}`);
+      }
+    }
     return owner;
   }
 

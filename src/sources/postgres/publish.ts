@@ -50,7 +50,6 @@ export async function openDatabaseSources(cfg: PostgresConfig, pool: PgPool, tak
     }
     if (cfg.auto_publish) {
       const configuredTables = new Set(cfg.tables.map((t) => `${t.schema}.${t.table}.${t.geometry_column ?? ''}`));
-      const configuredTableNames = new Set(cfg.tables.map((t) => `${t.schema}.${t.table}`));
       const configuredFns = new Set([...cfg.functions.map((f) => `${f.schema}.${f.function ?? f.id}`), ...cfg.outdb_rasters.map((r) => `${r.schema}.${r.function ?? r.id}`)]);
       const candidates = tables.filter(
         (t) => !configuredTables.has(`${t.schema}.${t.table}.${t.geometryColumn}`) && !(t.isFirstGeometry && configuredTables.has(`${t.schema}.${t.table}.`)),
@@ -63,7 +62,7 @@ export async function openDatabaseSources(cfg: PostgresConfig, pool: PgPool, tak
       );
       for (const t of candidates) {
         const id = safeId(tableIds.get(t)!);
-        if (used.has(id) || (configuredTableNames.has(`${t.schema}.${t.table}`) && t.isFirstGeometry)) continue;
+        if (used.has(id)) continue;
         used.add(id);
         const entry: PgTableConfig = { ...TABLE_DEFAULTS, id, schema: t.schema, table: t.table, geometry_column: t.geometryColumn };
         opened.push(await PgTableSource.open(entry, t, pool));
