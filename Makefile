@@ -5,8 +5,9 @@ CONFIG ?= config/default.toml
 
 # Debian packages the service and its tests need: GDAL (gdal-async links the system library, gdalinfo opens
 # our WMTS in a test), Chromium (the rendering backend and browser tests), sqlite3 headers for better-sqlite3,
-# wrk (load generator of bench/metrics.bench.ts: autocannon saturates before the server on a hot tile).
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ wrk
+# wrk (load generator of bench/metrics.bench.ts: autocannon saturates before the server on a hot tile),
+# PostgreSQL + PostGIS (the database source tests start a throwaway cluster).
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk
 
 .PHONY: run test bench build deps system-deps fixtures typecheck clean goldens
 
@@ -51,7 +52,15 @@ test: build
 goldens: build
 	UPDATE_GOLDENS=1 node --import tsx --test test/render-routes.test.ts
 
+# wrk measures large bodies (raster tiles) where autocannon saturates first (bench/postgis.bench.ts).
+BENCH_APT_PACKAGES := wrk
+
 bench: build
+	@missing=""; for p in $(BENCH_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends $$missing; \
+	fi
 	node --import tsx scripts/build-bench-data.ts
 	node --import tsx bench/run.ts
 

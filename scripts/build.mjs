@@ -14,6 +14,7 @@ await build({
       cli: 'src/cli.ts',
       'workers/render': 'workers/render.ts',
       'workers/transcode': 'workers/transcode.ts',
+      'workers/raster': 'workers/raster.ts',
     }).filter(([, file]) => existsSync(file)),
   ),
   outdir: 'dist',

@@ -66,7 +66,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
     address: { host, port },
     async reload(next, flush = false) {
       if (!flush && next.hash === holder.current.configHash) return { reloaded: false };
-      const state = await buildAppState(next);
+      const state = await buildAppState(next, { previous: holder.current, flush });
       holder.swap(state);
       render.onState(state);
       log.info({ config_hash: next.hash }, 'configuration reloaded');

@@ -3,8 +3,10 @@
 import type { Config } from './schema.js';
 
 /** Ids distinct from every source id and from each other, members naming configured sources, each once. One message per problem. */
-export function compositeConfigProblems(config: Pick<Config, 'sources' | 'composites'>): string[] {
-  const sourceIds = new Set(config.sources.map((s) => s.id));
+export function compositeConfigProblems(config: Pick<Config, 'sources' | 'composites'> & Partial<Pick<Config, 'postgres'>>): string[] {
+  const pg = config.postgres;
+  // Configured database sources may be members too (auto-published ones are known only once the database is read).
+  const sourceIds = new Set([...config.sources, ...(pg?.tables ?? []), ...(pg?.functions ?? []), ...(pg?.outdb_rasters ?? [])].map((s) => s.id));
   const problems: string[] = [];
   const seen = new Set<string>();
   config.composites.forEach((c, i) => {

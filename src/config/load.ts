@@ -121,5 +121,6 @@ function resolvePaths(config: Config, baseDir: string): Config {
     sources: config.sources.map((s) => ({ ...s, path: isUrl(s.path) ? s.path : path.resolve(baseDir, s.path) })),
     styles: config.styles.map((s) => ({ ...s, path: path.resolve(baseDir, s.path) })),
     cache: { ...config.cache, dir: abs(config.cache.dir) },
+    ...(config.postgres ? { postgres: { ...config.postgres, ssl_root_cert: abs(config.postgres.ssl_root_cert) } } : {}),
   };
 }

@@ -34,9 +34,22 @@ export const ServerSchema = v.object({
   request_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(3_600_000)), 60_000),
 });
 
+/** GDAL's warp resampling methods (GDALResampleAlg names). */
+export const RESAMPLING = ['nearest', 'bilinear', 'cubic', 'cubicspline', 'lanczos', 'average', 'rms', 'mode', 'min', 'max', 'med', 'q1', 'q3', 'sum'] as const;
+const hexColor = v.pipe(v.string(), v.regex(/^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$/, 'a hex colour: #rgb, #rgba, #rrggbb or #rrggbbaa'));
+const bounds = v.pipe(v.array(v.number()), v.length(4, 'four numbers: west, south, east, north'));
+
+/** Colours for single-band rasters (COG/VRT sources and out-of-database rasters); see docs/rasters.md. */
+export const ColormapSchema = v.object({
+  map_type: v.optional(v.picklist(['discrete', 'continuous']), 'continuous'),
+  rescale_mode: v.optional(v.picklist(['static', 'dynamic', 'none']), 'static'),
+  nodata_color: v.optional(hexColor, '#00000000'),
+  entries: v.pipe(v.array(v.object({ value: v.number(), color: hexColor })), v.minLength(1, 'a colormap needs at least one entry')),
+});
+
 export const SourceSchema = v.object({
   id,
-  type: v.picklist(['pmtiles', 'mbtiles']),
+  type: v.picklist(['pmtiles', 'mbtiles', 'cog', 'vrt']),
   /** A file path (relative to the config file), or for PMTiles an http(s) URL read with range requests. */
   path: nonEmpty,
   name: v.optional(v.string()),
@@ -44,6 +57,10 @@ export const SourceSchema = v.object({
   description: v.optional(v.string()),
   minzoom: v.optional(zoom),
   maxzoom: v.optional(zoom),
+  /** cog/vrt: how pixels are resampled when warped to web mercator (default bilinear). */
+  resampling: v.optional(v.picklist(RESAMPLING)),
+  /** cog/vrt, single-band data: value-to-colour mapping. */
+  colormap: v.optional(ColormapSchema),
 });
 
 export const StyleSchema = v.object({
@@ -129,6 +146,89 @@ export const TelemetrySchema = v.object({
   metrics_label_cardinality: v.optional(v.picklist(['strict', 'verbose']), 'strict'),
 });
 
+const pgIdent = nonEmpty;
+const tileExtent = v.pipe(v.number(), v.integer(), v.minValue(256), v.maxValue(65536));
+
+/** `[[postgres.tables]]`: a PostGIS table served as MVT. */
+export const PgTableSchema = v.object({
+  id,
+  schema: v.optional(pgIdent, 'public'),
+  table: pgIdent,
+  /** Detected (the first geometry column) when omitted. */
+  geometry_column: v.optional(pgIdent),
+  id_column: v.optional(pgIdent),
+  /** Columns carried as feature properties; default: every column other than the geometry (and id) column. */
+  properties: v.optional(v.array(pgIdent)),
+  extent: v.optional(tileExtent, 4096),
+  buffer: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(4096)), 64),
+  minzoom: v.optional(zoom, 0),
+  maxzoom: v.optional(zoom, 22),
+  /** Computed from the data when omitted. */
+  bounds: v.optional(bounds),
+  max_features: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  name: v.optional(v.string()),
+  attribution: v.optional(v.string()),
+  description: v.optional(v.string()),
+});
+
+/** `[[postgres.functions]]`: a function of (z, x, y) or (z, x, y, query json) returning an MVT bytea. */
+export const PgFunctionSchema = v.object({
+  id,
+  schema: v.optional(pgIdent, 'public'),
+  function: v.optional(pgIdent),
+  name: v.optional(v.string()),
+  minzoom: v.optional(zoom, 0),
+  maxzoom: v.optional(zoom, 22),
+  bounds: v.optional(bounds),
+  attribution: v.optional(v.string()),
+  description: v.optional(v.string()),
+});
+
+/** `[[postgres.outdb_rasters]]`: a function returning raster file paths for a tile (spec: out-of-database raster source). */
+export const OutdbRasterSchema = v.object({
+  id,
+  schema: v.optional(pgIdent, 'public'),
+  function: v.optional(pgIdent),
+  name: v.optional(v.string()),
+  minzoom: v.optional(zoom, 0),
+  maxzoom: v.optional(zoom, 22),
+  bounds: v.optional(bounds),
+  resampling: v.optional(v.picklist(RESAMPLING), 'bilinear'),
+  colormap: v.optional(ColormapSchema),
+});
+
+/** `[postgres]`: one connection pool per process; see docs/postgres.md. */
+export const PostgresSchema = v.object({
+  connection_string: nonEmpty,
+  /** Connections per process. */
+  pool_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 10),
+  /** A query waiting longer than this for a free connection fails with 503. */
+  pool_wait_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 5000),
+  /** Queries running longer are cancelled by the server (503); 0 leaves the server's own setting. */
+  statement_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 10_000),
+  /** Open every connection of the pool at start-up rather than on demand. */
+  pool_pre_warm: v.optional(v.boolean(), false),
+  ssl_mode: v.optional(v.picklist(['disable', 'prefer', 'require', 'verify-ca', 'verify-full'])),
+  ssl_root_cert: v.optional(nonEmpty),
+  /** Publish every readable table with a geometry column and every function with a tile signature. */
+  auto_publish: v.optional(v.boolean(), false),
+  tables: v.optional(v.array(PgTableSchema), []),
+  functions: v.optional(v.array(PgFunctionSchema), []),
+  outdb_rasters: v.optional(v.array(OutdbRasterSchema), []),
+});
+
+/** `[raster]`: the GDAL worker-thread pool (COG/VRT and out-of-database raster tiles). */
+export const RasterSchema = v.object({
+  /** Threads of this process; default: its share of the cores. */
+  pool_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(256))),
+  /** Tiles waiting for a thread, per thread; beyond this, 503 with Retry-After. */
+  max_queue_per_thread: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000)), 64),
+  /** Opened datasets kept per thread (closed on eviction and on reload). */
+  dataset_cache: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 64),
+  /** Edge of a raster tile in pixels. */
+  tile_size: v.optional(v.picklist([256, 512]), 256),
+});
+
 export const ConfigSchema = v.object({
   fonts: v.optional(nonEmpty),
   files: v.optional(nonEmpty),
@@ -140,6 +240,8 @@ export const ConfigSchema = v.object({
   compression: v.optional(CompressionSchema, {}),
   render: v.optional(RenderSchema, {}),
   telemetry: v.optional(TelemetrySchema, {}),
+  postgres: v.optional(PostgresSchema),
+  raster: v.optional(RasterSchema, {}),
 });
 
 export type Config = v.InferOutput<typeof ConfigSchema>;
@@ -151,3 +253,10 @@ export type CacheConfig = v.InferOutput<typeof CacheSchema>;
 export type CompressionConfig = v.InferOutput<typeof CompressionSchema>;
 export type RenderConfig = v.InferOutput<typeof RenderSchema>;
 export type TelemetryConfig = v.InferOutput<typeof TelemetrySchema>;
+export type ColormapConfig = v.InferOutput<typeof ColormapSchema>;
+export type PostgresConfig = v.InferOutput<typeof PostgresSchema>;
+export type PgTableConfig = v.InferOutput<typeof PgTableSchema>;
+export type PgFunctionConfig = v.InferOutput<typeof PgFunctionSchema>;
+export type OutdbRasterConfig = v.InferOutput<typeof OutdbRasterSchema>;
+export type RasterConfig = v.InferOutput<typeof RasterSchema>;
+export type Resampling = (typeof RESAMPLING)[number];

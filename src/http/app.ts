@@ -17,6 +17,7 @@ import { registerRenderRoutes } from './routes/render.js';
 import { registerSpatialRoutes } from './routes/spatial.js';
 import { registerStyleRoutes } from './routes/styles.js';
 import type { Logger } from '../log.js';
+import { TileUnavailableError } from '../sources/source.js';
 
 export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router: Router } {
   const app = new Hono();
@@ -28,6 +29,9 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   app.onError((err, c) => {
     if (err instanceof HttpProblem) {
       return problem(c, err.status, err.title, err.detail, err.extra, err.headers);
+    }
+    if (err instanceof TileUnavailableError) {
+      return problem(c, err.status, err.title, err.detail, {}, err.retryAfter !== undefined ? { 'Retry-After': String(err.retryAfter) } : {});
     }
     log.error({ err, path: c.req.path, req_id: requestIdOf((c.env as { incoming?: IncomingMessage } | undefined)?.incoming) }, 'request failed');
     return problem(c, 500, 'Internal error', 'the request could not be completed; the error is in the server log');

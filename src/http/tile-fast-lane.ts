@@ -6,7 +6,9 @@
 // The lane takes only what it answers exactly as the Hono route would: a well-formed tile path of a plain
 // configured source in a tile format, whose result is a tile (200 or 304) or no tile (204). Everything else -
 // malformed paths, percent-encoded segments, composites, `.geojson`, problems, errors - is handed to Hono
-// unchanged, so problem details, logging and the error handler stay in one place. Both paths use `tileAnswer`
+// unchanged, so problem details, logging and the error handler stay in one place. The one exception: a tile
+// a source cannot make now (TileUnavailableError: 503 with Retry-After, or 400) is answered here, since
+// handing it on would run the failed database query or raster job a second time. Both paths use `tileAnswer`
 // for the header rules and `simpleCorsHeaders` for CORS. Anything that must see every request (metrics,
 // access logs) belongs at the node:http level (the server's 'request' event), not in a Hono middleware.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
@@ -19,6 +21,8 @@ import { simpleCorsHeaders } from './cors.js';
 import { acceptedEncodings } from './encoding.js';
 import { ifNoneMatchHits } from './respond.js';
 import { telemetry } from '../telemetry/recorder.js';
+import { problemBody } from './problem.js';
+import { TileUnavailableError } from '../sources/source.js';
 
 
 /** A tile request's successful answer, without CORS (added by the middleware or the lane). Header names in lower case. */
@@ -73,7 +77,10 @@ export function tileFastLane(ctx: ServerContext, fallback: RequestListener): Req
     const q = url.indexOf('?');
     const m = TILE_PATH.exec(q < 0 ? url : url.slice(0, q));
     const state = ctx.holder.current;
-    if (!m || !state.sources.has(m[1])) return fallback(req, res);
+    if (!m) return fallback(req, res);
+    const source = state.sources.get(m[1]);
+    // Sources whose tiles depend on the query string get it from the Hono route.
+    if (!source || (q >= 0 && source.info.takesParams)) return fallback(req, res);
     const format = formatFromExtension(m[5]);
     const parsed = format ? parseTileCoord(m[2], m[3], m[4]) : undefined;
     if (!format || !parsed?.ok) return fallback(req, res);
@@ -91,8 +98,19 @@ export function tileFastLane(ctx: ServerContext, fallback: RequestListener): Req
           res.destroy(err as Error);
         }
       },
-      // Errors are Hono's to report (problem details, log line, Retry-After): it runs the request again.
-      () => fallback(req, res),
+      (err: unknown) => {
+        // A tile that cannot be made now (database down or too slow, raster queue full) is answered here: run
+        // again by Hono it would cost a second slow query. Other errors are Hono's to report (it runs the request again).
+        if (!(err instanceof TileUnavailableError)) return fallback(req, res);
+        noteRoute(res, TILE_ROUTE);
+        if (telemetry.on) telemetry.tile({ source: m[1], format, z: parsed.coord.z }, 'error', started, undefined);
+        const cors = corsFor(req.headers.origin);
+        const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...cors.headers };
+        if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
+        if (cors.varyOrigin) headers.vary = 'Origin';
+        res.writeHead(err.status, headers);
+        res.end(method === 'HEAD' ? undefined : JSON.stringify(problemBody(err.status, err.title, err.detail)));
+      },
     );
   };
 }

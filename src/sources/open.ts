@@ -2,7 +2,7 @@
 import type { SourceConfig } from '../config/schema.js';
 import { MbtilesSource } from './mbtiles.js';
 import { PmtilesSource } from './pmtiles.js';
-import type { TileSource } from './source.js';
+import { SourceOpenError, type TileSource } from './source.js';
 
 export function openSource(cfg: SourceConfig): Promise<TileSource> {
   switch (cfg.type) {
@@ -10,5 +10,8 @@ export function openSource(cfg: SourceConfig): Promise<TileSource> {
       return PmtilesSource.open(cfg);
     case 'mbtiles':
       return MbtilesSource.open(cfg);
+    case 'cog':
+    case 'vrt':
+      return Promise.reject(new SourceOpenError(cfg.id, 'raster sources are opened by the state'));
   }
 }

@@ -36,13 +36,41 @@ export interface SourceInfo {
    * member has data (spec), so their bounds describe the data but do not cut tiles.
    */
   tilesOutsideBounds?: boolean;
+  /** Raster sources that encode on request (COG, out-of-database rasters): every format they can answer. */
+  formats?: readonly TileFormat[];
+  /** Tiles depend on the request's query parameters (database functions): they are part of the cache key. */
+  takesParams?: boolean;
 }
+
+/** The query parameters of a tile request, for sources whose tiles depend on them (database functions). */
+export type TileParams = Readonly<Record<string, string>>;
 
 export interface TileSource {
   readonly info: SourceInfo;
-  /** The stored bytes of a tile, or undefined when the source has none there. Never throws for "not found". */
-  getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined>;
+  /**
+   * The stored bytes of a tile, or undefined when the source has none there. Never throws for "not found".
+   * `format` is the requested one for sources that produce several (`info.formats`); `params` reaches only
+   * sources with `info.takesParams`. Throws `TileUnavailableError` when the tile cannot be produced now.
+   */
+  getTile(z: number, x: number, y: number, params?: TileParams, format?: TileFormat): Promise<Uint8Array | undefined>;
   close(): Promise<void>;
+}
+
+/**
+ * A tile that cannot be produced now (database down or too slow, raster queue full: 503 with Retry-After) or
+ * that the source refused for the request's parameters (400). The HTTP layer answers it as problem JSON.
+ */
+export class TileUnavailableError extends Error {
+  constructor(
+    readonly status: 400 | 503,
+    readonly title: string,
+    readonly detail: string,
+    /** Seconds, for 503s. */
+    readonly retryAfter?: number,
+  ) {
+    super(detail);
+    this.name = 'TileUnavailableError';
+  }
 }
 
 /** A source that could not be opened: `reason` is one line a user can act on. */

@@ -8,6 +8,8 @@ import type { CompositeSource } from '../sources/composite.js';
 import type { FontIndex } from '../styles/fonts.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
 import type { TileCache } from '../tiles/tile-cache.js';
+import type { PgPool } from '../sources/postgres/pool.js';
+import type { RasterPool } from '../raster/pool.js';
 
 export interface AppState {
   readonly config: Config;
@@ -23,5 +25,12 @@ export interface AppState {
   /** The fonts directory and the font names in it. */
   readonly fonts: FontIndex;
   readonly tileCache: TileCache;
+  /**
+   * The PostgreSQL pool of `[postgres]`, when configured. `postgres.ready()` is a cheap readiness check (the last
+   * contact with the database succeeded); `await postgres.check()` asks the database now.
+   */
+  readonly postgres: PgPool | undefined;
+  /** The GDAL worker threads of this state's raster sources (COG/VRT, out-of-database rasters), when it has any. */
+  readonly raster: RasterPool | undefined;
   close(): Promise<void>;
 }

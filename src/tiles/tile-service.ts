@@ -2,7 +2,7 @@
 // The HTTP route is a thin shell around `fetchTile`; render workers use the same function for their resources.
 import { createHash } from 'node:crypto';
 import type { AppState } from '../state/app-state.js';
-import type { TileSource } from '../sources/source.js';
+import type { TileParams, TileSource } from '../sources/source.js';
 import { chooseEncoding, decodeGzip, encode, type ContentEncoding } from '../http/encoding.js';
 import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from './format.js';
 import { tileIntersectsBounds, type TileCoord } from './coords.js';
@@ -28,6 +28,15 @@ export interface TileRequest {
   format: TileFormat;
   /** Parsed Accept-Encoding of the client. */
   accepted: Map<string, number>;
+  /** The request's query parameters; they reach sources with `info.takesParams` (database functions). */
+  params?: TileParams;
+}
+
+/** The query parameters as part of a cache key: sorted, so the order in the URL does not matter. */
+function paramsKey(params: TileParams | undefined): string {
+  if (!params) return '';
+  const keys = Object.keys(params).sort();
+  return keys.length ? `?${JSON.stringify(keys.map((k) => [k, params[k]]))}` : '';
 }
 
 /** A strong validator over the exact bytes sent. */
@@ -47,7 +56,7 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
   if (isProblem(source)) return source;
   const { info } = source;
   // Vector tiles are transcoded between MVT and MLT on request; raster formats are what they are.
-  if (req.format !== info.format && !(isVector(req.format) && isVector(info.format))) {
+  if (req.format !== info.format && !(isVector(req.format) && isVector(info.format)) && !info.formats?.includes(req.format)) {
     return {
       kind: 'problem',
       status: 400,
@@ -63,7 +72,7 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
   const encoding: ContentEncoding = vector
     ? chooseEncoding(req.accepted, info.compression === 'gzip' ? 'gzip' : 'identity', compression.enabled)
     : 'identity';
-  const key = `${info.id}/${z}/${x}/${y}.${req.format}:${encoding}`;
+  const key = `${info.id}/${z}/${x}/${y}.${req.format}:${encoding}${info.takesParams ? paramsKey(req.params) : ''}`;
   const cached = state.tileCache.get(key);
   if (cached) return cached.empty ? { kind: 'empty', cache: 'hit' } : tileResult(cached.body, req.format, encoding, cached.etag, 'hit');
 
@@ -83,7 +92,7 @@ function shared(state: AppState, key: string, work: () => Promise<TileResult>): 
 
 async function produce(state: AppState, source: TileSource, req: TileRequest, encoding: ContentEncoding, key: string): Promise<TileResult> {
   const { z, x, y } = req.coord;
-  const stored = await source.getTile(z, x, y);
+  const stored = await source.getTile(z, x, y, source.info.takesParams ? (req.params ?? {}) : undefined, req.format);
   if (!stored) {
     state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
     return { kind: 'empty', cache: 'miss' };

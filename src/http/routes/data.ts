@@ -18,6 +18,14 @@ import { KEY_QUERY, param, type Router } from '../router.js';
 const JSON_OK = { description: 'TileJSON 3.0.0', content: { 'application/json': true as const } };
 const PROBLEM = { 'application/problem+json': true as const };
 
+/** Every query parameter of the request, verbatim (the first value of a repeated name): database functions get them as JSON. */
+function queryParams(url: string): Record<string, string> {
+  // No prototype: a parameter named `__proto__` is a parameter like any other.
+  const out: Record<string, string> = Object.create(null);
+  for (const [k, v] of new URL(url).searchParams) if (!(k in out)) out[k] = v;
+  return out;
+}
+
 export function registerDataRoutes(r: Router, ctx: ServerContext): void {
   r.add(
     { method: 'get', path: '/data.json', hono: '/data.json', summary: 'TileJSON of every source', tag: 'Metadata', query: KEY_QUERY, responses: { 200: JSON_OK } },
@@ -99,7 +107,7 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
         304: { description: 'the If-None-Match ETag is current' },
         400: { description: 'invalid coordinates or format; a raster member of a composite; geojson of a raster source', content: PROBLEM },
         404: { description: 'no such source (or composite member)', content: PROBLEM },
-        503: { description: 'the vector transcoding queue is full (Retry-After)', content: PROBLEM },
+        503: { description: 'the vector transcoding or raster queue is full, or the database is unreachable or too slow (Retry-After)', content: PROBLEM },
       },
     },
     async (c) => {
@@ -122,6 +130,7 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
           coord: parsed.coord,
           format,
           accepted: acceptedEncodings(c.req.header('accept-encoding')),
+          params: queryParams(c.req.url),
         });
       } catch (err) {
         // Only a resolved source gets this far (unknown ids are problems, not exceptions): its id is a bounded label.

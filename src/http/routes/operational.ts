@@ -63,6 +63,10 @@ function localComponents(ctx: ServerContext): Component[] {
   // Rendering counts only when it is configured (enabled, with styles); a renderer that cannot start on this
   // machine keeps the process unready, since its render routes answer 503.
   if (ctx.runtime.rendererWanted) out.push({ name: 'renderer', state: ctx.runtime.rendererState, ready: ctx.runtime.rendererState === 'ready' });
+  // The database pool of [postgres]: ready while its last contact with the database succeeded (after an outage
+  // the pool probes it every few seconds, so this turns back by itself).
+  const db = ctx.holder.current.postgres;
+  if (db) out.push({ name: 'database', state: db.ready() ? 'connected' : 'unreachable', ready: db.ready() });
   return out;
 }
 
@@ -117,7 +121,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
       method: 'get',
       path: '/ready',
       hono: '/ready',
-      summary: 'Readiness: 200 once every configured component of this process can serve (renderers warmed), else 503',
+      summary: 'Readiness: 200 once every configured component can serve (renderers warmed, database reachable), else 503',
       tag: 'Operational',
       responses: {
         200: { description: 'ready', content: { 'application/json': ReadySchema } },

@@ -1,0 +1,79 @@
+// The raster pool: the Piscina worker thread (workers/raster.ts) that does every GDAL call of this process, so
+// the HTTP process never blocks on a file read or a warp. One thread, kept for the life of the process:
+// gdal-async is not context-aware and loads in only one thread per process, ever (a second thread, or a
+// replacement for an ended one, fails with "Module did not self-register"; measured, see docs/rasters.md).
+// Parallelism comes from gdal-async's *Async calls, which run on libuv's thread pool: `[raster] pool_size`
+// tiles are in progress at once. The queue is bounded: full, a tile answers 503 with Retry-After.
+//
+// Each state gets a handle with its own generation; the datasets it opened are closed when it is closed.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { poolShare, workerCount } from '../cluster/sizing.js';
+import type { Config } from '../config/schema.js';
+import { SourceOpenError, TileUnavailableError } from '../sources/source.js';
+import type { RasterInfo, RasterTask } from './warp-tile.js';
+
+/** The built worker beside the bundle (dist/workers/raster.js). */
+function workerFile(): string | undefined {
+  const file = fileURLToPath(new URL('./workers/raster.js', import.meta.url));
+  return existsSync(file) ? file : undefined;
+}
+
+let shared: Piscina | undefined;
+let generations = 0;
+
+/** Tiles in progress at once in this process: `[raster] pool_size`, else this process's share of the cores. */
+export function rasterConcurrency(config: Config): number {
+  return config.raster.pool_size ?? poolShare(workerCount(config.server.workers));
+}
+
+function piscina(config: Config): Piscina {
+  if (shared) return shared;
+  const filename = workerFile();
+  // Running from the TypeScript sources (not the build) there is no worker to start.
+  if (!filename) throw new SourceOpenError('raster', 'the raster pool worker (dist/workers/raster.js) is missing: run make build');
+  const concurrency = rasterConcurrency(config);
+  shared = new Piscina({
+    filename,
+    minThreads: 1,
+    maxThreads: 1,
+    idleTimeout: Number.POSITIVE_INFINITY,
+    concurrentTasksPerWorker: concurrency,
+    // The thread awaits GDAL's async calls: it must keep its event loop running between tasks.
+    atomics: 'disabled',
+    maxQueue: concurrency * config.raster.max_queue_per_thread,
+  });
+  return shared;
+}
+
+export class RasterPool {
+  private readonly pool: Piscina;
+  readonly generation = ++generations;
+
+  /** Sizing is read when the process's pool starts; a reload keeps it (docs/rasters.md). */
+  constructor(private readonly config: Config) {
+    this.pool = piscina(config);
+  }
+
+  async tile(task: Omit<RasterTask, 'generation' | 'datasetCache'>): Promise<Uint8Array | undefined> {
+    try {
+      const full: RasterTask = { ...task, generation: this.generation, datasetCache: this.config.raster.dataset_cache };
+      const out = (await this.pool.run({ op: 'tile', task: full })) as Uint8Array | undefined;
+      return out ? new Uint8Array(out.buffer, out.byteOffset, out.byteLength) : undefined;
+    } catch (err) {
+      // Piscina's words for a full queue, and for no queue at all (max_queue_per_thread = 0) with the thread busy.
+      if (/^(Task queue is at limit|No task queue available and all Workers are busy)$/.test((err as Error).message)) throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
+      throw err;
+    }
+  }
+
+  describe(file: string): Promise<RasterInfo> {
+    return this.pool.run({ op: 'describe', file }) as Promise<RasterInfo>;
+  }
+
+  /** Closes the datasets this state opened; the thread stays for the next state. */
+  async close(): Promise<void> {
+    await this.pool.run({ op: 'close', generation: this.generation }).catch(() => {});
+  }
+}

@@ -1,0 +1,100 @@
+// A PostGIS table (or view) served as MVT: one layer named after the source, built in the database with
+// ST_AsMVT over ST_AsMVTGeom of the geometry in web mercator, clipped to ST_TileEnvelope. The bbox filter is on
+// the column itself (`geom && <envelope in the column's SRID>`), so the spatial index serves it. Identifiers come
+// from configuration or the catalogue and are quoted; z, x, y are bound parameters.
+import { createHash } from 'node:crypto';
+import { escapeIdentifier as ident, escapeLiteral as literal } from 'pg';
+import type { PgTableConfig } from '../../config/schema.js';
+import { defaultCenter, SourceOpenError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileSource } from '../source.js';
+import { dataBounds, fieldType, mvtCast, type GeometryTable } from './discover.js';
+import type { PgPool } from './pool.js';
+
+/**
+ * A prepared statement's name, from its text: pooled connections outlive a reload that keeps the pool, and a
+ * name must not be reused for different SQL on one connection.
+ */
+export const statementName = (sql: string) => `tsts_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
+
+const INTEGER_ID = /^(smallint|integer|bigint)$/;
+
+/** The SQL of a table's tiles: $1 = z, $2 = x, $3 = y. Exported for the EXPLAIN test and the bench. */
+export function tableTileSql(cfg: PgTableConfig, t: GeometryTable, layer: string): string {
+  const g = ident(t.geometryColumn);
+  const byName = new Map(t.columns.map((c) => [c.name, c]));
+  const idCol = cfg.id_column;
+  const props = (cfg.properties ?? t.columns.map((c) => c.name)).filter((n) => n !== t.geometryColumn && n !== idCol);
+  const propSql = props.map((n) => `${ident(n)}${mvtCast(byName.get(n)!.type)} AS ${ident(n)}`);
+  const envelope = 'ST_TileEnvelope($1::int, $2::int, $3::int)';
+  const margin = `ST_TileEnvelope($1::int, $2::int, $3::int, margin => ${cfg.buffer / cfg.extent})`;
+  const geom3857 = t.srid === 3857 ? g : `ST_Transform(${g}, 3857)`;
+  // Clipped to the world first: past the antimeridian a transform to degrees wraps around (-182° becomes 178°).
+  const filter = t.srid === 3857 ? `${g} && ${margin}` : `${g} && ST_Transform(ST_ClipByBox2D(${margin}, ST_TileEnvelope(0, 0, 0)), ${t.srid})`;
+  const columns = [`ST_AsMVTGeom(${geom3857}, ${envelope}, ${cfg.extent}, ${cfg.buffer}, true) AS "__geom"`, ...(idCol ? [`${ident(idCol)} AS "__id"`] : []), ...propSql];
+  return (
+    `SELECT ST_AsMVT(t, ${literal(layer)}, ${cfg.extent}, '__geom'${idCol ? `, '__id'` : ''}) AS mvt FROM (` +
+    `SELECT ${columns.join(', ')} FROM ${ident(t.schema)}.${ident(t.table)} WHERE ${filter}` +
+    `${cfg.max_features ? ` LIMIT ${cfg.max_features}` : ''}) AS t WHERE "__geom" IS NOT NULL`
+  );
+}
+
+export class PgTableSource implements TileSource {
+  private constructor(
+    readonly info: SourceInfo,
+    private readonly pool: PgPool,
+    private readonly sql: string,
+    private readonly statement: string,
+  ) {}
+
+  /** `table` is the catalogue's entry for the configured (or discovered) table. */
+  static async open(cfg: PgTableConfig, table: GeometryTable, pool: PgPool): Promise<PgTableSource> {
+    const byName = new Map(table.columns.map((c) => [c.name, c]));
+    for (const p of cfg.properties ?? []) {
+      if (!byName.has(p)) throw new SourceOpenError(cfg.id, `table ${table.schema}.${table.table} has no column "${p}" (properties)`);
+    }
+    if (cfg.id_column) {
+      const col = byName.get(cfg.id_column);
+      if (!col) throw new SourceOpenError(cfg.id, `table ${table.schema}.${table.table} has no column "${cfg.id_column}" (id_column)`);
+      if (!INTEGER_ID.test(col.type)) throw new SourceOpenError(cfg.id, `id_column "${cfg.id_column}" is ${col.type}; MVT feature ids must be integers`);
+    }
+    if (cfg.minzoom > cfg.maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${cfg.minzoom} is above maxzoom ${cfg.maxzoom}`);
+    if (!table.srid) throw new SourceOpenError(cfg.id, `${table.schema}.${table.table}.${table.geometryColumn} has no SRID (declare it, e.g. geometry(Point, 4326))`);
+    const layer = cfg.id;
+    const sql = tableTileSql(cfg, table, layer);
+    const bounds: Bounds =
+      (cfg.bounds as Bounds | undefined) ??
+      (await dataBounds(pool, `${ident(table.schema)}.${ident(table.table)}`, ident(table.geometryColumn), table.srid)) ??
+      WORLD_BOUNDS;
+    const fields: Record<string, string> = {};
+    for (const c of table.columns) {
+      if (c.name === table.geometryColumn || c.name === cfg.id_column) continue;
+      if (cfg.properties && !cfg.properties.includes(c.name)) continue;
+      fields[c.name] = fieldType(c.type);
+    }
+    const info: SourceInfo = {
+      id: cfg.id,
+      type: 'postgres-table',
+      format: 'pbf',
+      compression: 'none',
+      name: cfg.name ?? cfg.id,
+      attribution: cfg.attribution,
+      description: cfg.description ?? `${table.schema}.${table.table}.${table.geometryColumn}`,
+      minzoom: cfg.minzoom,
+      maxzoom: cfg.maxzoom,
+      bounds,
+      center: defaultCenter(bounds, cfg.minzoom, cfg.maxzoom),
+      vectorLayers: [{ id: layer, fields, minzoom: cfg.minzoom, maxzoom: cfg.maxzoom }],
+    };
+    return new PgTableSource(info, pool, sql, statementName(sql));
+  }
+
+  async getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined> {
+    // A named statement is parsed and planned once per connection.
+    const { rows } = await this.pool.query<{ mvt: Buffer | null }>({ name: this.statement, text: this.sql, values: [z, x, y] });
+    const mvt = rows[0]?.mvt;
+    return mvt && mvt.byteLength > 0 ? new Uint8Array(mvt.buffer, mvt.byteOffset, mvt.byteLength) : undefined;
+  }
+
+  async close(): Promise<void> {
+    // The pool belongs to the state, which closes it.
+  }
+}

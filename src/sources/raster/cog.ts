@@ -1,0 +1,71 @@
+// A Cloud Optimized GeoTIFF (`type = "cog"`) or GDAL VRT (`type = "vrt"`) served as raster tiles (png, jpg,
+// webp), warped to web mercator in the raster pool. Zoom range: 0 up to the zoom where a tile pixel matches a
+// source pixel (overridable); bounds from the file's georeferencing, so tiles outside the data answer 204.
+import type { Config, SourceConfig } from '../../config/schema.js';
+import type { RasterPool } from '../../raster/pool.js';
+import type { TileFormat } from '../../tiles/format.js';
+import { defaultCenter, SourceOpenError, type SourceInfo, type TileParams, type TileSource } from '../source.js';
+
+export const RASTER_FORMATS: readonly TileFormat[] = ['png', 'jpg', 'webp'];
+
+/** Encoder settings of raster tiles, shared with rendered tiles (`[render]`). */
+export const rasterQuality = (config: Config) => ({ png: config.render.png_compression, jpeg: config.render.jpeg_quality, webp: config.render.webp_quality });
+
+export class CogSource implements TileSource {
+  private constructor(
+    readonly info: SourceInfo,
+    private readonly cfg: SourceConfig,
+    private readonly pool: RasterPool,
+    private readonly config: Config,
+  ) {}
+
+  static async open(cfg: SourceConfig, pool: RasterPool, config: Config): Promise<CogSource> {
+    let described;
+    try {
+      described = await pool.describe(cfg.path);
+    } catch (err) {
+      const msg = (err as Error).message;
+      throw new SourceOpenError(cfg.id, `cannot open ${cfg.type.toUpperCase()} ${cfg.path}: ${/No such file|does not exist/i.test(msg) ? 'no such file' : msg}`);
+    }
+    if (cfg.colormap && described.bands !== 1) throw new SourceOpenError(cfg.id, `colormap needs single-band data; ${cfg.path} has ${described.bands} bands`);
+    const minzoom = cfg.minzoom ?? 0;
+    const size = config.raster.tile_size;
+    // describe() counts in 256 px tiles; a 512 px tile reaches the same resolution one zoom earlier.
+    const maxzoom = cfg.maxzoom ?? Math.max(minzoom, described.nativeZoom - (size === 512 ? 1 : 0));
+    if (minzoom > maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${minzoom} is above maxzoom ${maxzoom}`);
+    const info: SourceInfo = {
+      id: cfg.id,
+      type: cfg.type,
+      format: 'png',
+      formats: RASTER_FORMATS,
+      compression: 'none',
+      name: cfg.name ?? cfg.id,
+      attribution: cfg.attribution,
+      description: cfg.description,
+      minzoom,
+      maxzoom,
+      bounds: described.bounds,
+      center: defaultCenter(described.bounds, minzoom, maxzoom),
+      tileSize: size,
+    };
+    return new CogSource(info, cfg, pool, config);
+  }
+
+  getTile(z: number, x: number, y: number, _params?: TileParams, format: TileFormat = 'png'): Promise<Uint8Array | undefined> {
+    return this.pool.tile({
+      files: [this.cfg.path],
+      z,
+      x,
+      y,
+      size: this.config.raster.tile_size,
+      resampling: this.cfg.resampling ?? 'bilinear',
+      format: format as 'png' | 'jpg' | 'webp',
+      colormap: this.cfg.colormap,
+      quality: rasterQuality(this.config),
+    });
+  }
+
+  async close(): Promise<void> {
+    // The raster pool belongs to the state, which destroys it.
+  }
+}

@@ -1,0 +1,80 @@
+// An out-of-database raster catalogue (`[[postgres.outdb_rasters]]`): for each tile the database function
+// `f(z, x, y, tile_bbox geometry, params json)` names the raster files (COG or VRT) that cover it; the raster
+// pool composites them in the order returned. `rescale_min`/`rescale_max` columns feed dynamic colormaps.
+import { escapeIdentifier as ident } from 'pg';
+import type { Config, OutdbRasterConfig } from '../../config/schema.js';
+import type { RasterPool } from '../../raster/pool.js';
+import type { TileFormat } from '../../tiles/format.js';
+import type { TileFunction } from '../postgres/discover.js';
+import type { PgPool } from '../postgres/pool.js';
+import { statementName } from '../postgres/table.js';
+import { defaultCenter, SourceOpenError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileParams, type TileSource } from '../source.js';
+import { RASTER_FORMATS, rasterQuality } from './cog.js';
+
+interface Row {
+  filepath: string | null;
+  rescale_min?: number | null;
+  rescale_max?: number | null;
+}
+
+export class OutdbRasterSource implements TileSource {
+  private constructor(
+    readonly info: SourceInfo,
+    private readonly cfg: OutdbRasterConfig,
+    private readonly sql: string,
+    private readonly db: PgPool,
+    private readonly rasters: RasterPool,
+    private readonly config: Config,
+  ) {}
+
+  static open(cfg: OutdbRasterConfig, fn: TileFunction, db: PgPool, rasters: RasterPool, config: Config): OutdbRasterSource {
+    if (!fn.outColumns.includes('filepath')) throw new SourceOpenError(cfg.id, `${fn.schema}.${fn.name} must return a column named filepath`);
+    if (cfg.minzoom > cfg.maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${cfg.minzoom} is above maxzoom ${cfg.maxzoom}`);
+    const dynamic = cfg.colormap?.rescale_mode === 'dynamic';
+    if (dynamic && !(fn.outColumns.includes('rescale_min') && fn.outColumns.includes('rescale_max'))) {
+      throw new SourceOpenError(cfg.id, `rescale_mode "dynamic" needs ${fn.schema}.${fn.name} to return rescale_min and rescale_max columns`);
+    }
+    const cols = ['filepath', ...(dynamic ? ['rescale_min', 'rescale_max'] : [])].map((c) => `${ident(c)}`).join(', ');
+    // tile_bbox is the tile's envelope in EPSG:3857, made by PostGIS from the bound z, x, y.
+    const sql = `SELECT ${cols} FROM ${ident(fn.schema)}.${ident(fn.name)}($1::${fn.argTypes[0]}, $2::${fn.argTypes[1]}, $3::${fn.argTypes[2]}, ST_TileEnvelope($1::int, $2::int, $3::int), $4::${fn.argTypes[4]})`;
+    const bounds = (cfg.bounds as Bounds | undefined) ?? WORLD_BOUNDS;
+    const info: SourceInfo = {
+      id: cfg.id,
+      type: 'postgres-outdb-raster',
+      format: 'png',
+      formats: RASTER_FORMATS,
+      compression: 'none',
+      name: cfg.name ?? cfg.id,
+      minzoom: cfg.minzoom,
+      maxzoom: cfg.maxzoom,
+      bounds,
+      center: defaultCenter(bounds, cfg.minzoom, cfg.maxzoom),
+      tileSize: config.raster.tile_size,
+      takesParams: true,
+    };
+    return new OutdbRasterSource(info, cfg, sql, db, rasters, config);
+  }
+
+  async getTile(z: number, x: number, y: number, params: TileParams = {}, format: TileFormat = 'png'): Promise<Uint8Array | undefined> {
+    const { rows } = await this.db.query<Row>({ name: statementName(this.sql), text: this.sql, values: [z, x, y, JSON.stringify(params)] });
+    const files = rows.map((r) => r.filepath).filter((f): f is string => typeof f === 'string' && f.length > 0);
+    if (files.length === 0) return undefined;
+    const ranged = rows.find((r) => r.rescale_min != null && r.rescale_max != null);
+    return this.rasters.tile({
+      files,
+      z,
+      x,
+      y,
+      size: this.config.raster.tile_size,
+      resampling: this.cfg.resampling,
+      format: format as 'png' | 'jpg' | 'webp',
+      colormap: this.cfg.colormap,
+      rescale: ranged ? { min: Number(ranged.rescale_min), max: Number(ranged.rescale_max) } : undefined,
+      quality: rasterQuality(this.config),
+    });
+  }
+
+  async close(): Promise<void> {
+    // The pools belong to the state, which closes them.
+  }
+}
