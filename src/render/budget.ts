@@ -1,7 +1,7 @@
 // The time budget of one render (render.timeout_ms) as the render service sees it: it starts when the render's
-// first frame leaves the queue, grows by the time a renderer spent loading a style it had not drawn before, and
-// covers everything after (parts, joining, encoding). The render thread keeps its own limit per frame; this
-// one bounds the answer.
+// first frame begins on a renderer (after any browser start, page replacement or style load, as the render
+// thread's own limit per frame does) and covers everything after: other parts, joining, overlays, encoding.
+// The thread's limit bounds a frame; this one bounds the answer.
 import { RenderError } from './renderer.js';
 
 export class Budget {
@@ -24,13 +24,6 @@ export class Budget {
   start(): void {
     if (this.deadline !== undefined || this.done) return;
     this.deadline = Date.now() + this.ms;
-    this.schedule();
-  }
-
-  /** Gives the render `ms` more (a style load, which the limit does not count). */
-  extend(ms: number): void {
-    if (this.deadline === undefined || this.done || !(ms > 0)) return;
-    this.deadline += ms;
     this.schedule();
   }
 

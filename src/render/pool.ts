@@ -42,7 +42,7 @@ interface Waiter {
 export interface RenderCall {
   /** Aborted when no one wants the render any more: a waiting render is dropped, one already drawn finishes. */
   cancel?: AbortSignal;
-  /** Called when a renderer begins the frame (after any browser start): the frame's time limit starts then. */
+  /** Called when a renderer begins the frame (after any browser start, page replacement or style load): the frame's time limit starts then. */
   onStart?: () => void;
 }
 

@@ -71,8 +71,12 @@ export type BackendName = 'native' | 'chromium';
 
 export interface Renderer {
   readonly backend: BackendName;
-  /** Draws one frame. Rejects with RenderError; a renderer whose error says `broken` must be closed. */
-  render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number): Promise<RenderedFrame>;
+  /**
+   * Draws one frame. Rejects with RenderError; a renderer whose error says `broken` must be closed. `onFrame` is
+   * called when the frame's own time limit starts: after a style load or a page replacement, which are not
+   * counted against it.
+   */
+  render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number, onFrame?: () => void): Promise<RenderedFrame>;
   /** Frames larger than this (pixels per edge) must be split by the caller. */
   readonly maxFrame: number;
   /** Renders done since start; the pool recycles a renderer after `max_renders`. */

@@ -452,10 +452,10 @@ export class RenderService {
   }
 
   /**
-   * Runs one render within `render.timeout_ms`: the clock starts when its first frame leaves the queue and
-   * covers drawing, joining parts and encoding (loading a style the renderer had not drawn is not counted, as
-   * in the render thread's own limit). Past it the answer is a timeout at once and parts still queued are
-   * dropped; work already under way finishes in the background and is cached.
+   * Runs one render within `render.timeout_ms`: the clock starts when its first frame begins on a renderer (a
+   * browser start, a page replacement or a style load before it are not counted, as in the render thread's own
+   * limit) and covers drawing, joining parts, overlays and encoding. Past it the answer is a timeout at once and
+   * parts still queued are dropped; work already under way finishes in the background and is cached.
    */
   private async withinBudget<T>(timeoutMs: number, signal: AbortSignal, run: (budget: Budget, cancel: AbortSignal) => Promise<T>): Promise<T> {
     const expired = new AbortController();
@@ -473,7 +473,6 @@ export class RenderService {
     const ref = this.styleRef(state, style);
     const call = (cancel: AbortSignal) => ({ cancel, onStart: () => budget.start() });
     const drawnBy = (f: RenderedFrame) => {
-      budget.extend(f.timings.style);
       // A renderer draws again after failed starts: ready again.
       if (this.pool === pool) this.runtime.rendererState = 'ready';
       return f;

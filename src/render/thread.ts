@@ -94,10 +94,11 @@ export class RenderThread {
       renderer = await this.acquire();
       // Starting a browser takes a while: the task may have been cancelled meanwhile.
       if (cancelled()) return { ok: false, reason: 'cancelled', message: CANCELLED };
-      // The frame's time limit starts now, here and in the service (a browser's start is not counted).
-      port.postMessage({ type: 'drawing' } satisfies ThreadMessage);
       if (task.kind === 'render') {
-        const out = await renderer.render(task.style, task.frame, fetcher, Date.now() + task.timeoutMs);
+        // The service's clock of this render starts with the frame's own (a browser start, a page replacement or a
+        // style load are not counted).
+        const drawing = () => port.postMessage({ type: 'drawing' } satisfies ThreadMessage);
+        const out = await renderer.render(task.style, task.frame, fetcher, Date.now() + task.timeoutMs, drawing);
         const msg: ThreadMessage = { type: 'frame', data: out.data, width: out.width, height: out.height, opaque: out.opaque, timings: { ...out.timings } };
         port.postMessage(msg, [out.data.buffer as ArrayBuffer]);
       } else if (task.style) {

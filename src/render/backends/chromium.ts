@@ -170,7 +170,7 @@ export class ChromiumRenderer implements Renderer {
     this.onEvent({ kind: 'page-replaced', reason });
   }
 
-  async render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number): Promise<RenderedFrame> {
+  async render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number, onFrame?: () => void): Promise<RenderedFrame> {
     if (this.broken) throw new RenderError('crash', `renderer unusable: ${this.broken}`);
     const slot = this.slots.find((s) => !s.busy);
     if (!slot) throw new RenderError('failed', 'no free page (more concurrent renders than pages)');
@@ -187,7 +187,7 @@ export class ChromiumRenderer implements Renderer {
           // Opening a page is not the frame's time, as loading a style is not.
           deadline += performance.now() - t;
         }
-        const out = await this.draw(slot, style, frame, deadline);
+        const out = await this.draw(slot, style, frame, deadline, onFrame);
         if (out !== 'lost') return out;
         slot.broken = CONTEXT_LOST;
         if (attempt > 0) throw new RenderError('crash', 'the WebGL context of a new page was lost at once');
@@ -201,7 +201,7 @@ export class ChromiumRenderer implements Renderer {
   }
 
   /** One frame on one page: the pixels, or 'lost' when the page's WebGL context was gone before it began. */
-  private async draw(slot: Slot, style: StyleRef, frame: Frame, deadline: number): Promise<RenderedFrame | 'lost'> {
+  private async draw(slot: Slot, style: StyleRef, frame: Frame, deadline: number, onFrame: (() => void) | undefined): Promise<RenderedFrame | 'lost'> {
     const id = randomBytes(8).toString('hex');
     const pixelWidth = Math.round(frame.width * frame.ratio);
     const pixelHeight = Math.round(frame.height * frame.ratio);
@@ -232,6 +232,7 @@ export class ChromiumRenderer implements Renderer {
         // The frame's own time limit starts now.
         deadline += styleMs;
       }
+      onFrame?.();
       // A string expression: a bundled function could carry helpers that do not exist in the page.
       const done = slot.page.evaluate(`window.__tsts.render(${JSON.stringify(job)})`) as Promise<PageResult>;
       const result = await beforeDeadline(done, deadline);

@@ -78,13 +78,14 @@ export class NativeRenderer implements Renderer {
     return new NativeRenderer(await loadNativeModule(o.module), o.maxFrame, o.maxMaps ?? 4, o.onEvent ?? (() => {}));
   }
 
-  async render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number): Promise<RenderedFrame> {
+  async render(style: StyleRef, frame: Frame, fetch: ResourceFetcher, deadline: number, onFrame?: () => void): Promise<RenderedFrame> {
     if (this.brokenReason) throw new RenderError('crash', `renderer unusable: ${this.brokenReason}`);
     const t0 = performance.now();
     // MapLibre Native has no zoom below 0: a 256 px tile at z0 is drawn twice as large at zoom 0 and halved.
     const shrink = frame.zoom < 0 ? 2 ** Math.ceil(-frame.zoom) : 1;
     const slot = await this.mapFor(style, frame.ratio, fetch);
     const t1 = performance.now();
+    onFrame?.();
     slot.busy = true;
     slot.fetcher = fetch;
     try {
