@@ -3,41 +3,18 @@
 // Renders in flight may fail once each (503 "Renderer restarted"), or be retried to success; none answers 500 or
 // an image that is not the map; every render after recovery succeeds; the log names each event.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { waitFor } from './helpers/foundation.js';
-import { browserPids, buildOmtArchive, decode, distance, pixel, renderTempDir, renderToml, share, WATER } from './helpers/render.js';
+import { browserPids, buildOmtArchive, chromiumProcesses, type ChildProc, decode, distance, pixel, renderTempDir, renderToml, share, WATER } from './helpers/render.js';
 import { startServer, type TestServer } from './helpers/server.js';
 
-interface Proc {
-  pid: number;
-  args: string;
-}
-
-/** Chromium processes below the server, with their command lines. */
-function chromiumTree(serverPid: number): Proc[] {
-  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8', maxBuffer: 16 << 20 });
-  const rows = out
-    .trim()
-    .split('\n')
-    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
-  const parent = new Map(rows.map((r) => [r.pid, r.ppid]));
-  const below = (pid: number) => {
-    for (let p = parent.get(pid), i = 0; p && i < 32; p = parent.get(p), i++) if (p === serverPid) return true;
-    return false;
-  };
-  return rows.filter((r) => /chrom/.test(r.args.split(' ')[0]) && below(r.pid)).map(({ pid, args }) => ({ pid, args }));
-}
-
 const KINDS = {
-  browser: (p: Proc) => p.args.includes('--tileserver-ts-renderer=') && !p.args.includes('--type='),
-  page: (p: Proc) => p.args.includes('--type=renderer'),
-  gpu: (p: Proc) => p.args.includes('--type=gpu-process'),
+  browser: (p: ChildProc) => p.args.includes('--tileserver-ts-renderer=') && !p.args.includes('--type='),
+  page: (p: ChildProc) => p.args.includes('--type=renderer'),
+  gpu: (p: ChildProc) => p.args.includes('--type=gpu-process'),
 };
 
 interface Outcome {
@@ -71,8 +48,8 @@ describe('renderer chaos: kill a browser, a page process, a GPU process during a
 
   for (const kind of ['browser', 'page', 'gpu'] as const) {
     test(`kill the ${kind} process: in-flight renders fail at most once, every later render succeeds`, async () => {
-      const target = chromiumTree(s.proc.pid!).filter(KINDS[kind]);
-      assert.ok(target.length >= 1, `no ${kind} process found: ${JSON.stringify(chromiumTree(s.proc.pid!))}`);
+      const target = chromiumProcesses(s.proc.pid!).filter(KINDS[kind]);
+      assert.ok(target.length >= 1, `no ${kind} process found: ${JSON.stringify(chromiumProcesses(s.proc.pid!))}`);
       const logBefore = s.output().length;
       // A burst: 4 clients, each rendering distinct maps one after another, for 24 renders; the kill comes once
       // 6 have finished, so renders are in flight on both pages.

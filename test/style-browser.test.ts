@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './helpers/browser.js';
 import { PNG } from 'pngjs';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 
@@ -84,21 +85,7 @@ path = "${fixture('styles/osm-liberty/style.json')}"
 `,
   });
   statics = await startStatic();
-  browser = await chromium.launch({
-    // Debian's /usr/bin/chromium is a wrapper script; this is the browser binary. Playwright adds --headless.
-    executablePath: '/usr/lib/chromium/chromium',
-    args: [
-      '--no-sandbox',
-      // WebGL2 in software: SwiftShader through ANGLE (there is no GPU here).
-      '--use-gl=angle',
-      '--use-angle=swiftshader',
-      '--enable-unsafe-swiftshader',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {

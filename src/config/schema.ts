@@ -171,8 +171,8 @@ export const PgTableSchema = v.object({
   description: v.optional(v.string()),
 });
 
-/** `[[postgres.functions]]`: a function of (z, x, y) or (z, x, y, query json) returning an MVT bytea. */
-export const PgFunctionSchema = v.object({
+/** What every source served by a database function has: where the function is and the tiles it covers. */
+const functionSourceEntries = {
   id,
   schema: v.optional(pgIdent, 'public'),
   function: v.optional(pgIdent),
@@ -180,19 +180,18 @@ export const PgFunctionSchema = v.object({
   minzoom: v.optional(zoom, 0),
   maxzoom: v.optional(zoom, 22),
   bounds: v.optional(bounds),
+};
+
+/** `[[postgres.functions]]`: a function of (z, x, y) or (z, x, y, query json) returning an MVT bytea. */
+export const PgFunctionSchema = v.object({
+  ...functionSourceEntries,
   attribution: v.optional(v.string()),
   description: v.optional(v.string()),
 });
 
 /** `[[postgres.outdb_rasters]]`: a function returning raster file paths for a tile (spec: out-of-database raster source). */
 export const OutdbRasterSchema = v.object({
-  id,
-  schema: v.optional(pgIdent, 'public'),
-  function: v.optional(pgIdent),
-  name: v.optional(v.string()),
-  minzoom: v.optional(zoom, 0),
-  maxzoom: v.optional(zoom, 22),
-  bounds: v.optional(bounds),
+  ...functionSourceEntries,
   resampling: v.optional(v.picklist(RESAMPLING), 'bilinear'),
   colormap: v.optional(ColormapSchema),
 });

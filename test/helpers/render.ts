@@ -109,9 +109,15 @@ export function tilePixel(z: number, x: number, y: number, lon: number, lat: num
   return [(gx - x) * size, (gy - y) * size];
 }
 
-/** Process ids of the browsers (main processes) a server started: descendants carrying the renderer marker. */
-export function browserPids(serverPid: number): number[] {
-  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' });
+/** A process below a server: its id and command line. */
+export interface ChildProc {
+  pid: number;
+  args: string;
+}
+
+/** Every process below `serverPid` (any depth), with its command line. */
+function descendants(serverPid: number): ChildProc[] {
+  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8', maxBuffer: 16 << 20 });
   const rows = out
     .trim()
     .split('\n')
@@ -119,29 +125,28 @@ export function browserPids(serverPid: number): number[] {
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
   const parent = new Map(rows.map((r) => [r.pid, r.ppid]));
-  const descends = (pid: number) => {
+  const below = (pid: number) => {
     for (let p = parent.get(pid), i = 0; p && i < 32; p = parent.get(p), i++) if (p === serverPid) return true;
     return false;
   };
-  return rows.filter((r) => r.args.includes('--tileserver-ts-renderer=') && descends(r.pid)).map((r) => r.pid);
+  return rows.filter((r) => below(r.pid)).map(({ pid, args }) => ({ pid, args }));
+}
+
+/** Every Chromium process below `serverPid` (browsers and their GPU, page and utility processes). */
+export function chromiumProcesses(serverPid: number): ChildProc[] {
+  return descendants(serverPid).filter((p) => /chrom/.test(p.args.split(' ')[0]));
+}
+
+/** Process ids of the browsers (main processes) a server started: descendants carrying the renderer marker. */
+export function browserPids(serverPid: number): number[] {
+  return descendants(serverPid)
+    .filter((p) => p.args.includes('--tileserver-ts-renderer=') && !p.args.includes('--type='))
+    .map((p) => p.pid);
 }
 
 /** Every process below `serverPid` whose command is Chromium (browsers and their helpers). */
 export function chromiumDescendants(serverPid: number): number[] {
-  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,comm='], { encoding: 'utf8' });
-  const rows = out
-    .trim()
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .map(([pid, ppid, comm]) => ({ pid: Number(pid), ppid: Number(ppid), comm }));
-  const parent = new Map(rows.map((r) => [r.pid, r.ppid]));
-  return rows
-    .filter((r) => /chrom/.test(r.comm))
-    .filter((r) => {
-      for (let p = parent.get(r.pid), i = 0; p && i < 32; p = parent.get(p), i++) if (p === serverPid) return true;
-      return false;
-    })
-    .map((r) => r.pid);
+  return chromiumProcesses(serverPid).map((p) => p.pid);
 }
 
 export const renderTempDir = () => tempDir('tsts-render-');
