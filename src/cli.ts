@@ -10,7 +10,9 @@ import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './cluster/sizing.js';
 import { runSingle, runWorker } from './cluster/worker.js';
+import { startAdminListener } from './http/admin/listener.js';
 import { log } from './log.js';
+import type { Reloader } from './state/reload-result.js';
 import { buildAppState } from './state/build.js';
 import { SourceOpenError } from './sources/source.js';
 import { VERSION } from './version.js';
@@ -64,6 +66,11 @@ async function run(args: RunArgs): Promise<void> {
   if (args.host !== undefined) server.host = args.host;
   if (args.port !== undefined) server.port = args.port;
   if (args.workers !== undefined) server.workers = args.workers;
+  loaded.overrides = {
+    ...(args.host !== undefined ? { host: args.host } : {}),
+    ...(args.port !== undefined ? { port: args.port } : {}),
+    ...(args.workers !== undefined ? { workers: args.workers } : {}),
+  };
 
   // Open every source once here, so a broken one stops start-up with one line instead of crashing each worker.
   const probe = await buildAppState(loaded);
@@ -73,10 +80,14 @@ async function run(args: RunArgs): Promise<void> {
   // The metrics pull listener: in the primary, summing every worker; alone, this process's own registry. Bound
   // before the workers start, so that each of them reports it in /ping.
   await startScrapeListener(loaded.config.telemetry, count > 1 ? clusterMetrics() : () => telemetry.metricsText(), log);
+  // The admin listener (off unless server.admin_bind names a port) is bound before any worker starts, so that a
+  // taken address stops start-up with one line; it answers 503 until the processes it reloads are up.
+  let reloader: Reloader | undefined;
+  await startAdminListener(server.admin_bind, () => reloader, log);
   if (count <= 1) {
-    await runSingle(loaded);
+    ({ reloader } = await runSingle(loaded));
   } else {
-    await runPrimary(loaded, count);
+    reloader = await runPrimary(loaded, count);
   }
   process.stdout.write(`tileserver-ts ${VERSION} listening on http://${server.host}:${server.port} (${count} process${count > 1 ? 'es' : ''})\n`);
 }

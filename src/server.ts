@@ -3,6 +3,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { createServer as createHttpServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
 import { loadConfigFile, type LoadedConfig } from './config/load.js';
+import { keepRestartOnly, restartOnlyChanges } from './config/restart-only.js';
 import { accessLog } from './http/access-log.js';
 import { createApp } from './http/app.js';
 import type { ServerContext } from './http/context.js';
@@ -14,6 +15,7 @@ import type { RuntimeStatus } from './runtime.js';
 import { RenderService } from './render/service.js';
 import { buildAppState } from './state/build.js';
 import { StateHolder } from './state/holder.js';
+import { stateFigures, type StateFigures } from './state/reload-result.js';
 import { VERSION } from './version.js';
 import { instrumentListener } from './http/request-metrics.js';
 import { telemetry } from './telemetry/recorder.js';
@@ -21,8 +23,13 @@ import { scrapeListenerActive } from './telemetry/scrape-listener.js';
 
 export interface RunningServer {
   ctx: ServerContext;
-  /** Replaces the active state with one built from `loaded`; throws (and keeps the old state) when building fails. */
-  reload(loaded: LoadedConfig, flush?: boolean): Promise<{ reloaded: boolean }>;
+  /**
+   * Replaces the active state with one built from `loaded` (unless its hash is the active one and `flush` is not
+   * asked); throws (and keeps the old state) when building fails. Answers with the figures of the state now active.
+   */
+  reload(loaded: LoadedConfig, flush?: boolean): Promise<{ reloaded: boolean; figures: StateFigures }>;
+  /** The figures of the active state. */
+  figures(): StateFigures;
   /** Stops accepting connections, lets in-flight requests finish, then releases the state. */
   drain(timeoutMs?: number): Promise<void>;
   address: { host: string; port: number };
@@ -39,7 +46,15 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
   telemetry.watchRender(render);
   const ctx: ServerContext = { holder, version: VERSION, runtime, render };
   const { app } = createApp(ctx, log);
-  render.attach((req, env) => app.fetch(req, env));
+  // A renderer's in-process requests hold the state they read, as client requests do (see the listener below).
+  render.attach(async (req, env) => {
+    const s = holder.enter();
+    try {
+      return await app.fetch(req, env);
+    } finally {
+      holder.leave(s);
+    }
+  });
   render.onState(holder.current);
   const { host, port } = loaded.config.server;
 
@@ -49,7 +64,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
     // the body timeout are not reloadable: read from the configuration the process started with.
     const { cors_origins: corsOrigins, request_timeout_ms: bodyTimeoutMs } = loaded.config.server;
     const createServer = ((options: ServerOptions, honoListener: RequestListener) =>
-      createHttpServer(options, accessLog(log, instrumentListener(telemetry, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener)))))) as typeof createHttpServer;
+      createHttpServer(options, holdState(holder, accessLog(log, instrumentListener(telemetry, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener))))))) as typeof createHttpServer;
     const s = serve({ fetch: app.fetch, hostname: host, port, createServer }, () => resolve(s));
     s.once('error', reject);
   });
@@ -64,13 +79,14 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
   return {
     ctx,
     address: { host, port },
+    figures: () => stateFigures(holder.current, runtime.rendererEnabled),
     async reload(next, flush = false) {
-      if (!flush && next.hash === holder.current.configHash) return { reloaded: false };
+      if (!flush && next.hash === holder.current.configHash) return { reloaded: false, figures: stateFigures(holder.current, runtime.rendererEnabled) };
       const state = await buildAppState(next, { previous: holder.current, flush });
       holder.swap(state);
       render.onState(state);
-      log.info({ config_hash: next.hash }, 'configuration reloaded');
-      return { reloaded: true };
+      log.info({ config_hash: next.hash, flush }, 'configuration reloaded');
+      return { reloaded: true, figures: stateFigures(state, runtime.rendererEnabled) };
     },
     drain(timeoutMs = 30_000) {
       return new Promise<void>((resolve) => {
@@ -80,7 +96,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
         force.unref();
         http.close(() => {
           clearTimeout(force);
-          void Promise.all([render.close(), holder.current.close(), telemetry.close()]).finally(resolve);
+          void Promise.all([render.close(), holder.closeAll(), telemetry.close()]).finally(resolve);
         });
         // Idle keep-alive sockets would hold close() open until they time out.
         http.closeIdleConnections();
@@ -89,14 +105,37 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
   };
 }
 
-/** Re-reads the config file a server was started from (SIGHUP), or undefined when it was started from file arguments. */
-export function rereadConfig(current: LoadedConfig): LoadedConfig | undefined {
-  if (!current.file) return undefined;
+/**
+ * Counts every request against the state active when it arrived, until its response is finished or its
+ * connection gone: the state a reload replaces is closed once those requests have ended (state/holder.ts).
+ */
+function holdState(holder: StateHolder, next: RequestListener): RequestListener {
+  return (req, res) => {
+    const s = holder.enter();
+    res.once('close', () => holder.leave(s));
+    next(req, res);
+  };
+}
+
+/** A configuration file read again for a reload, and the restart-only settings it changes (not applied). */
+export interface Reread {
+  loaded: LoadedConfig;
+  restartRequired: string[];
+}
+
+/**
+ * Re-reads the config file a server was started from (SIGHUP, the admin reload). Started from file arguments
+ * there is no file: the running configuration is read "again" as it is (a flush still rebuilds it). Throws
+ * ConfigError when the file is now invalid.
+ */
+export function rereadConfig(current: LoadedConfig): Reread {
+  if (!current.file) return { loaded: current, restartRequired: [] };
   const next = loadConfigFile(current.file);
   for (const w of next.warnings) log.warn(w);
-  // host, port and the number of processes are not reloadable: keep the ones the server runs with (and any CLI
-  // override of them).
-  const { host, port, workers } = current.config.server;
-  next.config = { ...next.config, server: { ...next.config.server, host, port, workers } };
-  return next;
+  // Command-line overrides of the file (--host, --port, --workers) hold for the file read again too.
+  next.overrides = current.overrides;
+  next.config.server = { ...next.config.server, ...current.overrides };
+  const restartRequired = restartOnlyChanges(current.config, next.config);
+  next.config = keepRestartOnly(current.config, next.config);
+  return { loaded: next, restartRequired };
 }

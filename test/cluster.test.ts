@@ -215,13 +215,14 @@ describe('workers = 2', () => {
     const current = sha256(readFileSync(file));
     writeFileSync(file, '[server\nthis is not TOML');
     process.kill(primary, 'SIGHUP');
-    await waitFor('the invalid-config message', () => (/SIGHUP: the configuration is invalid/.test(server.output()) ? true : undefined));
+    await waitFor('the invalid-config message', () => (/"trigger":"SIGHUP","error":"the configuration file is invalid: .*invalid TOML.*","msg":"reload failed; the previous configuration stays active"/.test(server.output()) ? true : undefined));
     assert.deepEqual(await hashesSeen(server), new Set([current]));
 
     const broken = configText(remote.url, `[[sources]]\nid = "bad"\ntype = "pmtiles"\npath = "${fixture('broken/invalid.pmtiles')}"\n`);
     writeFileSync(file, broken);
     process.kill(primary, 'SIGHUP');
-    await waitFor('the primary to refuse the reload', () => (/SIGHUP: the new configuration cannot be loaded/.test(server.output()) ? true : undefined));
+    // Every worker fails to open it; none adopts it.
+    await waitFor('the reload to be refused', () => (/"trigger":"SIGHUP","error":"process \d+: .*invalid\.pmtiles.*","msg":"reload failed/.test(server.output()) ? true : undefined));
     assert.deepEqual(await hashesSeen(server), new Set([current]));
     assert.equal((await request(server.url, '/data/cities/0/0/0.pbf')).status, 200);
     assert.equal((await request(server.url, '/data/bad.json')).status, 404);
@@ -287,7 +288,7 @@ describe('workers = 1', () => {
     assert.ok(reloaded.loaded_at_unix >= before.loaded_at_unix);
     writeFileSync(server.configFile!, '[[sources]]\nid = 5\n');
     server.proc.kill('SIGHUP');
-    await waitFor('the invalid-config message', () => (/SIGHUP: the configuration is invalid/.test(server.output()) ? true : undefined));
+    await waitFor('the invalid-config message', () => (/"trigger":"SIGHUP","error":"the configuration file is invalid: .*sources\[0\]\.id.*","msg":"reload failed/.test(server.output()) ? true : undefined));
     assert.deepEqual(await hashesSeen(server, 2), new Set([sha256(next)]));
     const tile = await request(server.url, '/data/remote/0/0/0.pbf');
     assert.ok(tile.body.equals(gunzipSync((await storedPmtilesTile(OMT, 0, 0, 0))!)));

@@ -284,7 +284,7 @@ name = "\${CITY_NAME}"
   }
 });
 
-test('SIGHUP re-reading keeps what cannot be reloaded: host, port and the process count from the command line', async () => {
+test('re-reading for a reload keeps what cannot be reloaded, and names what the file changed there', async () => {
   const { rereadConfig } = await import('../src/server.js');
   const file = path.join(tempDir(), 'config.toml');
   writeFileSync(file, '[server]\nhost = "0.0.0.0"\nport = 8080\nworkers = 1\n');
@@ -293,10 +293,21 @@ test('SIGHUP re-reading keeps what cannot be reloaded: host, port and the proces
   current.config.server.host = '127.0.0.1';
   current.config.server.port = 9999;
   current.config.server.workers = 3;
+  current.overrides = { host: '127.0.0.1', port: 9999, workers: 3 };
   writeFileSync(file, '[server]\nhost = "0.0.0.0"\nport = 8080\nworkers = 1\ndisable_render = true\n');
-  const next = rereadConfig(current)!;
+  const { loaded: next, restartRequired } = rereadConfig(current);
   assert.equal(next.config.server.disable_render, true, 'the file was read again');
   assert.equal(next.config.server.host, '127.0.0.1');
   assert.equal(next.config.server.port, 9999);
   assert.equal(next.config.server.workers, 3);
+  assert.deepEqual(restartRequired, [], 'values overridden on the command line are not changes of the file');
+  // A change of a restart-only setting in the file: reported, not applied.
+  writeFileSync(file, '[server]\nhost = "0.0.0.0"\nport = 8080\nworkers = 1\ncors_origins = ["https://a.example"]\nadmin_bind = "127.0.0.1:7001"\n[telemetry]\nsample_rate = 0.5\n[raster]\npool_size = 3\ntile_size = 512\n');
+  const again = rereadConfig(current);
+  assert.deepEqual(again.restartRequired, ['server.admin_bind', 'server.cors_origins', 'telemetry', 'raster.pool_size']);
+  assert.deepEqual(again.loaded.config.server.cors_origins, ['*']);
+  assert.equal(again.loaded.config.server.admin_bind, '127.0.0.1:0');
+  assert.equal(again.loaded.config.telemetry.sample_rate, 1);
+  assert.equal(again.loaded.config.raster.pool_size, undefined);
+  assert.equal(again.loaded.config.raster.tile_size, 512, 'the reloadable part of a section is applied');
 });

@@ -1,11 +1,16 @@
-// The supervisor: forks HTTP workers, replaces one that dies, turns SIGHUP into a reload of every worker and
-// SIGTERM/SIGINT into a drain of every worker followed by exit 0.
+// The supervisor: forks HTTP workers, replaces one that dies, runs reloads (SIGHUP, the admin route) across every
+// worker and turns SIGTERM/SIGINT into a drain of every worker followed by exit 0.
 import cluster, { type Worker } from 'node:cluster';
 import type { LoadedConfig } from '../config/load.js';
 import { log } from '../log.js';
-import { rereadConfig } from '../server.js';
 import { buildAppState } from '../state/build.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
+import { ServiceReloader, type ApplyReload, type ProcessReloaded } from './reloader.js';
+
+/** How long a reload waits for a worker's answer before it gives up on it (a build opens every source). */
+const RELOAD_ANSWER_MS = 120_000;
+
+type Reloaded = Extract<ToPrimary, { type: 'reloaded' }>;
 
 /** No worker could start (the port is taken, say): the one line that says why. */
 export class WorkerStartError extends Error {
@@ -13,10 +18,11 @@ export class WorkerStartError extends Error {
 }
 
 /**
- * Forks `count` workers. Resolves when the first of them listens; rejects when a worker dies before any has
- * listened, since whatever stopped it (a port in use, no permission) would stop every replacement too.
+ * Forks `count` workers. Resolves (with the service's reloader) when the first of them listens; rejects when a
+ * worker dies before any has listened, since whatever stopped it (a port in use, no permission) would stop every
+ * replacement too.
  */
-export function runPrimary(initial: LoadedConfig, count: number): Promise<void> {
+export function runPrimary(initial: LoadedConfig, count: number): Promise<ServiceReloader> {
   let loaded = initial;
   let stopping = false;
   /** Some worker has listened: from then on a dead worker is replaced. */
@@ -27,13 +33,63 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
   const recentDeaths: number[] = [];
   let started: { resolve: () => void; reject: (err: Error) => void };
   const startup = new Promise<void>((resolve, reject) => (started = { resolve, reject }));
+  /** The configuration hash each worker runs (from its fork, then from its answers to reloads). */
+  const runs = new Map<Worker, string>();
+  /** Reloads waiting for answers, by message id. */
+  const asked = new Map<number, { waiting: Set<Worker>; answers: Map<Worker, Reloaded>; settle: () => void }>();
+  let lastId = 0;
 
   /**
    * Workers that have said `ready`. Messages go to a worker only after that: one sent while it is still loading
    * arrives before it listens for messages, and is dropped.
    */
   const ready = new Set<Worker>();
-  const sendReload = (w: Worker) => w.send({ type: 'reload', loaded, flush: false } satisfies ToWorker);
+  /** Brings a worker that missed a reload (it was starting) to the active configuration; nobody waits for it. */
+  const sendReload = (w: Worker) => w.send({ type: 'reload', id: 0, loaded, flush: false } satisfies ToWorker);
+
+  /** Asks `targets` to adopt `next`; resolves with their answers (a worker that exits meanwhile is left out). */
+  const ask = (targets: Worker[], next: LoadedConfig, flush: boolean): Promise<Map<Worker, Reloaded>> => {
+    const id = ++lastId;
+    return new Promise((resolve, reject) => {
+      const entry = { waiting: new Set(targets), answers: new Map<Worker, Reloaded>(), settle: () => {} };
+      const timer = setTimeout(() => {
+        asked.delete(id);
+        reject(new Error(`worker process${entry.waiting.size > 1 ? 'es' : ''} ${[...entry.waiting].map((w) => w.id).join(', ')} did not answer the reload within ${RELOAD_ANSWER_MS / 1000} s`));
+      }, RELOAD_ANSWER_MS);
+      entry.settle = () => {
+        if (entry.waiting.size) return;
+        clearTimeout(timer);
+        asked.delete(id);
+        resolve(entry.answers);
+      };
+      asked.set(id, entry);
+      for (const w of targets) w.send({ type: 'reload', id, loaded: next, flush } satisfies ToWorker);
+      entry.settle();
+    });
+  };
+
+  const apply: ApplyReload = async (next, flush) => {
+    const targets = [...ready].filter((w) => w.isConnected());
+    if (targets.length === 0) {
+      // No worker to try it (all are being replaced): open it here, since replacements are forked with it.
+      if (next.hash !== loaded.hash || flush) await buildAppState(next).then((probe) => probe.close());
+      loaded = next;
+      return [];
+    }
+    const answers = await ask(targets, next, flush);
+    const failures = [...answers].filter(([, a]) => !a.ok);
+    if (failures.length) {
+      // Every process runs one configuration: the ones that adopted it go back to the active one.
+      const took = [...answers].filter(([, a]) => a.ok && a.reloaded).map(([w]) => w);
+      if (took.length) await ask(took, loaded, false).catch((err: Error) => log.error({ err: err.message }, 'reload: a worker could not return to the previous configuration'));
+      throw new Error(failures.map(([w, a]) => `process ${w.id}: ${a.error ?? 'failed'}`).join('; '));
+    }
+    loaded = next;
+    // A worker that became ready during the reload was started with the configuration before it.
+    for (const w of ready) if (!answers.has(w) && runs.get(w) !== loaded.hash) sendReload(w);
+    return [...answers.values()].map((a): ProcessReloaded => ({ reloaded: a.reloaded, figures: a.figures! }));
+  };
+  const reloader = new ServiceReloader(initial, apply, log);
   /** What each worker process reports as not ready; a worker that has not reported yet is starting. */
   const notReady = new Map<number, string[]>();
   const sendReadiness = () => {
@@ -44,6 +100,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
   const fork = (): Worker => {
     const forkedWith = loaded.hash;
     const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded) });
+    runs.set(worker, forkedWith);
     notReady.set(worker.id, ['starting']);
     sendReadiness();
     worker.on('message', (msg: ToPrimary) => {
@@ -51,7 +108,15 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
         notReady.set(worker.id, msg.notReady);
         sendReadiness();
       }
-      if (msg.type === 'reloaded' && !msg.ok) log.error({ worker: worker.id, error: msg.error }, 'worker kept its previous configuration');
+      if (msg.type === 'reloaded') {
+        if (msg.ok && msg.figures) runs.set(worker, msg.figures.config_hash);
+        if (!msg.ok) log.error({ worker: worker.id, error: msg.error }, 'worker kept its previous configuration');
+        const entry = asked.get(msg.id);
+        if (entry?.waiting.delete(worker)) {
+          entry.answers.set(worker, msg);
+          entry.settle();
+        }
+      }
       if (msg.type === 'failed') startError ??= msg.error;
       if (msg.type === 'ready') {
         ready.add(worker);
@@ -61,6 +126,8 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
     });
     worker.once('exit', () => {
       ready.delete(worker);
+      runs.delete(worker);
+      for (const entry of asked.values()) if (entry.waiting.delete(worker)) entry.settle();
       notReady.delete(worker.id);
       sendReadiness();
     });
@@ -111,27 +178,8 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
 
   for (let i = 0; i < count; i++) fork();
 
-  process.on('SIGHUP', () => {
-    let next: LoadedConfig | undefined;
-    try {
-      next = rereadConfig(loaded);
-      if (!next) return log.warn('SIGHUP: started from file arguments, there is no config file to re-read');
-    } catch (err) {
-      return log.error({ err: (err as Error).message }, 'SIGHUP: the configuration is invalid; keeping the current one');
-    }
-    const candidate = next;
-    // Open every source once here before adopting the file: a replacement worker is forked with `loaded`, and
-    // one forked with a configuration whose sources cannot be opened would die at start, again and again.
-    buildAppState(candidate)
-      .then((probe) => probe.close())
-      .then(
-        () => {
-          loaded = candidate;
-          for (const w of ready.keys()) sendReload(w);
-        },
-        (err: Error) => log.error({ err: err.message }, 'SIGHUP: the new configuration cannot be loaded; keeping the current one'),
-      );
-  });
+  // The reloader logs the outcome (and why a failed one failed).
+  process.on('SIGHUP', () => void reloader.reload(false, 'SIGHUP'));
 
-  return startup;
+  return startup.then(() => reloader);
 }

@@ -3,7 +3,8 @@ import type { LoadedConfig } from '../config/load.js';
 import cluster from 'node:cluster';
 import { localNotReady } from '../http/routes/operational.js';
 import { log } from '../log.js';
-import { startServer, rereadConfig, type RunningServer } from '../server.js';
+import { startServer, type RunningServer } from '../server.js';
+import { ServiceReloader } from './reloader.js';
 import { listenErrorLine } from './listen-error.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
 
@@ -48,8 +49,8 @@ export async function runWorker(): Promise<void> {
     }
     if (msg.type !== 'reload') return;
     running.reload(msg.loaded, msg.flush).then(
-      (r) => send({ type: 'reloaded', ok: true, reloaded: r.reloaded }),
-      (err: Error) => send({ type: 'reloaded', ok: false, reloaded: false, error: err.message }),
+      (r) => send({ type: 'reloaded', id: msg.id, ok: true, reloaded: r.reloaded, figures: r.figures }),
+      (err: Error) => send({ type: 'reloaded', id: msg.id, ok: false, reloaded: false, error: err.message }),
     );
   });
   send({ type: 'ready' });
@@ -67,9 +68,9 @@ export async function runWorker(): Promise<void> {
 }
 
 /** workers = 1: one process does everything, signals included. */
-export async function runSingle(loaded: LoadedConfig): Promise<RunningServer> {
-  let current = loaded;
+export async function runSingle(loaded: LoadedConfig): Promise<{ server: RunningServer; reloader: ServiceReloader }> {
   const server = await startServer(loaded);
+  const reloader = new ServiceReloader(loaded, async (next, flush) => [await server.reload(next, flush)], log);
   let draining = false;
   const drain = async () => {
     if (draining) return;
@@ -80,19 +81,7 @@ export async function runSingle(loaded: LoadedConfig): Promise<RunningServer> {
   };
   process.on('SIGTERM', () => void drain());
   process.on('SIGINT', () => void drain());
-  process.on('SIGHUP', () => {
-    try {
-      const next = rereadConfig(current);
-      if (!next) return log.warn('SIGHUP: started from file arguments, there is no config file to re-read');
-      server.reload(next).then(
-        () => {
-          current = next;
-        },
-        (err: Error) => log.error({ err: err.message }, 'SIGHUP: reload failed; keeping the current configuration'),
-      );
-    } catch (err) {
-      log.error({ err: (err as Error).message }, 'SIGHUP: the configuration is invalid; keeping the current one');
-    }
-  });
-  return server;
+  // The reloader logs the outcome (and why a failed one failed).
+  process.on('SIGHUP', () => void reloader.reload(false, 'SIGHUP'));
+  return { server, reloader };
 }

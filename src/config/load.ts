@@ -20,6 +20,8 @@ export interface LoadedConfig {
   /** Absolute path of the file, for reloads. */
   file: string | undefined;
   warnings: string[];
+  /** Settings given on the command line over the file's (`--host`, `--port`, `--workers`); they hold across reloads. */
+  overrides?: Partial<Pick<Config['server'], 'host' | 'port' | 'workers'>>;
 }
 
 /** Formats a valibot issue path as `sources[2].path`. */

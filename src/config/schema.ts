@@ -20,7 +20,13 @@ export const ServerSchema = v.object({
   cors_origins: v.optional(v.array(nonEmpty), ['*']),
   /** "auto": one HTTP worker process per core, at most 4; 1: a single process. */
   workers: v.optional(v.union([v.literal('auto'), v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(256))]), 'auto'),
-  admin_bind: v.optional(nonEmpty, '127.0.0.1:0'),
+  /** `host:port` of the admin listener (POST /__admin/reload); port 0, the default, means no admin listener. Not reloadable. */
+  admin_bind: v.optional(v.pipe(v.string(), v.rawCheck(({ dataset, addIssue }) => {
+    if (dataset.typed) {
+      const parsed = parseBind(dataset.value);
+      if (!parsed.ok) addIssue({ message: parsed.problem });
+    }
+  })), '127.0.0.1:0'),
   upload_dir: v.optional(nonEmpty),
   upload_max_size_mb: v.optional(v.pipe(v.number(), v.minValue(1)), 500),
   disable_render: v.optional(v.boolean(), false),

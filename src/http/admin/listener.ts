@@ -1,0 +1,89 @@
+// The admin listener on `server.admin_bind`: operator actions that must never be reachable on the public port.
+// It runs in one process (the primary when there are several, which is where a reload is coordinated). Its
+// routes exist nowhere else: the main listener answers 404 for them. A bind address with port 0 (the default
+// `127.0.0.1:0`) means the listener is off (spec).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { parseBind } from '../../config/bind.js';
+import type { Logger } from '../../log.js';
+import { parseBoolean } from '../../render/static-params.js';
+import type { Reloader } from '../../state/reload-result.js';
+import { requestId, targetPath } from '../access-log.js';
+import { problemBody } from '../problem.js';
+
+export interface AdminListener {
+  address: { host: string; port: number };
+  close(): Promise<void>;
+}
+
+/** The routes of the admin listener, with their methods (for 405 and `Allow`). */
+const ROUTES: Record<string, string[]> = { '/__admin/reload': ['POST'] };
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+function sendProblem(res: ServerResponse, status: number, title: string, detail: string, headers: Record<string, string> = {}): void {
+  send(res, status, problemBody(status, title, detail), { ...headers, 'content-type': 'application/problem+json' });
+}
+
+/**
+ * Binds the admin listener unless `bind`'s port is 0. `reloader` is asked per request: the listener is bound
+ * before the processes it reloads have started (a taken address must stop start-up before anything else runs),
+ * and answers 503 until they have.
+ */
+export async function startAdminListener(bind: string, reloader: () => Reloader | undefined, log: Logger): Promise<AdminListener | undefined> {
+  const parsed = parseBind(bind);
+  if (!parsed.ok) throw new Error(`server.admin_bind: ${parsed.problem}`);
+  if (parsed.address.port === 0) return undefined;
+
+  const handle = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://admin.invalid');
+    const methods = ROUTES[url.pathname];
+    if (!methods) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${Object.keys(ROUTES).join(', ')}`);
+    if (!methods.includes(req.method ?? '')) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
+    const flush = parseBoolean(url.searchParams.get('flush') ?? undefined, 'flush');
+    if (!flush.ok) return sendProblem(res, 400, 'Invalid query parameter', flush.problem.detail);
+    const r = reloader();
+    if (!r) return sendProblem(res, 503, 'Starting', 'the service is still starting; retry shortly', { 'retry-after': '1' });
+    // The request body is not used; it is read to the end so that the connection can be reused.
+    req.resume();
+    const result = await r.reload(flush.value, 'admin');
+    log.info({ req_id: id, flush: flush.value, ok: result.ok, reloaded: result.reloaded }, 'admin reload answered');
+    send(res, result.ok ? 200 : 500, result);
+  };
+
+  const server: Server = createServer((req, res) => {
+    const id = requestId(req.headers['x-request-id']);
+    res.setHeader('x-request-id', id);
+    const started = performance.now();
+    res.once('finish', () =>
+      log.info({ listener: 'admin', method: req.method, path: targetPath(req.url), status: res.statusCode, duration_ms: Math.round(performance.now() - started), req_id: id }, 'request'),
+    );
+    handle(req, res, id).catch((err: Error) => {
+      log.error({ req_id: id, err: err.message }, 'admin request failed');
+      if (!res.headersSent) sendProblem(res, 500, 'Internal error', 'the admin request failed; see the server log');
+      else res.destroy();
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(parsed.address.port, parsed.address.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : parsed.address.port;
+  log.info({ host: parsed.address.host, port }, 'admin listener up');
+  return {
+    address: { host: parsed.address.host, port },
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,40 @@
+// What a reload answers (spec, "Reload result"), and the figures of one process's active state it is made of.
+import type { AppState } from './app-state.js';
+
+/** The active configuration of one process as a reload result reports it. */
+export interface StateFigures {
+  config_hash: string;
+  loaded_at_unix: number;
+  loaded_sources: number;
+  loaded_styles: number;
+  renderer_enabled: boolean;
+}
+
+export function stateFigures(state: AppState, rendererEnabled: boolean): StateFigures {
+  return {
+    config_hash: state.configHash,
+    loaded_at_unix: state.loadedAt,
+    loaded_sources: state.sources.size,
+    loaded_styles: state.styles.size,
+    renderer_enabled: rendererEnabled,
+  };
+}
+
+/**
+ * The body of `POST /__admin/reload`. Beyond the spec's fields: `restart_required` lists the settings the file
+ * changes but only a restart applies (docs/operations.md), and `processes` counts the worker processes that
+ * answered. On failure (`ok: false`) the figures describe the configuration that stays active.
+ */
+export interface ReloadResult extends StateFigures {
+  ok: boolean;
+  reloaded: boolean;
+  version: string;
+  restart_required: string[];
+  processes: number;
+  error?: string;
+}
+
+/** Runs one reload of every process; a failure resolves `ok: false` (it never rejects). */
+export interface Reloader {
+  reload(flush: boolean, trigger: 'admin' | 'SIGHUP'): Promise<ReloadResult>;
+}
