@@ -1,0 +1,157 @@
+// Reloads under load, shared by test/admin-reload.test.ts (short) and bench/reload.bench.ts (long): clients keep
+// `connections` requests in flight (tiles and rendered maps, each checked against what it must be) while the
+// configuration file is switched between two versions and reloaded through the admin listener, again and again.
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+
+export interface Expected {
+  path: string;
+  /** Whether an answer's body is right (the caller knows what each path must return). */
+  check(status: number, body: Buffer): string | undefined;
+}
+
+export interface ReloadLoadOptions {
+  url: string;
+  adminUrl: string;
+  configFile: string;
+  /** The two configuration texts the file alternates between (the first is the one running). */
+  configs: [string, string];
+  reloads: number;
+  /** Clients and what they ask for in turn: renders get clients of their own, or slow renders would take every one. */
+  groups: { connections: number; requests: Expected[] }[];
+}
+
+export interface ReloadLoadReport {
+  requests: number;
+  /** Answers that were not what their path must return (status or body), with the first few reasons. */
+  wrong: number;
+  reasons: string[];
+  /** Reloads that did not answer ok with reloaded: true. */
+  failedReloads: number;
+  reloadMs: number[];
+  durationMs: number;
+}
+
+function get(agent: http.Agent, url: URL): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: url.hostname, port: url.port, path: url.pathname + url.search, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.setTimeout(60_000, () => req.destroy(new Error('no answer within 60 s')));
+  });
+}
+
+export function postJson(url: string): Promise<{ status: number; json: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> });
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
+    });
+    req.on('error', reject);
+    req.setTimeout(180_000, () => req.destroy(new Error('the reload did not answer within 180 s')));
+    req.end();
+  });
+}
+
+export async function reloadUnderLoad(o: ReloadLoadOptions): Promise<ReloadLoadReport> {
+  const connections = o.groups.reduce((n, g) => n + g.connections, 0);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const report: ReloadLoadReport = { requests: 0, wrong: 0, reasons: [], failedReloads: 0, reloadMs: [], durationMs: 0 };
+  let stop = false;
+  const note = (why: string) => {
+    report.wrong++;
+    if (report.reasons.length < 10) report.reasons.push(why);
+  };
+  const client = async (requests: Expected[], first: number) => {
+    for (let next = first; !stop; next++) {
+      const r = requests[next % requests.length];
+      try {
+        const res = await get(agent, new URL(r.path, o.url));
+        report.requests++;
+        const why = r.check(res.status, res.body);
+        if (why) note(`${r.path}: ${why}`);
+      } catch (err) {
+        report.requests++;
+        note(`${r.path}: ${(err as Error).message}`);
+      }
+    }
+  };
+  const started = performance.now();
+  const clients = o.groups.flatMap((g) => Array.from({ length: g.connections }, (_, i) => client(g.requests, i)));
+  for (let i = 0; i < o.reloads; i++) {
+    writeFileSync(o.configFile, o.configs[(i + 1) % 2]);
+    const t = performance.now();
+    const res = await postJson(`${o.adminUrl}/__admin/reload`).catch((err: Error) => ({ status: 0, json: { error: err.message } as Record<string, unknown> }));
+    report.reloadMs.push(performance.now() - t);
+    if (res.status !== 200 || res.json.ok !== true || res.json.reloaded !== true) {
+      report.failedReloads++;
+      note(`reload ${i + 1}: ${res.status} ${JSON.stringify(res.json)}`);
+    }
+  }
+  stop = true;
+  await Promise.all(clients);
+  agent.destroy();
+  report.durationMs = performance.now() - started;
+  return report;
+}
+
+/** Open file descriptors of a process, and how many of them lead to `needle` (a path fragment). */
+export function fds(pid: number, needle?: string): { total: number; matching: number } {
+  let total = 0;
+  let matching = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    total++;
+    if (!needle) continue;
+    try {
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`).includes(needle)) matching++;
+    } catch {
+      // closed while we looked
+    }
+  }
+  return { total, matching };
+}
+
+/** Resident memory of a process in MB (VmRSS). */
+export function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : 0;
+}
+
+/** Pids of the direct children of `pid` (the worker processes of a primary; the browsers of a worker). */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) === pid && fields[0] !== 'Z') out.push(Number(entry));
+    } catch {
+      // ended while we looked
+    }
+  }
+  return out.sort((a, b) => a - b);
+}
+
+/** Node processes of a running service: the process itself and its worker processes (not their browsers). */
+export function serviceProcesses(root: number): number[] {
+  const isNode = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('cli.js');
+    } catch {
+      return false;
+    }
+  };
+  return [root, ...childPids(root).filter(isNode)];
+}
