@@ -376,17 +376,21 @@ describe('PostGIS auto_publish, outage, start-up and reload', () => {
       assert.ok(before.size > 0);
       // A changed file whose [postgres] is the same: the pool (and its connections) carry over.
       writeFileSync(file, base + '\n# a comment changes the hash\n');
-      assert.deepEqual(await running.reload(loadConfigFile(file)), { reloaded: true });
+      assert.equal((await running.reload(loadConfigFile(file))).reloaded, true);
       assert.equal(running.ctx.holder.current.postgres, pool0);
       // flush: an unchanged file, yet a new pool with new connections.
-      assert.deepEqual(await running.reload(loadConfigFile(file), true), { reloaded: true });
+      const flushed = await running.reload(loadConfigFile(file), true);
+      assert.equal(flushed.reloaded, true);
+      assert.equal(flushed.figures.loaded_sources, running.ctx.holder.current.sources.size);
       const pool1 = running.ctx.holder.current.postgres!;
       assert.notEqual(pool1, pool0);
       assert.equal((await get(`${url}/data/places/1/0/0.pbf`)).status, 200);
       const after = await pids();
       assert.ok([...after].some((p) => !before.has(p)), 'a connection of the new pool');
+      // No request holds the replaced state: its pool is closed at once, and its connections leave the database.
+      await waitFor('the old pool to disconnect', async () => ([...(await pids())].every((p) => !before.has(p)) ? true : undefined));
       // Without flush and with the same file, nothing is reloaded.
-      assert.deepEqual(await running.reload(loadConfigFile(file)), { reloaded: false });
+      assert.equal((await running.reload(loadConfigFile(file))).reloaded, false);
     } finally {
       await running.drain(1000);
     }
