@@ -17,6 +17,10 @@ export interface ReloadLoadOptions {
   /** The two configuration texts the file alternates between (the first is the one running). */
   configs: [string, string];
   reloads: number;
+  /** With no reloads: how long the load runs (the baseline a bench compares against). */
+  durationMs?: number;
+  /** Pause between one reload's answer and the next reload. */
+  pauseMs?: number;
   /** Clients and what they ask for in turn: renders get clients of their own, or slow renders would take every one. */
   groups: { connections: number; requests: Expected[] }[];
 }
@@ -30,6 +34,8 @@ export interface ReloadLoadReport {
   failedReloads: number;
   reloadMs: number[];
   durationMs: number;
+  /** Milliseconds of every answer, per group (in the order of `groups`). */
+  latencies: number[][];
 }
 
 function get(agent: http.Agent, url: URL): Promise<{ status: number; body: Buffer }> {
@@ -67,17 +73,19 @@ export function postJson(url: string): Promise<{ status: number; json: Record<st
 export async function reloadUnderLoad(o: ReloadLoadOptions): Promise<ReloadLoadReport> {
   const connections = o.groups.reduce((n, g) => n + g.connections, 0);
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const report: ReloadLoadReport = { requests: 0, wrong: 0, reasons: [], failedReloads: 0, reloadMs: [], durationMs: 0 };
+  const report: ReloadLoadReport = { requests: 0, wrong: 0, reasons: [], failedReloads: 0, reloadMs: [], durationMs: 0, latencies: o.groups.map(() => []) };
   let stop = false;
   const note = (why: string) => {
     report.wrong++;
     if (report.reasons.length < 10) report.reasons.push(why);
   };
-  const client = async (requests: Expected[], first: number) => {
+  const client = async (requests: Expected[], first: number, latencies: number[]) => {
     for (let next = first; !stop; next++) {
       const r = requests[next % requests.length];
+      const t = performance.now();
       try {
         const res = await get(agent, new URL(r.path, o.url));
+        latencies.push(performance.now() - t);
         report.requests++;
         const why = r.check(res.status, res.body);
         if (why) note(`${r.path}: ${why}`);
@@ -88,7 +96,8 @@ export async function reloadUnderLoad(o: ReloadLoadOptions): Promise<ReloadLoadR
     }
   };
   const started = performance.now();
-  const clients = o.groups.flatMap((g) => Array.from({ length: g.connections }, (_, i) => client(g.requests, i)));
+  const clients = o.groups.flatMap((g, k) => Array.from({ length: g.connections }, (_, i) => client(g.requests, i, report.latencies[k])));
+  if (o.reloads === 0) await new Promise((r) => setTimeout(r, o.durationMs ?? 10_000));
   for (let i = 0; i < o.reloads; i++) {
     writeFileSync(o.configFile, o.configs[(i + 1) % 2]);
     const t = performance.now();
@@ -98,6 +107,7 @@ export async function reloadUnderLoad(o: ReloadLoadOptions): Promise<ReloadLoadR
       report.failedReloads++;
       note(`reload ${i + 1}: ${res.status} ${JSON.stringify(res.json)}`);
     }
+    if (o.pauseMs) await new Promise((r) => setTimeout(r, o.pauseMs));
   }
   stop = true;
   await Promise.all(clients);
