@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { getJson, request, sha256, startRangeServer, storedPmtilesTile, tempDir, waitFor, type RangeServer } from './helpers/foundation.js';
-import { fds, postJson, reloadUnderLoad, rssMb, serviceProcesses, type Expected } from './helpers/reload-load.js';
+import { descendants, fds, postJson, pssMb, reloadUnderLoad, rssMb, serviceProcesses, type Expected } from './helpers/reload-load.js';
 import { decode, distance, pixel, type Rgb } from './helpers/render.js';
 import { CLI, fixture, freePort, runCli, writeTempConfig } from './helpers/server.js';
 
@@ -362,7 +362,9 @@ describe('reloads under load (tiles and renders)', () => {
     rendered.length = 0;
     const pids = serviceProcesses(svc.proc.pid!);
     assert.equal(pids.length, 3, 'a primary and two workers');
-    const before = pids.map((p) => ({ pid: p, fds: fds(p).total, rss: rssMb(p) }));
+    // The browsers of each worker process (the primary has none of its own).
+    const browsersOf = (p: number) => (p === pids[0] ? 0 : pssMb(descendants(p)));
+    const before = pids.map((p) => ({ pid: p, fds: fds(p).total, rss: rssMb(p), browsers: browsersOf(p) }));
 
     const report = await reloadUnderLoad({
       url: svc.url,
@@ -386,12 +388,13 @@ describe('reloads under load (tiles and renders)', () => {
     }
     // Every old state is closed once its requests have ended: descriptors come back to where they were.
     const settled = await waitFor('descriptors back within 16 of the start in every process', () => {
-      const now = before.map((b) => ({ ...b, fdsNow: fds(b.pid).total, rssNow: rssMb(b.pid) }));
+      const now = before.map((b) => ({ ...b, fdsNow: fds(b.pid).total, rssNow: rssMb(b.pid), browsersNow: browsersOf(b.pid) }));
       return now.every((n) => n.fdsNow <= n.fds + 16) ? now : undefined;
     }, 30_000);
     for (const s of settled) {
-      process.stdout.write(`# process ${s.pid}: fds ${s.fds} -> ${s.fdsNow}, RSS ${s.rss.toFixed(0)} -> ${s.rssNow.toFixed(0)} MB\n`);
+      process.stdout.write(`# process ${s.pid}: fds ${s.fds} -> ${s.fdsNow}, RSS ${s.rss.toFixed(0)} -> ${s.rssNow.toFixed(0)} MB, browsers PSS ${s.browsers.toFixed(0)} -> ${s.browsersNow.toFixed(0)} MB\n`);
       assert.ok(s.rssNow <= s.rss + 150, `process ${s.pid}: RSS ${s.rss.toFixed(0)} -> ${s.rssNow.toFixed(0)} MB (bound: +150 MB)`);
+      assert.ok(s.browsersNow <= s.browsers + 200, `process ${s.pid}: browsers PSS ${s.browsers.toFixed(0)} -> ${s.browsersNow.toFixed(0)} MB (bound: +200 MB)`);
     }
     process.stdout.write(`# ${report.requests} answers during ${report.reloadMs.length} reloads in ${(report.durationMs / 1000).toFixed(1)} s, 0 wrong\n`);
   });

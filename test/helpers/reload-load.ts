@@ -165,3 +165,24 @@ export function serviceProcesses(root: number): number[] {
   };
   return [root, ...childPids(root).filter(isNode)];
 }
+
+/** Every process below `pid` (a worker's browsers and their helpers). */
+export function descendants(pid: number): number[] {
+  const out: number[] = [];
+  for (const c of childPids(pid)) out.push(c, ...descendants(c));
+  return out;
+}
+
+/** Proportional memory in MB of processes (shared pages split between them, as Chromium's processes share many). */
+export function pssMb(pids: number[]): number {
+  let kb = 0;
+  for (const pid of pids) {
+    try {
+      const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+      if (m) kb += Number(m[1]);
+    } catch {
+      // ended while we looked
+    }
+  }
+  return kb / 1024;
+}
