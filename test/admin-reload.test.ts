@@ -5,7 +5,8 @@
 // answer and no descriptors left behind.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -195,6 +196,44 @@ describe('admin listener and reload, two worker processes', () => {
     assert.equal((await request(svc.url, '/data/raster/0/0/0.png')).status, 200);
     assert.equal((await request(svc.url, '/data/bad.json')).status, 404);
     writeFileSync(svc.file, B);
+  });
+
+  test('when one process cannot build the new state, the ones that could go back: every process keeps one configuration', async () => {
+    // An archive host whose header can be read once: every later read of it fails, other ranges are served. The
+    // first worker to open the new source succeeds, the second cannot.
+    const bytes = readFileSync(OMT);
+    let served = 0;
+    let headerReads = 0;
+    const flaky = http.createServer((req, res) => {
+      served++;
+      if ((req.headers.range ?? '').startsWith('bytes=0-') && headerReads++ > 0) return void res.writeHead(500).end('down');
+      const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '')!;
+      const part = bytes.subarray(Number(m[1]), Math.min(bytes.length, Number(m[2]) + 1));
+      res.writeHead(206, { 'Content-Length': part.length, 'Content-Range': `bytes ${m[1]}-${Number(m[1]) + part.length - 1}/${bytes.length}` }).end(part);
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+    try {
+      const before = await pings(svc.url);
+      assert.deepEqual(new Set(before.map((p) => p.config_hash)), new Set([sha256(B)]));
+      const { port } = flaky.address() as net.AddressInfo;
+      writeFileSync(svc.file, B + sourcesToml([['flaky', 'pmtiles', `http://127.0.0.1:${port}/omt.pmtiles`]]));
+      const res = await postJson(`${svc.adminUrl}/__admin/reload`);
+      assert.equal(res.status, 500);
+      assert.equal(res.json.ok, false);
+      assert.match(res.json.error as string, /^process \d+: source "flaky"/);
+      assert.ok(headerReads >= 2 && served >= 3, 'both processes tried the new source');
+      assert.equal(res.json.config_hash, sha256(B));
+      // The process that had swapped is back on the previous configuration.
+      for (const p of await pings(svc.url, 10)) {
+        assert.equal(p.config_hash, sha256(B));
+        assert.equal(p.loaded_sources, 2);
+      }
+      assert.equal((await request(svc.url, '/data/flaky.json')).status, 404);
+      assert.match(svc.output(), /"failed":\[\d+\],"returning":\[\d+\],"msg":"reload: not every process could build the new state/);
+    } finally {
+      flaky.close();
+      writeFileSync(svc.file, B);
+    }
   });
 
   test('host, port, admin address, CORS and telemetry changes are reported as needing a restart and not applied', async () => {

@@ -81,6 +81,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
     if (failures.length) {
       // Every process runs one configuration: the ones that adopted it go back to the active one.
       const took = [...answers].filter(([, a]) => a.ok && a.reloaded).map(([w]) => w);
+      if (took.length) log.warn({ failed: failures.map(([w]) => w.id), returning: took.map((w) => w.id) }, 'reload: not every process could build the new state; the ones that did return to the previous one');
       if (took.length) await ask(took, loaded, false).catch((err: Error) => log.error({ err: err.message }, 'reload: a worker could not return to the previous configuration'));
       throw new Error(failures.map(([w, a]) => `process ${w.id}: ${a.error ?? 'failed'}`).join('; '));
     }
