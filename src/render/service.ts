@@ -13,6 +13,7 @@ import type { RuntimeStatus } from '../runtime.js';
 import type { AppState } from '../state/app-state.js';
 import { firstRenderableStyle } from '../styles/generated.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
+import { VERSION } from '../version.js';
 import { etagOf } from '../tiles/tile-service.js';
 import { backendCandidates } from './backends/select.js';
 import type { Camera } from './camera.js';
@@ -273,9 +274,12 @@ export class RenderService {
     return { id: style.id, key };
   }
 
-  /** Cache identity of a style's images: the same in every process serving the same files. */
+  /**
+   * Cache identity of a style's images: the same in every process serving the same files with the same server
+   * version (the disk cache outlives the process; an upgraded server may draw differently).
+   */
   private contentKey(state: AppState, style: LoadedStyle): string {
-    return createHash('sha256').update(`${style.hash}\n${state.configHash}`).digest('hex').slice(0, 16);
+    return createHash('sha256').update(`${style.hash}\n${state.configHash}\n${VERSION}`).digest('hex').slice(0, 16);
   }
 
   private encodeOptions(state: AppState): EncodeOptions {
