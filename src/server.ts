@@ -17,6 +17,9 @@ import { StateHolder } from './state/holder.js';
 import { VERSION } from './version.js';
 import { instrumentListener } from './http/request-metrics.js';
 import { telemetry } from './telemetry/recorder.js';
+import type { UploadRecord } from './uploads/registry.js';
+import { UploadRegistry } from './uploads/registry.js';
+import { Uploads, type UploadPeers } from './uploads/service.js';
 import { scrapeListenerActive } from './telemetry/scrape-listener.js';
 
 export interface RunningServer {
@@ -28,16 +31,30 @@ export interface RunningServer {
   address: { host: string; port: number };
 }
 
-export async function startServer(loaded: LoadedConfig): Promise<RunningServer> {
+/** What a process starts with besides its configuration (a cluster worker's share of the cluster's uploads). */
+export interface StartOptions {
+  /** Uploads the other processes serve already: opened before the first request. */
+  uploads?: UploadRecord[];
+  /** How uploads reach the other processes of a cluster; absent in a single process. */
+  uploadPeers?: UploadPeers;
+}
+
+export async function startServer(loaded: LoadedConfig, options: StartOptions = {}): Promise<RunningServer> {
   await initCodecs();
   // Telemetry settings need a restart (spec): started once, from the configuration the process starts with.
   telemetry.start(loaded.config.telemetry, log);
-  const holder = new StateHolder(await buildAppState(loaded));
+  // Uploads belong to the process: every state, the first and each reloaded one, serves the same registry.
+  const registry = new UploadRegistry(loaded.config, log);
+  for (const record of options.uploads ?? []) {
+    await registry.openAndAdd(record).catch((err: Error) => log.error({ upload: record.id, err: err.message }, 'uploads: cannot open an upload the cluster serves'));
+  }
+  const uploads = new Uploads(registry, log, options.uploadPeers);
+  const holder = new StateHolder(await buildAppState(loaded, { uploads: registry }));
   const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: scrapeListenerActive(), ogcEnabled: false };
   // Rendering: the pool starts in the background (browsers take seconds) and follows every reload.
   const render = new RenderService(runtime, log);
   telemetry.watchRender(render);
-  const ctx: ServerContext = { holder, version: VERSION, runtime, render };
+  const ctx: ServerContext = { holder, version: VERSION, runtime, render, uploads };
   const { app } = createApp(ctx, log);
   render.attach((req, env) => app.fetch(req, env));
   render.onState(holder.current);
@@ -66,7 +83,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
     address: { host, port },
     async reload(next, flush = false) {
       if (!flush && next.hash === holder.current.configHash) return { reloaded: false };
-      const state = await buildAppState(next, { previous: holder.current, flush });
+      const state = await buildAppState(next, { previous: holder.current, flush, uploads: registry });
       holder.swap(state);
       render.onState(state);
       log.info({ config_hash: next.hash }, 'configuration reloaded');
@@ -80,7 +97,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
         force.unref();
         http.close(() => {
           clearTimeout(force);
-          void Promise.all([render.close(), holder.current.close(), telemetry.close()]).finally(resolve);
+          void Promise.all([render.close(), holder.current.close(), uploads.close(), telemetry.close()]).finally(resolve);
         });
         // Idle keep-alive sockets would hold close() open until they time out.
         http.closeIdleConnections();
