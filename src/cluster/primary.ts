@@ -6,6 +6,7 @@ import { log } from '../log.js';
 import { rereadConfig } from '../server.js';
 import { buildAppState } from '../state/build.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
+import { UploadRelay } from './upload-relay.js';
 
 /** No worker could start (the port is taken, say): the one line that says why. */
 export class WorkerStartError extends Error {
@@ -41,12 +42,17 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
     for (const w of ready.keys()) if (w.isConnected()) w.send(msg);
   };
 
+  /** The cluster's uploads: relayed between workers, handed to each new one. */
+  const uploads = new UploadRelay(() => ready.keys(), log);
+
   const fork = (): Worker => {
     const forkedWith = loaded.hash;
-    const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded) });
+    const uploadsAt = uploads.version;
+    const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded), ...uploads.forkEnv() });
     notReady.set(worker.id, ['starting']);
     sendReadiness();
     worker.on('message', (msg: ToPrimary) => {
+      if (uploads.onMessage(worker, msg)) return;
       if (msg.type === 'readiness') {
         notReady.set(worker.id, msg.notReady);
         sendReadiness();
@@ -57,10 +63,13 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
         ready.add(worker);
         // A SIGHUP came while it was starting: it has the older configuration.
         if (forkedWith !== loaded.hash) sendReload(worker);
+        // Uploads came or went while it was starting.
+        uploads.syncIfStale(worker, uploadsAt);
       }
     });
     worker.once('exit', () => {
       ready.delete(worker);
+      uploads.onExit(worker);
       notReady.delete(worker.id);
       sendReadiness();
     });
