@@ -41,6 +41,8 @@ export function receiveUpload(
   return new Promise((resolve) => {
     let parser: busboy.Busboy;
     try {
+      // busboy reads urlencoded forms too; an upload is multipart only.
+      if (!/^multipart\/form-data\s*;/i.test(headers['content-type'] ?? '')) throw new Error('not multipart');
       // One byte over the limit is what trips busboy's `limit`: a file of exactly maxBytes is accepted.
       parser = busboy({ headers, limits: { ...SIDE_LIMITS, files: 1, fileSize: maxBytes + 1 } });
     } catch {
@@ -59,10 +61,10 @@ export function receiveUpload(
       input.unpipe(parser);
       input.off('close', onInputClose);
       if (result.kind === 'file') return resolve(result);
-      parser.removeAllListeners();
-      // busboy may still report errors of the half-parsed body; nobody listens any more.
+      // busboy may still report errors of the half-parsed body: expected now. It is destroyed on the next turn,
+      // not from inside one of its own events (it goes on using its state after emitting `limit`).
       parser.on('error', () => {});
-      parser.destroy();
+      setImmediate(() => parser.destroy());
       void discard().then(() => resolve(result));
     };
 
@@ -87,6 +89,9 @@ export function receiveUpload(
     input.once('error', () => settle({ kind: 'aborted' }));
 
     parser.on('file', (field, file, info) => {
+      // Destroying the parser (any early outcome) destroys the file stream with an error: it is expected.
+      file.on('error', () => {});
+      if (settled) return void file.resume();
       if (field !== FILE_FIELD) {
         file.resume();
         return settle({ kind: 'bad-request', detail: `unexpected file field "${field}": the file goes in the field "${FILE_FIELD}"` });

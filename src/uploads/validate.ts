@@ -76,12 +76,34 @@ export async function openMbtilesUpload(file: string, sourceId: string): Promise
   }
 }
 
+/** TIFF and BigTIFF signatures, little- and big-endian. */
+const TIFF_MAGICS = ['49492a00', '4d4d002a', '49492b00', '4d4d002b'];
+
+async function checkTiffHeader(file: string): Promise<void> {
+  const fh = await open(file, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    const { bytesRead } = await fh.read(head, 0, 4, 0);
+    if (bytesRead < 4 || !TIFF_MAGICS.includes(head.toString('hex'))) throw new InvalidUploadError('the file is not a TIFF file');
+  } finally {
+    await fh.close();
+  }
+}
+
+/** GDAL's complaint in words for a client: what it means, never the exception text itself. */
+function gdalWords(msg: string): string {
+  if (/georeferencing/.test(msg)) return 'it has no georeferencing';
+  if (/not recognized as a supported file format/i.test(msg)) return 'GDAL does not recognise it';
+  return 'GDAL cannot read it';
+}
+
 export async function openGeotiffUpload(file: string, sourceId: string, pool: RasterPool, config: Config): Promise<TileSource> {
+  await checkTiffHeader(file);
   let driver: string;
   try {
     driver = (await pool.describe(file)).driver;
   } catch (err) {
-    throw new InvalidUploadError(`the file is not a GeoTIFF GDAL can read (${withoutPath((err as Error).message, file).split('\n')[0]})`);
+    throw new InvalidUploadError(`the file is not a GeoTIFF this server can serve: ${gdalWords((err as Error).message)}`);
   }
   // GDAL opens many formats (an MBTiles or a PNG would open too): only its GeoTIFF driver's files are accepted.
   if (driver !== 'GTiff') throw new InvalidUploadError(`the file is not a GeoTIFF (GDAL reads it as ${driver})`);
