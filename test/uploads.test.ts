@@ -344,6 +344,31 @@ describe('uploads without server.upload_dir', () => {
   });
 });
 
+describe('uploads that cannot be written', () => {
+  let server: TestServer;
+  let blocker: string;
+  before(async () => {
+    // The upload directory's path is taken by a plain file: the server cannot create the directory.
+    blocker = path.join(tempDir('tsts-uploads-blocked-'), 'uploads');
+    writeFileSync(blocker, 'a file where the directory should be');
+    server = await startServer({ toml: `[server]\ndisable_render = true\nupload_dir = "${blocker}"\n` });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test('500 without internal detail; the error and the request id are in the log', async () => {
+    const up = await postMultipart(server.url, multipartBody([{ field: 'file', fileName: 'a.mbtiles', data: readFileSync(OMT_MBTILES) }]));
+    const detail = problemOf(up, 500);
+    assert.doesNotMatch(detail, /ENOTDIR|EEXIST|mkdir|uploads/);
+    const reqId = String(up.headers['x-request-id']);
+    await waitFor('the logged upload failure', () => (server.output().includes('upload failed') ? true : undefined));
+    const line = server.output().split('\n').find((l) => l.includes('upload failed'))!;
+    assert.ok(line.includes(reqId), `the log line names the request id ${reqId}: ${line}`);
+    assert.equal(readFileSync(blocker, 'utf8'), 'a file where the directory should be', 'the file in the way is untouched');
+  });
+});
+
 test('a configured source id starting with upload- is refused at start-up', async () => {
   const file = writeTempConfig(`[[sources]]\nid = "upload-mine"\ntype = "pmtiles"\npath = "${OMT_PMTILES}"\n`);
   const run = await runCli(['--config', file]);
