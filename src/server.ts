@@ -17,8 +17,7 @@ import { StateHolder } from './state/holder.js';
 import { VERSION } from './version.js';
 import { instrumentListener } from './http/request-metrics.js';
 import { telemetry } from './telemetry/recorder.js';
-import type { UploadRecord } from './uploads/registry.js';
-import { UploadRegistry } from './uploads/registry.js';
+import { UploadRegistry, type UploadRecord } from './uploads/registry.js';
 import { Uploads, type UploadPeers } from './uploads/service.js';
 import { scrapeListenerActive } from './telemetry/scrape-listener.js';
 
