@@ -85,7 +85,7 @@ test('stored and partial names: inside the directory, recognised as own names; o
   fc.assert(
     fc.property(uuid, fc.constantFrom(...Object.keys(EXT_FORMAT)), (id, ext) => {
       const dir = '/srv/uploads';
-      for (const file of [storedPath(dir, id, ext), partPath(dir, id)]) {
+      for (const file of [storedPath(dir, id, ext), partPath(dir, id), `${partPath(dir, id)}-wal`, `${storedPath(dir, id, ext)}-journal`]) {
         assert.equal(path.dirname(file), dir);
         assert.ok(isOwnFileName(path.basename(file)), file);
       }
@@ -94,7 +94,9 @@ test('stored and partial names: inside the directory, recognised as own names; o
   );
   fc.assert(
     fc.property(fc.string(), (s) => {
-      const own = /^(upload-[0-9a-f-]{36}\.(mbtiles|sqlite|db|tif|tiff)|\.upload-[0-9a-f-]{36}\.part)$/.test(s) && parseUploadIdParam(s.replace(/^\./, '').replace(/\.[a-z]+$/, '')) !== undefined;
+      const own =
+        /^(upload-[0-9a-f-]{36}\.(mbtiles|sqlite|db|tif|tiff)|\.upload-[0-9a-f-]{36}\.part)(-journal|-wal|-shm)?$/.test(s) &&
+        parseUploadIdParam(s.replace(/^\./, '').replace(/\.[a-z-]+$/, '')) !== undefined;
       assert.equal(isOwnFileName(s), own, JSON.stringify(s));
     }),
     RUNS,

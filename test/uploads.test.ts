@@ -61,12 +61,13 @@ describe('uploads (one process)', () => {
   let dir: string;
   const leftoverStored = 'upload-0b7c2a8e-1111-4222-8333-944445555666.mbtiles';
   const leftoverPart = '.upload-0b7c2a8e-1111-4222-8333-944445555667.part';
+  const leftoverWal = '.upload-0b7c2a8e-1111-4222-8333-944445555667.part-wal';
   const notOurs = ['keep.mbtiles', 'upload-notauuid.mbtiles', 'notes.txt'];
 
   before(async () => {
     dir = path.join(tempDir('tsts-uploads-'), 'uploads');
     mkdirSync(dir);
-    for (const name of [leftoverStored, leftoverPart, ...notOurs]) writeFileSync(path.join(dir, name), 'left by an earlier run');
+    for (const name of [leftoverStored, leftoverPart, leftoverWal, ...notOurs]) writeFileSync(path.join(dir, name), 'left by an earlier run');
     server = await startServer({ toml: configText(dir) });
   });
   after(async () => {
@@ -76,6 +77,7 @@ describe('uploads (one process)', () => {
   test('start-up removes leftovers under the upload names only', () => {
     assert.ok(!existsSync(path.join(dir, leftoverStored)), 'stored upload of an earlier run removed');
     assert.ok(!existsSync(path.join(dir, leftoverPart)), 'partial upload of an earlier run removed');
+    assert.ok(!existsSync(path.join(dir, leftoverWal)), 'SQLite side file of an earlier run removed');
     for (const name of notOurs) assert.ok(existsSync(path.join(dir, name)), `${name} kept`);
   });
 
@@ -112,6 +114,19 @@ describe('uploads (one process)', () => {
     const schema = await getJson<{ source: string; layers: unknown[] }>(server.url, `/api/spatial/schema/upload-${id}`);
     assert.equal(schema.status, 200);
     assert.equal(schema.json.layers.length, tj.json.vector_layers.length);
+  });
+
+  test('an MBTiles in WAL mode is served without side files beside it', async () => {
+    const wal = path.join(tempDir('tsts-uploads-wal-'), 'wal.mbtiles');
+    writeFileSync(wal, readFileSync(OMT_MBTILES));
+    const db = new Database(wal);
+    assert.equal(db.pragma('journal_mode = WAL', { simple: true }), 'wal');
+    db.close();
+    const up = await uploadFile(server.url, 'wal.mbtiles', wal);
+    assert.equal(up.status, 200, up.text);
+    const id = String(up.json.id);
+    assert.equal((await request(server.url, `/data/upload-${id}/0/0/0.pbf`)).status, 200);
+    assert.deepEqual(readdirSync(dir).filter((n) => n.includes(id)), [`upload-${id}.mbtiles`]);
   });
 
   test('a GeoTIFF is served as raster tiles, the same pixels as the file configured as a COG', async () => {

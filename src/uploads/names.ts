@@ -47,7 +47,8 @@ export const storedPath = (dir: string, id: string, ext: string): string => path
 /** Where an upload is written while it arrives and is checked, in the same directory so the rename is atomic. */
 export const partPath = (dir: string, id: string): string => path.join(dir, `.${sourceIdOf(id)}.part`);
 
-const OWN_NAME = new RegExp(`^(?:${UPLOAD_ID_PREFIX}${UUID}\\.(?:${Object.keys(UPLOAD_EXTENSIONS).join('|')})|\\.${UPLOAD_ID_PREFIX}${UUID}\\.part)$`);
+// SQLite's side files (`-journal`, `-wal`, `-shm`) of either name count too: a crash may leave them.
+const OWN_NAME = new RegExp(`^(?:${UPLOAD_ID_PREFIX}${UUID}\\.(?:${Object.keys(UPLOAD_EXTENSIONS).join('|')})|\\.${UPLOAD_ID_PREFIX}${UUID}\\.part)(?:-journal|-wal|-shm)?$`);
 
 /** Whether `name` (a directory entry) is one this server writes, stored or partial; nothing else is ever removed. */
 export const isOwnFileName = (name: string): boolean => OWN_NAME.test(name);

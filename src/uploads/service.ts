@@ -54,10 +54,10 @@ export class Uploads {
     const kind = uploadKind(received.fileName)!;
     const record: UploadRecord = { id, fileName: displayName(received.fileName), format: kind.format, filePath: storedPath(dir, id, kind.ext) };
 
-    // Checked under the temporary name (the open proves the file), then renamed and opened for serving.
+    // Checked under the temporary name: opening it is the check.
+    let opened: Awaited<ReturnType<UploadRegistry['open']>>;
     try {
-      const probe = await this.registry.open(record, part);
-      await this.registry.discard(probe);
+      opened = await this.registry.open(record, part);
     } catch (err) {
       await removeFile(part, this.log);
       if (err instanceof InvalidUploadError) return { kind: 'bad-request', detail: err.reason };
@@ -65,8 +65,15 @@ export class Uploads {
     }
     try {
       await rename(part, record.filePath);
-      this.registry.add(await this.registry.open(record));
+      // An open SQLite handle follows its file through the rename (the check's full scans are not run twice);
+      // a GeoTIFF is read by path, so it is opened again under the final name.
+      if (record.format === 'cog') {
+        await this.registry.discard(opened);
+        opened = await this.registry.open(record);
+      }
+      this.registry.add(opened);
     } catch (err) {
+      await this.registry.discard(opened);
       await removeFile(part, this.log);
       await removeFile(record.filePath, this.log);
       return { kind: 'failed', error: err as Error };

@@ -23,9 +23,11 @@ const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 /**
  * Reads the SQLite header: the magic string, and the page size times the page count against the file's size
  * (SQLite itself notices a cut-off file only when a query reaches the missing pages, perhaps long after).
+ * A file marked for WAL mode is marked back to rollback mode (header bytes 18-19): an upload is one file, with
+ * no WAL beside it, and SQLite would otherwise create `-wal` and `-shm` files next to it, even read-only.
  */
 async function checkSqliteHeader(file: string): Promise<void> {
-  const fh = await open(file, 'r');
+  const fh = await open(file, 'r+');
   try {
     const head = Buffer.alloc(100);
     const { bytesRead } = await fh.read(head, 0, 100, 0);
@@ -37,6 +39,7 @@ async function checkSqliteHeader(file: string): Promise<void> {
     const countValid = head.readUInt32BE(92) === head.readUInt32BE(24) && pages > 0;
     const { size } = await fh.stat();
     if (countValid && size < pageSize * pages) throw new InvalidUploadError(`the SQLite file is truncated (${size} bytes of ${pageSize * pages})`);
+    if (head[18] === 2 || head[19] === 2) await fh.write(Buffer.from([1, 1]), 0, 2, 18);
   } finally {
     await fh.close();
   }

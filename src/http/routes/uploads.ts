@@ -9,6 +9,7 @@ import { sourceIdOf, parseUploadIdParam, ALLOWED_EXTENSIONS_TEXT } from '../../u
 import type { UploadRecord } from '../../uploads/registry.js';
 import { requestIdOf } from '../access-log.js';
 import { urlContext, type ServerContext } from '../context.js';
+import { lingerAfterEarlyAnswer } from '../linger.js';
 import { problem } from '../problem.js';
 import { sendJson } from '../respond.js';
 import { param, type Absence, type Router } from '../router.js';
@@ -40,9 +41,12 @@ function bodyOf(c: Context): { stream: Readable; headers: IncomingHttpHeaders } 
   return { stream, headers: Object.fromEntries(c.req.raw.headers) };
 }
 
-/** A problem answered before the body has all arrived also ends the connection, so the rest is not read. */
+/** A problem answered before the body has all arrived also ends the connection, so the rest is not kept. */
 function early(c: Context, status: number, title: string, detail: string, extra: Record<string, unknown> = {}): Response {
-  const unfinished = incomingOf(c)?.complete === false;
+  const incoming = incomingOf(c);
+  const unfinished = incoming?.complete === false && !incoming.destroyed;
+  // The client gets to read the answer before the connection goes (src/http/linger.ts).
+  if (unfinished) lingerAfterEarlyAnswer(incoming);
   return problem(c, status, title, detail, extra, unfinished ? { Connection: 'close' } : {});
 }
 
