@@ -33,7 +33,8 @@ export const REMOVE_GRACE_MS = 5_000;
 
 export class UploadRegistry implements ExtraSources {
   private readonly entries = new Map<string, Entry>();
-  private readonly closing = new Set<Promise<void>>();
+  /** Removed uploads waiting out their grace period, with the timer that closes each. */
+  private readonly closing = new Map<Entry, NodeJS.Timeout>();
 
   constructor(
     /** The configuration the process started with: raster sizing and encoder settings of GeoTIFF uploads. */
@@ -87,11 +88,12 @@ export class UploadRegistry implements ExtraSources {
     const entry = this.entries.get(id);
     if (!entry) return undefined;
     this.entries.delete(id);
-    const closed = new Promise<void>((resolve) => {
-      setTimeout(() => void this.discard(entry).finally(resolve), this.graceMs).unref();
-    });
-    this.closing.add(closed);
-    void closed.then(() => this.closing.delete(closed));
+    const timer = setTimeout(() => {
+      this.closing.delete(entry);
+      void this.discard(entry);
+    }, this.graceMs);
+    timer.unref();
+    this.closing.set(entry, timer);
     this.log.info({ upload: id }, 'upload removed');
     return entry.record;
   }
@@ -108,8 +110,10 @@ export class UploadRegistry implements ExtraSources {
 
   /** Closes every upload (the process is stopping); their files are left for the next start to remove. */
   async close(): Promise<void> {
-    const all = [...this.entries.values()];
+    const all = [...this.entries.values(), ...this.closing.keys()];
+    for (const timer of this.closing.values()) clearTimeout(timer);
     this.entries.clear();
+    this.closing.clear();
     await Promise.all(all.map((e) => this.discard(e)));
   }
 }
