@@ -19,6 +19,11 @@ export class ClusterUploadPeers implements UploadPeers {
   private nextRequest = 0;
   private readonly waiting = new Map<number, (answer: { ok: boolean; error?: string }) => void>();
   private registry: UploadRegistry | undefined;
+  /**
+   * The primary's upload messages, applied one after the other in the order they came: an open takes a while,
+   * and a removal that overtook it (a sync being applied, then a delete) would leave the upload served.
+   */
+  private applying: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly send: (msg: ToPrimary) => void,
@@ -62,24 +67,32 @@ export class ClusterUploadPeers implements UploadPeers {
         return true;
       case 'upload-add':
         if (!registry) return true;
-        registry.openAndAdd(msg.upload).then(
-          () => this.send({ type: 'upload-applied', request: msg.request, ok: true }),
-          (err: Error) => {
-            this.log.error({ upload: msg.upload.id, err: err.message }, 'uploads: cannot open an upload another worker received');
-            this.send({ type: 'upload-applied', request: msg.request, ok: false, error: err.message });
-          },
+        this.inTurn(() =>
+          registry.openAndAdd(msg.upload).then(
+            () => this.send({ type: 'upload-applied', request: msg.request, ok: true }),
+            (err: Error) => {
+              this.log.error({ upload: msg.upload.id, err: err.message }, 'uploads: cannot open an upload another worker received');
+              this.send({ type: 'upload-applied', request: msg.request, ok: false, error: err.message });
+            },
+          ),
         );
         return true;
       case 'upload-remove':
-        registry?.remove(msg.id);
-        this.send({ type: 'upload-applied', request: msg.request, ok: true });
+        this.inTurn(async () => {
+          registry?.remove(msg.id);
+          this.send({ type: 'upload-applied', request: msg.request, ok: true });
+        });
         return true;
       case 'upload-sync':
-        if (registry) void this.sync(registry, msg.uploads);
+        if (registry) this.inTurn(() => this.sync(registry, msg.uploads));
         return true;
       default:
         return false;
     }
+  }
+
+  private inTurn(step: () => Promise<void>): void {
+    this.applying = this.applying.then(step).catch((err: Error) => this.log.error({ err: err.message }, 'uploads: applying a relayed change failed'));
   }
 
   /** Serves exactly `uploads`: opens the missing ones, drops the others. */
