@@ -283,6 +283,9 @@ describe('uploads (one process)', () => {
       { id: ids[1], file_name: 'b.sqlite', format: 'mbtiles', file_path: path.join(dir, `upload-${ids[1]}.sqlite`) },
     ]);
 
+    // An ad-hoc composite with an upload is remembered by the state: it must not outlive the upload.
+    assert.equal((await request(server.url, `/data/omt+upload-${ids[0]}/0/0/0.pbf`)).status, 200);
+    assert.equal((await request(server.url, `/styles/upload-${ids[0]}/style.json`)).status, 200);
     const byUuid = await request(server.url, `/api/upload/${ids[0]}`, { method: 'DELETE' });
     assert.equal(byUuid.status, 204);
     const bySourceId = await request(server.url, `/api/upload/upload-${ids[1]}`, { method: 'DELETE' });
@@ -292,6 +295,8 @@ describe('uploads (one process)', () => {
       assert.equal((await request(server.url, `/data/upload-${id}.json`)).status, 404);
       assert.equal((await request(server.url, `/data/upload-${id}/0/0/0.pbf`)).status, 404);
     }
+    assert.equal((await request(server.url, `/data/omt+upload-${ids[0]}/0/0/0.pbf`)).status, 404);
+    assert.equal((await request(server.url, `/styles/upload-${ids[0]}/style.json`)).status, 404);
     const after = await getJson<{ id: string }[]>(server.url, '/api/upload');
     assert.ok(!after.json.some((u) => ids.includes(u.id)));
 
