@@ -16,6 +16,7 @@ import type { Reloader } from './state/reload-result.js';
 import { buildAppState } from './state/build.js';
 import { SourceOpenError } from './sources/source.js';
 import { VERSION } from './version.js';
+import { removeLeftovers } from './uploads/store.js';
 import { telemetry } from './telemetry/recorder.js';
 import { clusterMetrics, SCRAPE_ACTIVE_ENV, startScrapeListener } from './telemetry/scrape-listener.js';
 
@@ -75,6 +76,10 @@ async function run(args: RunArgs): Promise<void> {
   // Open every source once here, so a broken one stops start-up with one line instead of crashing each worker.
   const probe = await buildAppState(loaded);
   await probe.close();
+
+  // Uploads live as long as the process (spec): whatever an earlier run left under the upload names goes, once,
+  // here in the process that owns the directory (the single process, or the primary before any worker).
+  removeLeftovers(server.upload_dir, log);
 
   const count = workerCount(server.workers);
   // The metrics pull listener: in the primary, summing every worker; alone, this process's own registry. Bound

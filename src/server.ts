@@ -19,6 +19,8 @@ import { stateFigures, type StateFigures } from './state/reload-result.js';
 import { VERSION } from './version.js';
 import { instrumentListener } from './http/request-metrics.js';
 import { telemetry } from './telemetry/recorder.js';
+import { UploadRegistry, type UploadRecord } from './uploads/registry.js';
+import { Uploads, type UploadPeers } from './uploads/service.js';
 import { scrapeListenerActive } from './telemetry/scrape-listener.js';
 
 export interface RunningServer {
@@ -35,16 +37,30 @@ export interface RunningServer {
   address: { host: string; port: number };
 }
 
-export async function startServer(loaded: LoadedConfig): Promise<RunningServer> {
+/** What a process starts with besides its configuration (a cluster worker's share of the cluster's uploads). */
+export interface StartOptions {
+  /** Uploads the other processes serve already: opened before the first request. */
+  uploads?: UploadRecord[];
+  /** How uploads reach the other processes of a cluster; absent in a single process. */
+  uploadPeers?: UploadPeers;
+}
+
+export async function startServer(loaded: LoadedConfig, options: StartOptions = {}): Promise<RunningServer> {
   await initCodecs();
   // Telemetry settings need a restart (spec): started once, from the configuration the process starts with.
   telemetry.start(loaded.config.telemetry, log);
-  const holder = new StateHolder(await buildAppState(loaded));
+  // Uploads belong to the process: every state, the first and each reloaded one, serves the same registry.
+  const registry = new UploadRegistry(loaded.config, log);
+  for (const record of options.uploads ?? []) {
+    await registry.openAndAdd(record).catch((err: Error) => log.error({ upload: record.id, err: err.message }, 'uploads: cannot open an upload the cluster serves'));
+  }
+  const uploads = new Uploads(registry, log, options.uploadPeers);
+  const holder = new StateHolder(await buildAppState(loaded, { uploads: registry }));
   const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: scrapeListenerActive(), ogcEnabled: false };
   // Rendering: the pool starts in the background (browsers take seconds) and follows every reload.
   const render = new RenderService(runtime, log);
   telemetry.watchRender(render);
-  const ctx: ServerContext = { holder, version: VERSION, runtime, render };
+  const ctx: ServerContext = { holder, version: VERSION, runtime, render, uploads };
   const { app } = createApp(ctx, log);
   // A renderer's in-process requests hold the state they read, as client requests do (see the listener below).
   render.attach(async (req, env) => {
@@ -82,7 +98,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
     figures: () => stateFigures(holder.current, runtime.rendererEnabled),
     async reload(next, flush = false) {
       if (!flush && next.hash === holder.current.configHash) return { reloaded: false, figures: stateFigures(holder.current, runtime.rendererEnabled) };
-      const state = await buildAppState(next, { previous: holder.current, flush });
+      const state = await buildAppState(next, { previous: holder.current, flush, uploads: registry });
       holder.swap(state);
       render.onState(state);
       log.info({ config_hash: next.hash, flush }, 'configuration reloaded');
@@ -96,7 +112,7 @@ export async function startServer(loaded: LoadedConfig): Promise<RunningServer> 
         force.unref();
         http.close(() => {
           clearTimeout(force);
-          void Promise.all([render.close(), holder.closeAll(), telemetry.close()]).finally(resolve);
+          void Promise.all([render.close(), holder.closeAll(), uploads.close(), telemetry.close()]).finally(resolve);
         });
         // Idle keep-alive sockets would hold close() open until they time out.
         http.closeIdleConnections();

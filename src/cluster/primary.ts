@@ -11,6 +11,7 @@ import { ServiceReloader, type ApplyReload, type ProcessReloaded } from './reloa
 const RELOAD_ANSWER_MS = 120_000;
 
 type Reloaded = Extract<ToPrimary, { type: 'reloaded' }>;
+import { UploadRelay } from './upload-relay.js';
 
 /** No worker could start (the port is taken, say): the one line that says why. */
 export class WorkerStartError extends Error {
@@ -98,13 +99,18 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
     for (const w of ready.keys()) if (w.isConnected()) w.send(msg);
   };
 
+  /** The cluster's uploads: relayed between workers, handed to each new one. */
+  const uploads = new UploadRelay(() => ready.keys(), log);
+
   const fork = (): Worker => {
     const forkedWith = loaded.hash;
-    const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded) });
+    const uploadsAt = uploads.version;
+    const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded), ...uploads.forkEnv() });
     runs.set(worker, forkedWith);
     notReady.set(worker.id, ['starting']);
     sendReadiness();
     worker.on('message', (msg: ToPrimary) => {
+      if (uploads.onMessage(worker, msg)) return;
       if (msg.type === 'readiness') {
         notReady.set(worker.id, msg.notReady);
         sendReadiness();
@@ -123,12 +129,15 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
         ready.add(worker);
         // A SIGHUP came while it was starting: it has the older configuration.
         if (forkedWith !== loaded.hash) sendReload(worker);
+        // Uploads came or went while it was starting.
+        uploads.syncIfStale(worker, uploadsAt);
       }
     });
     worker.once('exit', () => {
       ready.delete(worker);
       runs.delete(worker);
       for (const entry of asked.values()) if (entry.waiting.delete(worker)) entry.settle();
+      uploads.onExit(worker);
       notReady.delete(worker.id);
       sendReadiness();
     });

@@ -7,6 +7,7 @@ import { startServer, type RunningServer } from '../server.js';
 import { ServiceReloader } from './reloader.js';
 import { listenErrorLine } from './listen-error.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
+import { ClusterUploadPeers, uploadsFromEnv } from './upload-peers.js';
 
 function send(msg: ToPrimary) {
   process.send?.(msg);
@@ -29,8 +30,10 @@ export async function runWorker(): Promise<void> {
   process.on('SIGTERM', () => void drain());
   process.on('SIGINT', () => {});
   process.on('SIGHUP', () => {});
+  // Uploads another worker received reach this one through the primary (src/cluster/upload-relay.ts).
+  const uploadPeers = new ClusterUploadPeers(send, log);
   try {
-    server = await startServer(loaded);
+    server = await startServer(loaded, { uploads: uploadsFromEnv(), uploadPeers });
   } catch (err) {
     // The primary reports it, once for all workers: the same cause would stop each of them.
     const error = listenErrorLine(err) ?? (err instanceof Error ? err.message : String(err));
@@ -38,8 +41,10 @@ export async function runWorker(): Promise<void> {
     return;
   }
   const running = server;
+  uploadPeers.attach(running.ctx.uploads!.registry);
   // The primary sends messages only after `ready`.
   process.on('message', (msg: ToWorker) => {
+    if (uploadPeers.onMessage(msg)) return;
     if (msg.type === 'readiness') {
       const self = String(cluster.worker?.id);
       running.ctx.runtime.peersNotReady = Object.entries(msg.notReady)

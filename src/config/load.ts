@@ -13,6 +13,9 @@ import { compositeConfigProblems } from './composites.js';
 
 export { ConfigError };
 
+/** Source ids of uploaded files start with this (src/uploads/names.ts); configured ids may not. */
+export const UPLOAD_ID_PREFIX = 'upload-';
+
 export interface LoadedConfig {
   config: Config;
   /** SHA-256 (hex) of the file's bytes: the identity of this configuration. */
@@ -72,10 +75,14 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
   for (const [i, s] of config.sources.entries()) {
     if (seen.has(s.id)) throw new ConfigError(`${label}: sources: duplicate source id "${s.id}"`);
     seen.add(s.id);
+    // Uploaded files are served as `upload-<uuid>` (src/uploads/): a configured id there could collide with one.
+    if (s.id.startsWith(UPLOAD_ID_PREFIX)) throw new ConfigError(`${label}: sources[${i}]: id "${s.id}" starts with "${UPLOAD_ID_PREFIX}", which is kept for uploaded files`);
     // An empty zoom range would make every tile of the source a silent 204.
     if (s.minzoom !== undefined && s.maxzoom !== undefined && s.minzoom > s.maxzoom)
       throw new ConfigError(`${label}: sources[${i}]: minzoom ${s.minzoom} is above maxzoom ${s.maxzoom}`);
   }
+  for (const [i, c] of config.composites.entries())
+    if (c.id.startsWith(UPLOAD_ID_PREFIX)) throw new ConfigError(`${label}: composites[${i}]: id "${c.id}" starts with "${UPLOAD_ID_PREFIX}", which is kept for uploaded files`);
   const compositeProblems = compositeConfigProblems(config);
   if (compositeProblems.length) throw new ConfigError(compositeProblems.map((p) => `${label}: ${p}`).join('\n'));
   const warnings = unknown.filter((u) => !u.topLevel).map((u) => unknownKeyWarning(label, u));

@@ -16,6 +16,7 @@ import { registerPageRoutes } from './routes/pages.js';
 import { registerRenderRoutes } from './routes/render.js';
 import { registerSpatialRoutes } from './routes/spatial.js';
 import { registerStyleRoutes } from './routes/styles.js';
+import { registerUploadRoutes } from './routes/uploads.js';
 import type { Logger } from '../log.js';
 import { TileUnavailableError } from '../sources/source.js';
 
@@ -43,6 +44,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   registerDataRoutes(router, ctx);
   registerFileRoutes(router, ctx);
   registerSpatialRoutes(router, ctx);
+  registerUploadRoutes(router, ctx, log);
   registerStyleRoutes(router, ctx);
   registerFontRoutes(router, ctx);
   registerEmbedRoutes(router, ctx);

@@ -5,6 +5,7 @@ import type { AppState } from '../state/app-state.js';
 import type { UrlContext } from '../sources/tilejson.js';
 import type { RenderService } from '../render/service.js';
 import type { RenderRequestEnv, RuntimeStatus } from '../runtime.js';
+import type { Uploads } from '../uploads/service.js';
 
 // Still importable from here for code written before they moved to src/runtime.ts.
 export type { RenderRequestEnv, RuntimeStatus };
@@ -15,6 +16,8 @@ export interface ServerContext {
   runtime: RuntimeStatus;
   /** Server-side rendering of this process (src/render/service.ts); absent when the process renders nothing. */
   render?: RenderService;
+  /** The uploads this process serves (src/uploads/); kept across reloads. */
+  uploads?: Uploads;
 }
 
 /** Base URL and key for the URLs of one response (decisions.md: public_url, else the request's own origin). */

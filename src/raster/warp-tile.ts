@@ -35,6 +35,8 @@ export interface RasterInfo {
   bounds: [number, number, number, number];
   /** Zoom at which one tile pixel is about one source pixel. */
   nativeZoom: number;
+  /** The GDAL driver that read the file (e.g. "GTiff", "VRT"): uploads accept only GeoTIFFs. */
+  driver: string;
 }
 
 const HALF_WORLD = 20037508.342789244;
@@ -165,7 +167,7 @@ export async function describeRaster(file: string): Promise<RasterInfo> {
     const mercWidth = Math.max(...merc.map((p) => p.x)) - Math.min(...merc.map((p) => p.x));
     const pixel = mercWidth / w;
     const nativeZoom = Math.max(0, Math.min(22, Math.round(Math.log2((2 * HALF_WORLD) / (256 * pixel)))));
-    return { bands: dataBands(ds), bounds: [Math.min(...lons), Math.min(...lats), Math.max(...lons), Math.max(...lats)], nativeZoom };
+    return { bands: dataBands(ds), bounds: [Math.min(...lons), Math.min(...lats), Math.max(...lons), Math.max(...lats)], nativeZoom, driver: ds.driver.description };
   } finally {
     ds.close();
   }

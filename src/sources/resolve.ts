@@ -14,13 +14,16 @@ export interface SourceProblem {
 
 /** Ad-hoc composites kept per state; a bound keeps arbitrary member lists from growing it without limit. */
 const AD_HOC_LIMIT = 256;
-const adHoc = new WeakMap<AppState, Map<string, CompositeSource>>();
+const adHoc = new WeakMap<AppState, Map<string, { composite: CompositeSource; members: (TileSource | undefined)[] }>>();
+
+/** A member as the state serves it now. Uploads come and go within a state, so a remembered composite is checked. */
+const memberOf = (state: AppState, id: string): TileSource | undefined => state.sources.get(id) ?? state.composites.get(id);
 
 function adHocComposite(state: AppState, id: string): CompositeSource | SourceProblem {
   let known = adHoc.get(state);
-  const hit = known?.get(id);
-  if (hit) return hit;
   const ids = id.split('+');
+  const hit = known?.get(id);
+  if (hit && hit.members.every((m, i) => m === memberOf(state, ids[i]))) return hit.composite;
   const unknown = ids.filter((m) => !state.sources.has(m) && !state.composites.has(m));
   if (unknown.length) {
     return { kind: 'problem', status: 404, title: 'Source not found', detail: `composite "${id}": no source with id ${unknown.map((u) => `"${u}"`).join(', ')}` };
@@ -28,10 +31,11 @@ function adHocComposite(state: AppState, id: string): CompositeSource | SourcePr
   const repeated = ids.filter((m, i) => ids.indexOf(m) !== i);
   if (repeated.length) return { kind: 'problem', status: 400, title: 'Invalid composite', detail: `composite "${id}": "${repeated[0]}" is listed more than once` };
   try {
-    const composite = new CompositeSource(id, ids.map((m) => (state.sources.get(m) ?? state.composites.get(m))!), state.config);
+    const members = ids.map((m) => memberOf(state, m));
+    const composite = new CompositeSource(id, members.map((m) => m!), state.config);
     if (!known) adHoc.set(state, (known = new Map()));
-    if (known.size >= AD_HOC_LIMIT) known.delete(known.keys().next().value!);
-    known.set(id, composite);
+    if (known.size >= AD_HOC_LIMIT && !known.has(id)) known.delete(known.keys().next().value!);
+    known.set(id, { composite, members });
     return composite;
   } catch (err) {
     if (err instanceof CompositeError) return { kind: 'problem', status: err.status, title: err.title, detail: err.message };

@@ -19,12 +19,15 @@ import type { LoadedStyle } from '../styles/loaded-style.js';
 import { loadStyles, reportWarnings } from '../styles/registry.js';
 import { TileCache } from '../tiles/tile-cache.js';
 import type { AppState } from './app-state.js';
+import { SourcesView, type ExtraSources } from './sources-view.js';
 
 export interface BuildOptions {
   /** The active state: a pool whose settings did not change is carried over from it (connections stay warm). */
   previous?: AppState;
   /** Renew every pool even when its settings are unchanged (reload with `flush=true`). */
   flush?: boolean;
+  /** The process's uploads: served beside the configured sources, owned (and closed) by the process, not the state. */
+  uploads?: ExtraSources;
 }
 
 /** The database pool a new state uses: the previous state's when its settings are unchanged and no flush is asked. */
@@ -87,7 +90,7 @@ export async function buildAppState(loaded: LoadedConfig, options: BuildOptions 
     configHash: loaded.hash,
     configFile: loaded.file,
     loadedAt: Math.floor(Date.now() / 1000),
-    sources,
+    sources: new SourcesView(sources, options.uploads),
     composites,
     styles,
     fonts,

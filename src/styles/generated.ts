@@ -104,7 +104,8 @@ const generatedByState = new WeakMap<AppState, Map<string, LoadedStyle | undefin
  */
 export function generatedLoadedStyle(state: AppState, sourceId: string): LoadedStyle | undefined {
   let known = generatedByState.get(state);
-  if (known?.has(sourceId)) return known.get(sourceId);
+  // An upload deleted within the state leaves no style behind (configured sources stay for the state's life).
+  if (known?.has(sourceId) && (sourceId.includes('+') || state.sources.has(sourceId) || state.composites.has(sourceId))) return known.get(sourceId);
   const style = generatedStyle(state, sourceId, { base: '', key: undefined, forRenderer: true });
   const loaded: LoadedStyle | undefined = style && {
     id: sourceId,
