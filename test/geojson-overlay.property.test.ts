@@ -178,6 +178,17 @@ const flaw: fc.Arbitrary<Flaw> = fc.oneof(
     const j = i % rings.length;
     return geometryFlaw('short-ring', { type: 'Polygon', coordinates: rings.map((r, k) => (k === j ? short : r)) }, `.coordinates[${j}]`, `has ${short.length} positions; at least 3`);
   }),
+  fc.tuple(fc.array(lineCoords, { minLength: 1, maxLength: 3 }), fc.nat(), position).map(([lines, i, p]) => {
+    const j = i % lines.length;
+    return geometryFlaw('multiline-short', { type: 'MultiLineString', coordinates: lines.map((l, k) => (k === j ? [p] : l)) }, `.coordinates[${j}]`, 'has 1 positions; at least 2');
+  }),
+  fc.tuple(fc.array(polygonCoords, { minLength: 1, maxLength: 2 }), fc.nat(), fc.nat(), fc.nat(), outside).map(([polys, a, b, c, bad]) => {
+    const i = a % polys.length;
+    const j = b % polys[i].length;
+    const k = c % polys[i][j].length;
+    const coords = polys.map((poly, pi) => poly.map((ring, ri) => ring.map((pos, qi) => (pi === i && ri === j && qi === k ? bad : pos))));
+    return geometryFlaw('deep-position', { type: 'MultiPolygon', coordinates: coords }, `.coordinates[${i}][${j}][${k}]`, 'is outside longitude');
+  }),
   fc.constant(geometryFlaw('no-rings', { type: 'Polygon', coordinates: [] }, '.coordinates', 'has no rings')),
   fc.tuple(fc.array(polygonCoords, { minLength: 1, maxLength: 3 }), fc.nat()).map(([polys, i]) => {
     const j = i % polys.length;
@@ -250,7 +261,7 @@ describe('the geojson overlay (properties)', () => {
       }),
       { numRuns: 1500 },
     );
-    forms.assertEach(['position-range', 'position-shape', 'short-line', 'short-ring', 'no-rings', 'multipolygon-empty', 'type', 'coordinates', 'stroke', 'fill', 'marker-color', 'stroke-width', 'stroke-opacity', 'fill-opacity', 'marker-size'], 30);
+    forms.assertEach(['position-range', 'position-shape', 'short-line', 'multiline-short', 'deep-position', 'short-ring', 'no-rings', 'multipolygon-empty', 'type', 'coordinates', 'stroke', 'fill', 'marker-color', 'stroke-width', 'stroke-opacity', 'fill-opacity', 'marker-size'], 30);
     forms.assertEach(['in-collection', 'in-feature', 'in-geometry'], 100);
   });
 
