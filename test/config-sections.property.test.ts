@@ -88,8 +88,9 @@ function invalidValue(kind: Kind): fc.Arbitrary<{ text: string; mistake: string 
   if ('int' in kind) {
     const [lo, hi] = kind.int;
     const out = [wrongType, fc.integer({ min: lo * 10, max: lo * 10 + 999 }).map((n) => ({ text: `${n + 0.5}`, mistake: 'fraction' }))];
-    if (lo > -1e9) out.push(fc.integer({ min: lo - 1000, max: lo - 1 }).map((n) => ({ text: String(n), mistake: 'below' })));
-    if (hi < Number.MAX_SAFE_INTEGER) out.push(fc.integer({ min: hi + 1, max: hi + 100_000 }).map((n) => ({ text: String(n), mistake: 'above' })));
+    // Just past each end most often: an off-by-one in a bound is the likely mistake.
+    out.push(fc.oneof(fc.constant(lo - 1), fc.integer({ min: lo - 1000, max: lo - 1 })).map((n) => ({ text: String(n), mistake: 'below' })));
+    if (hi < Number.MAX_SAFE_INTEGER) out.push(fc.oneof(fc.constant(hi + 1), fc.integer({ min: hi + 1, max: hi + 100_000 })).map((n) => ({ text: String(n), mistake: 'above' })));
     return fc.oneof(...out);
   }
   if ('num' in kind) return fc.oneof(wrongType, fc.integer({ min: 1, max: 10_000 }).map((n) => ({ text: `-${n / 10}`, mistake: 'below' })));
