@@ -5,10 +5,10 @@
 // path (`render.jpeg_quality`, `styles[1].id`, `composites[0].sources`), never another error; and the real CLI
 // exits 1 with that line and no stack trace.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { ConfigError, loadConfigFile } from '../src/config/load.js';
 import { FormCounter } from './helpers/forms.js';
@@ -17,6 +17,7 @@ import { runCli } from './helpers/server.js';
 fc.configureGlobal({ ...fc.readConfigureGlobal(), includeErrorInReport: true });
 
 const DIR = mkdtempSync(path.join(os.tmpdir(), 'tsts-config-prop-'));
+after(() => rmSync(DIR, { recursive: true, force: true }));
 let fileNo = 0;
 function writeConfig(text: string): string {
   const file = path.join(DIR, `c${fileNo++}.toml`);

@@ -7,7 +7,7 @@
 // files, written with any percent-encoding, serve exactly the file an independent walk of the tree finds.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -203,6 +203,7 @@ describe('/files containment (properties)', () => {
   });
   after(async () => {
     await server?.stop();
+    rmSync(base, { recursive: true, force: true });
   });
 
   test('the model itself: the tree walk finds what the tree says (hand-checked cases)', () => {

@@ -5,7 +5,7 @@
 // text never throws. Through one real server: valid overlays pass to the pixel budget, broken ones are 400
 // naming `geojson` and the place, and a few filled boxes are really rendered with `auto` and probed.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -321,9 +321,10 @@ const MAX_PIXELS = 64 * 64;
 
 describe('the geojson overlay through the server (properties)', () => {
   let server: TestServer;
+  let dir: string;
 
   before(async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-geojson-prop-'));
+    dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-geojson-prop-'));
     writeFileSync(path.join(dir, 'style.json'), JSON.stringify({ version: 8, sources: {}, layers: [{ id: 'bg', type: 'background', paint: { 'background-color': '#ffffff' } }] }));
     server = await startServer({
       toml: `[[styles]]\nid = "plain"\npath = "${path.join(dir, 'style.json')}"\n[cache]\ndir = "${path.join(dir, 'cache')}"\n[render]\npool_size = 1\npages_per_browser = 1\nmax_pixels = ${MAX_PIXELS}\n`,
@@ -332,6 +333,7 @@ describe('the geojson overlay through the server (properties)', () => {
   });
   after(async () => {
     await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const staticUrl = (size: string, geojson: string, view = 'auto') => `${server.url}/styles/plain/static/${view}/${size}?geojson=${encodeURIComponent(geojson)}`;

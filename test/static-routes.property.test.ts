@@ -4,7 +4,7 @@
 // small images are really rendered and probed where the red box must (or must not) be. The parsers alone:
 // static-params.property.test.ts.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -25,9 +25,10 @@ const MAX_PIXELS = 64 * 64;
 
 describe('static maps and social cards through the server (properties)', () => {
   let server: TestServer;
+  let dir: string;
 
   before(async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-static-prop-'));
+    dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-static-prop-'));
     const ring = [[BOX.west, BOX.south], [BOX.east, BOX.south], [BOX.east, BOX.north], [BOX.west, BOX.north], [BOX.west, BOX.south]];
     const style = {
       version: 8,
@@ -45,6 +46,7 @@ describe('static maps and social cards through the server (properties)', () => {
   });
   after(async () => {
     await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   async function get(p: string): Promise<{ status: number; type: string | null; body: Buffer }> {
