@@ -139,7 +139,8 @@ function styleOf(properties: unknown, where: string): Style {
   if (width !== undefined && (typeof width !== 'number' || !(width >= 0 && width <= 100))) fail(`${where}["stroke-width"] is not a number 0..100`);
   const sizeValue = p['marker-size'];
   let size = MARKER_SIZES.medium;
-  if (typeof sizeValue === 'string' && sizeValue in MARKER_SIZES) size = MARKER_SIZES[sizeValue];
+  // Own names only: `in` would take "constructor" or "toString" (inherited by every object) for a size.
+  if (typeof sizeValue === 'string' && Object.hasOwn(MARKER_SIZES, sizeValue)) size = MARKER_SIZES[sizeValue];
   else if (typeof sizeValue === 'number' && sizeValue > 0 && sizeValue <= 200) size = sizeValue;
   else if (sizeValue !== undefined) fail(`${where}["marker-size"] is not small, medium, large or a number of pixels (0..200]`);
   const fill = color(p, 'fill', where);
