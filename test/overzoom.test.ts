@@ -70,11 +70,14 @@ describe('cutting a tile out of its ancestor', () => {
 
   test('property: every cut coordinate is an integer inside the tile plus buffer', () => {
     const lines = fc.array(fc.array(coord, { minLength: 4, maxLength: 40 }).map((a) => (a.length % 2 ? a.slice(1) : a)), { minLength: 1, maxLength: 4 });
+    // Parts checked, by geometry type: a cut that always came back empty would check nothing.
+    const checked = { 1: 0, 2: 0, 3: 0 };
     fc.assert(
       fc.property(cutArgs, fc.constantFrom<GeomType>(1, 2, 3), lines, ({ dz, cx, cy, buffer }, type, parts) => {
         const b = Math.round(buffer * E);
         for (const part of cutTile(layer(type, parts), dz, cx, cy, buffer)[0]?.features[0].geometry ?? []) {
           assert.ok(part.length >= (type === 1 ? 2 : type === 2 ? 4 : 6));
+          checked[type]++;
           for (const c of part) {
             assert.ok(Number.isInteger(c));
             assert.ok(c >= -b && c <= E + b, `${c} outside [${-b}, ${E + b}]`);
@@ -83,9 +86,11 @@ describe('cutting a tile out of its ancestor', () => {
       }),
       { numRuns: 300 },
     );
+    for (const type of [1, 2, 3] as const) assert.ok(checked[type] >= 5, `${checked[type]} cut parts of type ${type} checked`);
   });
 
   test('property: an axis-aligned rectangle cuts to exactly its overlap with the tile plus buffer, wound alike', () => {
+    let overlapping = 0;
     const rect = fc.tuple(coord, coord, coord, coord).filter(([a, b, c, d]) => a !== c && b !== d);
     fc.assert(
       fc.property(cutArgs, rect, fc.boolean(), ({ dz, cx, cy, buffer }, [a, b, c, d], hole) => {
@@ -98,6 +103,7 @@ describe('cutting a tile out of its ancestor', () => {
         const oy = Math.max(-bu, y0 * k - cy * E);
         const ey = Math.min(E + bu, y1 * k - cy * E);
         const expected = ex > ox && ey > oy ? (ex - ox) * (ey - oy) : 0;
+        if (expected) overlapping++;
         const got = cutTile(layer(3, [ring]), dz, cx, cy, buffer)[0]?.features[0].geometry[0];
         const area = got ? ringArea2(got) / 2 : 0;
         assert.equal(Math.abs(area), expected);
@@ -105,9 +111,11 @@ describe('cutting a tile out of its ancestor', () => {
       }),
       { numRuns: 500 },
     );
+    assert.ok(overlapping >= 20, `${overlapping} of 500 rectangles overlapped the cut tile`);
   });
 
   test('property: every point of a line that falls inside the tile is in a cut piece', () => {
+    let kept = 0;
     fc.assert(
       fc.property(cutArgs, fc.array(coord, { minLength: 4, maxLength: 30 }), ({ dz, cx, cy, buffer }, raw) => {
         const line = raw.length % 2 ? raw.slice(1) : raw;
@@ -122,12 +130,17 @@ describe('cutting a tile out of its ancestor', () => {
           const prev = i >= 2 && line[i - 2] === line[i] && line[i - 1] === line[i + 1];
           if (x > 0 && x < E && y > 0 && y < E && !prev && line.length >= 4) {
             const alone = line.every((c, j) => c === line[j % 2]);
-            if (!alone) assert.ok(have.has(`${x},${y}`), `vertex ${x},${y} missing`);
+            if (!alone) {
+              assert.ok(have.has(`${x},${y}`), `vertex ${x},${y} missing`);
+              kept++;
+            }
           }
         }
       }),
       { numRuns: 300 },
     );
+    // Most random lines miss a small child tile: enough vertices must still have fallen inside to be checked.
+    assert.ok(kept >= 10, `${kept} inside vertices checked`);
   });
 });
 
