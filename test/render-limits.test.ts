@@ -1,7 +1,8 @@
 // The bounds of rendering, through the real server: a render past render.timeout_ms fails with 503 and its
 // browser is replaced; a full queue answers 503 with Retry-After; server.disable_render removes the routes and
 // starts no browser; a renderer that cannot start makes the routes answer 503 saying why.
-// A plain style (background only) keeps these servers cheap; a style whose tiles a local archive server holds back makes a render last exactly as long as a test needs.
+// A plain style (background only) keeps these servers cheap; a style whose tiles a local archive server holds
+// back makes a render last exactly as long as a test needs.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
