@@ -149,16 +149,25 @@ describe('fonts over HTTP', () => {
   });
 
   test('arbitrary font stacks never fail the server: 200 only for a stack naming a known font', async () => {
+    const seen: Record<number, number> = { 200: 0, 400: 0, 404: 0 };
     await fc.assert(
       fc.asyncProperty(fc.array(fc.oneof(fc.constantFrom(...KNOWN, '..', '.', '/', 'a/b'), fc.string({ minLength: 1, maxLength: 12, unit: 'grapheme' })), { minLength: 1, maxLength: 3 }), async (names) => {
         const stack = names.join(',');
         const res = await glyphs(stack, '0-255');
         await res.arrayBuffer();
         assert.ok([200, 400, 404].includes(res.status), `${JSON.stringify(stack)}: ${res.status}`);
-        if (res.status === 200) assert.ok(stack.split(',').some((n) => KNOWN.includes(n.trim())), JSON.stringify(stack));
+        seen[res.status]++;
+        // 200 exactly when some name of the stack is a known font and no name is malformed (a name that could
+        // leave the directory is refused whatever else the stack holds).
+        const parts = stack.split(',').map((n) => n.trim()).filter((n) => n !== '');
+        const malformed = parts.some((n) => n === '.' || n === '..' || /[/\\\u0000-\u001f\u007f]/.test(n) || n.startsWith('.') || n.length > 255);
+        if (res.status === 200) assert.ok(!malformed && parts.some((n) => KNOWN.includes(n)), JSON.stringify(stack));
+        if (!malformed && parts.some((n) => KNOWN.includes(n))) assert.equal(res.status, 200, JSON.stringify(stack));
       }),
       { numRuns: 60 },
     );
+    // Known fonts are drawn often enough that each answer was seen.
+    for (const [status, n] of Object.entries(seen)) assert.ok(n >= 3, `${status}: ${n} of 60 stacks (${JSON.stringify(seen)})`);
   });
 });
 
@@ -175,14 +184,30 @@ describe('fontstack and range parser (properties)', () => {
         assert.equal(parseRange(`${a}-${b}`) !== undefined, valid, `${a}-${b}`);
       }),
     );
-    // Any accepted string is exactly the canonical spelling of what it parsed to.
+    // Any string: accepted exactly when it is the canonical spelling of an aligned range (read here with a plain
+    // split and Number, not the parser's pattern). Valid ranges and one-character changes of them are generated
+    // on purpose, since random strings from these characters are almost never a range; both branches are counted.
+    const aligned = fc.integer({ min: 0, max: MAX_RANGE_START / 256 }).map((k) => `${k * 256}-${k * 256 + 255}`);
+    const changed = fc.tuple(aligned, fc.nat(), fc.constantFrom(...'0123456789-+ x.e'.split(''), ''), fc.boolean()).map(([t, at, c, insert]) => {
+      const i = at % (t.length + 1);
+      return t.slice(0, i) + c + t.slice(insert ? i : i + 1);
+    });
+    const anyText = fc.string({ maxLength: 14, unit: fc.constantFrom(...'0123456789-+ x.e'.split('')) });
+    const seen = { accepted: 0, refused: 0 };
     fc.assert(
-      fc.property(fc.string({ maxLength: 14, unit: fc.constantFrom(...'0123456789-+ x.e'.split('')) }), (s) => {
+      fc.property(fc.oneof(aligned, changed, anyText), (s) => {
         const r = parseRange(s);
+        const halves = s.split('-');
+        const canonical = halves.length === 2 && halves.every((h) => /^[0-9]+$/.test(h) && String(Number(h)) === h);
+        const [a, b] = halves.map(Number);
+        const expected = canonical && a % 256 === 0 && a <= MAX_RANGE_START && b === a + 255;
+        assert.equal(r !== undefined, expected, JSON.stringify(s));
         if (r) assert.equal(`${r.start}-${r.end}`, s);
+        seen[r ? 'accepted' : 'refused']++;
       }),
       { numRuns: 2000 },
     );
+    assert.ok(seen.accepted >= 300 && seen.refused >= 300, JSON.stringify(seen));
   });
 
   const fontName = fc

@@ -60,14 +60,26 @@ describe('/openapi.json follows server.disable_render', () => {
 
   test('disable_render = false: the render-only routes are documented and routed', async () => {
     const paths = await documentedPaths(on);
+    let images = 0;
+    let documents = 0;
     for (const p of ALWAYS) assert.ok(paths.has(p), `${p} is documented`);
     for (const [p, url] of Object.entries(RENDER_ONLY)) {
       assert.ok(paths.has(p), `${p} is documented`);
       const res = await fetch(on.url + url);
-      await res.arrayBuffer();
-      // 200 for the TileJSON and WMTS, 503 for images (no renderer can start here): never the 404 of a missing route.
-      assert.notEqual(res.status, 404, url);
+      const body = await res.text();
+      // 200 for the TileJSON and WMTS, 503 for images (no renderer can start here): never the 404 of a missing
+      // route, and never another failure (a 500 is a broken route, not a switched-off renderer).
+      if (res.status === 503) {
+        assert.equal(res.headers.get('content-type'), 'application/problem+json', url);
+        assert.equal((JSON.parse(body) as { title: string }).title, 'Rendering unavailable', url);
+        images++;
+      } else {
+        assert.equal(res.status, 200, `${url}: ${body.slice(0, 200)}`);
+        documents++;
+      }
     }
+    // Four image routes (static map, social card, two raster tile forms) and two documents (TileJSON, WMTS).
+    assert.deepEqual({ images, documents }, { images: 4, documents: 2 });
   });
 
   test('the two documents differ by exactly the render-only routes', async () => {

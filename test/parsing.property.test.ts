@@ -71,18 +71,37 @@ test('splitTileFile round-trips {y}.{ext} and {y}@{s}x.{ext}, and never throws',
     }),
     RUNS,
   );
+  // Well-formed names, the same with one character changed, and any text: random text alone almost never has
+  // the form, so the accepting branch is fed on purpose and every branch is counted.
+  const wellFormed = fc
+    .tuple(y, ext, fc.oneof(fc.constant(undefined), fc.stringMatching(/^[0-9]{1,2}$/)))
+    .map(([ys, e, scale]) => (scale === undefined ? `${ys}.${e}` : `${ys}@${scale}x.${e}`));
+  const mutated = fc.tuple(wellFormed, fc.nat(), fc.constantFrom('', '.', '@', 'x', '/', '%', ' ', '-', 'é')).map(([t, at, c]) => {
+    const i = at % (t.length + 1);
+    return t.slice(0, i) + c + t.slice(i + 1);
+  });
+  const seen = { plain: 0, scaled: 0, refused: 0 };
   fc.assert(
-    fc.property(fc.string(), (segment) => {
+    fc.property(fc.oneof(wellFormed, mutated, fc.string()), (segment) => {
       const parts = splitTileFile(segment);
       if (parts) {
         // Whatever it accepts, it splits without losing or inventing characters.
         const rebuilt = parts.scale === undefined ? `${parts.y}.${parts.ext}` : `${parts.y}@${parts.scale}x.${parts.ext}`;
         assert.equal(rebuilt, segment);
         assert.match(parts.ext, /^[A-Za-z0-9]+$/);
+        seen[parts.scale === undefined ? 'plain' : 'scaled']++;
+      } else {
+        // Refused: the segment does not end in ".{letters or digits}" after a y without "." (or "@...x").
+        const dot = segment.lastIndexOf('.');
+        const head = dot < 0 ? segment : segment.slice(0, dot);
+        const wellShaped = dot >= 0 && /^[A-Za-z0-9]+$/.test(segment.slice(dot + 1)) && /^[^.@]*(@[^.]*x)?$/.test(head);
+        assert.equal(wellShaped, false, `${JSON.stringify(segment)} has the form and was refused`);
+        seen.refused++;
       }
     }),
     RUNS,
   );
+  for (const [branch, n] of Object.entries(seen)) assert.ok(n >= 200, `${branch}: ${n} of ${RUNS.numRuns} runs`);
 });
 
 const encodingName = fc.constantFrom('gzip', 'br', 'zstd', 'deflate', 'identity', '*', 'compress', 'x-gzip');

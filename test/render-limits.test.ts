@@ -1,15 +1,18 @@
 // The bounds of rendering, through the real server: a render past render.timeout_ms fails with 503 and its
 // browser is replaced; a full queue answers 503 with Retry-After; server.disable_render removes the routes and
 // starts no browser; a renderer that cannot start makes the routes answer 503 saying why.
-// A plain style (background only) keeps these servers cheap; frame sizes make renders slow or fast.
+// A plain style (background only) keeps these servers cheap; a style whose tiles a local archive server holds
+// back makes a render last exactly as long as a test needs.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { waitFor } from './helpers/foundation.js';
 import { browserPids, chromiumDescendants, decode, distance, pixel } from './helpers/render.js';
-import { startServer, type TestServer } from './helpers/server.js';
+import { fixture, startServer, type TestServer } from './helpers/server.js';
 
 const plainStyle = (color: string) => JSON.stringify({ version: 8, name: 'plain', sources: {}, layers: [{ id: 'bg', type: 'background', paint: { 'background-color': color } }] });
 
@@ -18,6 +21,75 @@ function plainConfig(render: string, server = ''): string {
   const style = path.join(dir, 'plain.json');
   writeFileSync(style, plainStyle('#336699'));
   return `[server]\n${server}\n[[styles]]\nid = "plain"\npath = "${style}"\n[cache]\ndir = "${path.join(dir, 'cache')}"\n[render]\n${render}\n`;
+}
+
+/**
+ * An HTTP server of one PMTiles archive (byte ranges, as object storage answers them) that can hold back every
+ * request for tile data until released: a render needing a tile then waits exactly as long as the test says,
+ * whatever the machine's speed. The header, directories and metadata are always answered.
+ */
+interface HoldServer {
+  url: string;
+  /** Tile-data requests waiting now. */
+  held(): number;
+  hold(on: boolean): void;
+  close(): Promise<void>;
+}
+
+async function startHoldServer(file: string): Promise<HoldServer> {
+  const bytes = readFileSync(file);
+  // PMTiles v3 header: the tile data section's offset is the little-endian u64 at byte 56.
+  const tileData = Number(bytes.readBigUInt64LE(56));
+  let holding = false;
+  const waiting: (() => void)[] = [];
+  const server = http.createServer((req, res) => {
+    const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+    if (!m) return void res.writeHead(200, { 'Content-Length': bytes.length }).end(bytes);
+    const [start, end] = [Number(m[1]), Math.min(bytes.length - 1, Number(m[2]))];
+    const answer = () => {
+      if (res.destroyed) return;
+      res.writeHead(206, { 'Content-Length': end - start + 1, 'Content-Range': `bytes ${start}-${end}/${bytes.length}`, 'Accept-Ranges': 'bytes' }).end(bytes.subarray(start, end + 1));
+    };
+    if (holding && start >= tileData) waiting.push(answer);
+    else answer();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const release = () => {
+    for (const answer of waiting.splice(0)) answer();
+  };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/${path.basename(file)}`,
+    held: () => waiting.length,
+    hold(on) {
+      holding = on;
+      if (!on) release();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        release();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** plainConfig plus a source read from `holdUrl` and a style `stall` drawing its water. */
+function stallConfig(render: string, holdUrl: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-render-limits-'));
+  const style = path.join(dir, 'stall.json');
+  writeFileSync(
+    style,
+    JSON.stringify({
+      version: 8,
+      name: 'stall',
+      sources: { omt: { type: 'vector', url: 'pmtiles://remote' } },
+      layers: [
+        { id: 'bg', type: 'background', paint: { 'background-color': '#336699' } },
+        { id: 'water', type: 'fill', source: 'omt', 'source-layer': 'water', paint: { 'fill-color': '#0000ff' } },
+      ],
+    }),
+  );
+  return `${plainConfig(render)}\n[[styles]]\nid = "stall"\npath = "${style}"\n[[sources]]\nid = "remote"\ntype = "pmtiles"\npath = "${holdUrl}"\n`;
 }
 
 const ping = async (s: TestServer) => (await (await fetch(`${s.url}/ping`)).json()) as { renderer_enabled: boolean; render_enabled: boolean; renderer: string | null };
@@ -36,19 +108,27 @@ const withOutput = (s: TestServer) => (err: Error): never => {
 
 describe('render time limit', () => {
   let s: TestServer;
+  let hold: HoldServer;
   before(async () => {
-    // 1.5 s: far below one 4096 px part of the slow frame, and enough for a 64 px frame on a fresh browser when the
-    // hypervisor takes a share of this machine's CPU (300 ms was not, once).
-    s = await startServer({ toml: plainConfig('pool_size = 1\ntimeout_ms = 1500\nmax_pixels = 150994944'), workers: 1 });
+    hold = await startHoldServer(fixture('vector/omt-planet-z0-1.pmtiles'));
+    // 6 s: the stalled render below reaches it whatever the machine's speed (its tile is held back), and a fresh
+    // browser's 64 px frame stays far inside it on a loaded machine (starting the browser and loading the style
+    // do not count against it).
+    s = await startServer({ toml: stallConfig('pool_size = 1\ntimeout_ms = 6000', hold.url), workers: 1 });
     await rendererReady(s);
   });
-  after(() => s?.stop());
+  after(async () => {
+    await s?.stop();
+    await hold?.close();
+  });
 
-  test('a render past timeout_ms answers 503 and its browser is replaced', async () => {
+  // A time limit that never fires would leave the held render waiting for ever: the test's own limit ends it.
+  test('a render past timeout_ms answers 503 and its browser is replaced', { timeout: 90_000 }, async () => {
     const first = browserPids(s.proc.pid!);
     assert.equal(first.length, 1);
-    // 12288 x 12288 pixels: parts of about 4096 x 4096, each far more than 1.5 s of software GL, readback and transfer.
-    const slow = await get(s, '/styles/plain/static/0,0,2/4096x4096@3x.png');
+    hold.hold(true);
+    const slow = await get(s, '/styles/stall/static/0,0,1/64x64.png');
+    assert.ok(hold.held() > 0, 'the render was waiting for its tiles');
     assert.equal(slow.status, 503, slow.text.slice(0, 200));
     assert.equal(slow.headers.get('content-type'), 'application/problem+json');
     assert.equal(JSON.parse(slow.text).title, 'Render timed out');
@@ -67,24 +147,38 @@ describe('render time limit', () => {
 
 describe('render queue bound', () => {
   let s: TestServer;
+  let hold: HoldServer;
   before(async () => {
-    s = await startServer({ toml: plainConfig('pool_size = 1\nmax_queue = 1'), workers: 1 });
+    hold = await startHoldServer(fixture('vector/omt-planet-z0-1.pmtiles'));
+    s = await startServer({ toml: stallConfig('pool_size = 1\nmax_queue = 1\ntimeout_ms = 60000', hold.url), workers: 1 });
     await rendererReady(s);
   });
-  after(() => s?.stop());
+  after(async () => {
+    await s?.stop();
+    await hold?.close();
+  });
 
-  test('beyond max_queue waiting renders: 503 with Retry-After; the others render', async () => {
-    // Six distinct large frames at once on one renderer: one runs, one waits, the rest find the queue full.
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => get(s, `/styles/plain/static/${i},0,3/2048x2048.png`)));
-    const full = results.filter((r) => r.status === 503);
-    const ok = results.filter((r) => r.status === 200);
-    assert.ok(full.length >= 1, `statuses ${results.map((r) => r.status)}`);
-    assert.ok(ok.length >= 2, `statuses ${results.map((r) => r.status)}`);
-    assert.equal(full.length + ok.length, 6);
-    for (const r of full) {
+  test('beyond max_queue waiting renders: 503 with Retry-After; the others render', { timeout: 120_000 }, async () => {
+    // The one renderer is kept busy by a render whose tiles are held back, for as long as the test needs: the
+    // five renders sent meanwhile overlap it for certain. One of them waits in the queue, four find it full.
+    hold.hold(true);
+    const busy = get(s, '/styles/stall/static/0,0,1/64x64.png');
+    await waitFor('the first render to wait for its tiles', () => (hold.held() > 0 ? true : undefined), 30_000);
+    const rest = Array.from({ length: 5 }, (_, i) => get(s, `/styles/plain/static/${i},0,3/256x256.png`));
+    // The refused ones answer at once, while the renderer is still held.
+    const settled: { status: number; text: string; headers: Headers }[] = [];
+    for (const r of rest) void r.then((x) => settled.push(x));
+    await waitFor('four refusals', () => (settled.filter((r) => r.status === 503).length >= 4 ? true : undefined), 30_000);
+    assert.ok(hold.held() > 0, 'the first render is still held');
+    for (const r of settled) {
+      assert.equal(r.status, 503);
       assert.equal(JSON.parse(r.text).title, 'Render queue full');
       assert.ok(Number(r.headers.get('retry-after')) >= 1);
     }
+    hold.hold(false);
+    const results = [await busy, ...(await Promise.all(rest))];
+    assert.deepEqual(results.map((r) => r.status).sort(), [200, 200, 503, 503, 503, 503], `statuses ${results.map((r) => r.status)}`);
+    assert.equal(results[0].status, 200, 'the held render finishes once its tiles come');
   });
 });
 

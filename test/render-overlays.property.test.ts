@@ -83,19 +83,39 @@ describe('overlay grammars (properties)', () => {
   });
 
   test('arbitrary text never throws; whatever parses is in range', () => {
-    const text = fc.oneof(fc.string({ maxLength: 60 }), fc.stringMatching(/^(path|pin)[-+ 0-9a-fsml(),.|~]{0,40}$/));
+    // Valid overlays written on purpose, the same with one character changed or cut short, and plain garbage:
+    // random text alone almost never parses, and what parses is what this property is about.
+    const validPath = fc
+      .tuple(width, color, fc.option(color, { nil: undefined }), fc.array(lonLat, { minLength: 2, maxLength: 5 }), fc.boolean())
+      .map(([w, stroke, fill, pts, ll]) => `path-${w}+${stroke}${fill ? `-${fill}` : ''}(${coords(pts, ll)})`);
+    const validMarker = fc
+      .tuple(fc.constantFrom('s', 'm', 'l'), color, fc.array(lonLat, { minLength: 1, maxLength: 3 }))
+      .map(([size, c, pts]) => pts.map(([lon, lat]) => `pin-${size}+${c}(${lon},${lat})`).join('~'));
+    const valid = fc.oneof(validPath, validMarker);
+    const mutated = fc.tuple(valid, fc.nat(), fc.constantFrom('', 'x', '(', ')', '|', ',', '~', '-', '+', '9', '.', ' ')).map(([t, at, c]) => {
+      const i = at % (t.length + 1);
+      return t.slice(0, i) + c + t.slice(i + 1);
+    });
+    const text = fc.oneof(valid, mutated, fc.string({ maxLength: 60 }), fc.stringMatching(/^(path|pin)[-+ 0-9a-fsml(),.|~]{0,40}$/));
+    const seen = { pathsAccepted: 0, pathsRefused: 0, markersAccepted: 0, markersRefused: 0 };
     fc.assert(
       fc.property(text, fc.boolean(), (t, latlng) => {
-        for (const r of [parsePaths([t], latlng), parseMarkers([t], latlng)]) {
+        for (const [kind, r] of [['paths', parsePaths([t], latlng)], ['markers', parseMarkers([t], latlng)]] as const) {
           if (!r.ok) {
             assert.equal(typeof r.problem, 'string');
+            assert.ok(r.problem.length > 0);
+            seen[`${kind}Refused`]++;
             continue;
           }
           const points = r.value.flatMap((o) => ('points' in o ? o.points : [o.point]));
+          if (points.length) seen[`${kind}Accepted`]++;
           for (const [lon, lat] of points) assert.ok(Math.abs(lon) <= 180 && Math.abs(lat) <= 90);
         }
       }),
+      { numRuns: 500 },
     );
+    // Each parser both accepted overlays with points and refused text, many times over.
+    for (const [what, n] of Object.entries(seen)) assert.ok(n >= 25, `${what}: ${n} of 500 runs`);
   });
 
   test('a broken colour or coordinate is named in the problem', () => {
@@ -110,14 +130,36 @@ describe('overlay grammars (properties)', () => {
   });
 
   test('the view segment: centre with bearing and pitch, and bounding boxes, parse back', () => {
+    const centre = fc
+      .tuple(decimal(-180, 180), decimal(-85, 85), decimal(0, 22), fc.oneof(fc.constant(undefined), fc.tuple(decimal(-360, 360), fc.constant(undefined)), fc.tuple(decimal(-360, 360), decimal(0, 85))))
+      .map(([lon, lat, zoom, rot]) => ({ kind: rot ? (rot[1] !== undefined ? 'bearing+pitch' : 'bearing') : 'centre', lon, lat, zoom, rot }) as const);
+    const box = fc
+      .tuple(decimal(-180, 180), decimal(-180, 180), decimal(-90, 90), decimal(-90, 90))
+      .filter(([w, e, a, b]) => w !== e && a !== b)
+      .map(([west, east, a, b]) => ({ kind: 'bbox', west, east, south: Math.min(a, b), north: Math.max(a, b) }) as const);
+    const seen: Record<string, number> = { centre: 0, bearing: 0, 'bearing+pitch': 0, bbox: 0, latlng: 0 };
     fc.assert(
-      fc.property(decimal(-180, 180), decimal(-85, 85), decimal(0, 22), fc.option(fc.tuple(decimal(-360, 360), fc.option(decimal(0, 85), { nil: undefined })), { nil: undefined }), (lon, lat, zoom, rot) => {
-        const seg = `${lon},${lat},${zoom}${rot ? `@${rot[0]}${rot[1] !== undefined ? `,${rot[1]}` : ''}` : ''}`;
-        const r = parseViewSegment(seg, false);
+      fc.property(fc.oneof(centre, box), fc.boolean(), (v, latlng) => {
+        seen[v.kind]++;
+        if (latlng) seen.latlng++;
+        const pair = (lon: number, lat: number) => (latlng ? `${lat},${lon}` : `${lon},${lat}`);
+        if (v.kind === 'bbox') {
+          // An antimeridian-crossing box (west > east) is written as it is meant.
+          const seg = `${pair(v.west, v.south)},${pair(v.east, v.north)}`;
+          const r = parseViewSegment(seg, latlng);
+          assert.ok(r.ok, seg);
+          assert.deepEqual(r.value, { type: 'bbox', bounds: { west: v.west, south: v.south, east: v.east, north: v.north } });
+          return;
+        }
+        const { lon, lat, zoom, rot } = v;
+        const seg = `${pair(lon, lat)},${zoom}${rot ? `@${rot[0]}${rot[1] !== undefined ? `,${rot[1]}` : ''}` : ''}`;
+        const r = parseViewSegment(seg, latlng);
         assert.ok(r.ok, seg);
         assert.deepEqual(r.value, { type: 'center', center: [lon, lat], zoom, bearing: rot?.[0] ?? 0, pitch: rot?.[1] ?? 0 });
       }),
+      { numRuns: 400 },
     );
+    for (const [form, n] of Object.entries(seen)) assert.ok(n >= 30, `${form}: ${n} of 400 runs`);
   });
 });
 
@@ -143,6 +185,8 @@ describe('overlay drawing and fitting (properties)', () => {
   });
 
   test('auto fits every overlay point inside the frame, between zoom 0 and maxzoom', () => {
+    let fitted = 0;
+    let zoomZero = 0;
     fc.assert(
       fc.property(fc.array(fc.tuple(decimal(-170, 170), decimal(-70, 70)), { minLength: 1, maxLength: 8 }), fc.integer({ min: 100, max: 1200 }), fc.integer({ min: 100, max: 900 }), (pts, w, h) => {
         const q = parseStaticQuery({ one: () => undefined, all: (n) => (n === 'marker' ? [pts.map(([lon, lat]) => `pin-s+f00(${lon},${lat})`).join('~')] : []) });
@@ -151,14 +195,21 @@ describe('overlay drawing and fitting (properties)', () => {
         assert.ok(c.ok);
         assert.ok(c.value.zoom <= 18 && c.value.zoom >= 0);
         // At zoom 0 (the least there is) a small frame cannot hold points far apart; above it, all fit.
-        if (c.value.zoom === 0) return;
+        if (c.value.zoom === 0) {
+          zoomZero++;
+          return;
+        }
+        fitted++;
         for (const [lon, lat] of pts) {
           // Each marker is drawn on the world copy nearest the centre (svg.ts), as here.
           const [x, y] = project(c.value, lon, lat, nearestWrap(c.value, lon))!;
           assert.ok(x >= -0.5 && x <= w + 0.5 && y >= -0.5 && y <= h + 0.5, `${lon},${lat} at ${x},${y} in ${w}x${h}`);
         }
       }),
+      { numRuns: 200 },
     );
+    // The frame check above must have run for most cases: zoom 0 is the exception, not the rule.
+    assert.ok(fitted >= 100 && fitted > zoomZero, `${fitted} fitted, ${zoomZero} at zoom 0 of 200 runs`);
   });
 
   test('bounds of points take the short way across the antimeridian', () => {

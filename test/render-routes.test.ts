@@ -203,8 +203,33 @@ describe('rendering through the server (headless Chromium)', () => {
   });
 
   test('static map, bounding box and latlng=true', async () => {
-    const a = await image('/styles/osm-liberty/static/-20,-10,40,50/600x400.png?marker=pin-s+f00(10,20)');
+    // The box -20,-10,40,50 outlined by a 4 px magenta path, fitted exactly (no padding) into 600x400.
+    const a = await image('/styles/osm-liberty/static/-20,-10,40,50/600x400.png?path=path-4+ff00ff(-20,-10|40,-10|40,50|-20,50|-20,-10)');
     assert.deepEqual([a.width, a.height], [600, 400]);
+    // Where the box must land, by hand in Web Mercator (512 px world at zoom 0): its span is 85.3 x 96.7 px, so
+    // its height fills the 400 px (scale 4.14) and its width, 353 px, is centred: x 123.4..476.6.
+    const mx = (lon: number) => ((lon + 180) / 360) * 512;
+    const my = (lat: number) => ((1 - Math.log(Math.tan(Math.PI / 4 + (lat * Math.PI) / 360)) / Math.PI) / 2) * 512;
+    const scale = Math.min(600 / (mx(40) - mx(-20)), 400 / (my(-10) - my(50)));
+    const at = (lon: number, lat: number): [number, number] => [300 + (mx(lon) - (mx(-20) + mx(40)) / 2) * scale, 200 + (my(lat) - (my(50) + my(-10)) / 2) * scale];
+    const [west, north] = at(-20, 50);
+    const [east, south] = at(40, -10);
+    assert.ok(Math.abs(north) < 0.01 && Math.abs(south - 400) < 0.01 && Math.abs(west - 123.4) < 0.5 && Math.abs(east - 476.6) < 0.5, 'hand computation');
+    const magenta: Rgb = [255, 0, 255];
+    const isMagenta = (xy: [number, number]) => distance(pixel(a, Math.round(xy[0]), Math.round(xy[1])), magenta) <= 40;
+    // The four corners (just inside the frame, where the top and bottom edges are half cut by it) and the middle
+    // of each side are on the outline; a few pixels to either side of the west and east edges are not.
+    for (const [x, y] of [[west, 1], [east, 1], [west, 398], [east, 398], [west, 200], [east, 200], [300, 0], [300, 399]] as [number, number][]) {
+      assertColor(a, [Math.round(x), y], magenta, `the box outline at ${Math.round(x)},${y}`);
+    }
+    for (const x of [west - 8, west + 8, east - 8, east + 8]) assert.ok(!isMagenta([x, 200]), `no outline at ${Math.round(x)},200`);
+    // And the map under it is the same place. At this zoom the style draws the sea a light grey (measured once:
+    // 247,246,247) under the Natural Earth relief: the Atlantic off Liberia, the Ionian Sea and the Gulf of
+    // Guinea are sea; the Sahara, the Congo basin and the Sahel are land.
+    const SEA: Rgb = [247, 246, 247];
+    const probe = (lon: number, lat: number) => pixel(a, ...(at(lon, lat).map(Math.round) as [number, number]));
+    for (const [lon, lat] of [[-15, 3], [18, 34], [5, 0]]) assert.ok(distance(probe(lon, lat), SEA) <= 6, `sea at ${lon},${lat} is ${probe(lon, lat)}`);
+    for (const [lon, lat] of [[10, 25], [25, 0], [0, 10]]) assert.ok(distance(probe(lon, lat), SEA) > 15, `land at ${lon},${lat} is drawn as sea (${probe(lon, lat)})`);
     const b = await image('/styles/osm-liberty/static/20,10,2/300x200.png?latlng=true&marker=pin-s+f00(20,10)');
     assertColor(b, [150, 100], [255, 0, 0], 'latlng=true: the pin at lat 20, lng 10 is the centre');
   });

@@ -194,6 +194,9 @@ describe('feature query', () => {
     let perTile = 0;
     for (const bbox of quadrants) perTile += (await ok({ source: 'planet', zoom: 1, bbox, layers, limit: 10000 })).total;
     assert.ok(world.total < perTile, `deduplicated: ${world.total} over the world, ${perTile} tile by tile`);
+    // The geometry checks below run over every returned feature: there must be some, all of them returned.
+    assert.ok(world.features.length > 0, 'water and landcover features over the world');
+    assert.equal(world.features.length, world.total);
     for (const f of world.features) {
       assert.match(f.geometry.type, /Polygon/);
       const flat = (f.geometry.coordinates as unknown[]).flat(Infinity) as number[];
@@ -207,10 +210,17 @@ describe('feature query', () => {
     const [e, s] = lonLat(p.z, p.x, p.y, 3072, 3072, 4096);
     const res = await ok({ source: 'mltpm', bbox: [w, s, e, n], zoom: 14, layers: ['poi'], limit: 10000 });
     assert.ok(res.total > 10);
+    assert.equal(res.features.length, res.total);
+    let points = 0;
     for (const f of res.features) {
       assert.equal(f.layer, 'poi');
-      if (f.geometry.type === 'Point') assert.ok(inBox(f.geometry.coordinates as number[], [w, s, e, n]));
+      if (f.geometry.type === 'Point') {
+        assert.ok(inBox(f.geometry.coordinates as number[], [w, s, e, n]));
+        points++;
+      }
     }
+    // POIs are points: the box check above must have run for most of them.
+    assert.ok(points > 10, `${points} point features checked`);
   });
 
   test('zoom is clamped to the source range; without bbox the tile at the source center is queried', async () => {

@@ -88,7 +88,10 @@ describe('tile as GeoJSON', () => {
   });
 
   test('MLT source: the reference MVT features of the same tile (polygons, lines and points)', async () => {
-    for (const p of omtPairs().filter((x) => ['13_4265_5468', '14_8298_10748'].includes(x.name))) {
+    const pairs = omtPairs().filter((x) => ['13_4265_5468', '14_8298_10748'].includes(x.name));
+    // Both fixture tiles must be there: an empty list would check nothing.
+    assert.deepEqual(pairs.map((x) => x.name).sort(), ['13_4265_5468', '14_8298_10748']);
+    for (const p of pairs) {
       const r = await geojson(`/data/mltpm/${p.z}/${p.x}/${p.y}.geojson`);
       assert.equal(r.status, 200);
       const tile = readMvt(p.mvt);
