@@ -45,6 +45,9 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
     const forkedWith = loaded.hash;
     const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded) });
     notReady.set(worker.id, ['starting']);
+    // A message sent to a worker that has just died (before its exit is seen) fails with EPIPE, emitted as an
+    // 'error' on the worker: unhandled, it would end the primary and with it the whole service.
+    worker.on('error', (err) => log.warn({ worker: worker.id, err: err.message }, 'message to a worker failed'));
     sendReadiness();
     worker.on('message', (msg: ToPrimary) => {
       if (msg.type === 'readiness') {
@@ -88,9 +91,10 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<void> 
     const now = Date.now();
     recentDeaths.push(now);
     while (recentDeaths.length && now - recentDeaths[0] > 10_000) recentDeaths.shift();
-    log.warn({ worker: worker.id, code, signal }, 'worker exited; starting a replacement');
     // A crash loop (a worker dying again and again at once) is slowed down rather than spinning the CPU.
     const delay = recentDeaths.length > count * 3 ? 1000 : 0;
+    // The delay is logged so that an operator (and the tests) can see the slow-down start.
+    log.warn({ worker: worker.id, code, signal, restart_delay_ms: delay }, 'worker exited; starting a replacement');
     setTimeout(fork, delay);
   });
 
