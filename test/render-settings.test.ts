@@ -156,3 +156,92 @@ describe('render.metatile, render.tile_buffer and the render metrics', () => {
     assert.deepEqual([img.width, img.height], [1024, 1024]);
   });
 });
+
+/** The same pixels encoded here as the product would at `level`/`quality`: the expected size of its answer. */
+async function encodedSize(img: Decoded, format: 'png' | 'jpeg' | 'webp', q: number): Promise<number> {
+  const p = sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } }).removeAlpha();
+  const out = format === 'png' ? p.png({ compressionLevel: q, adaptiveFiltering: false }) : format === 'jpeg' ? p.jpeg({ quality: q }) : p.webp({ quality: q, effort: 2 });
+  return (await out.toBuffer()).length;
+}
+
+describe('png_compression, jpeg_quality, webp_quality', () => {
+  test('each server encodes with its own level: sizes match the same pixels encoded here at that level, not at the default', async () => {
+    const sizes: string[] = [];
+    for (const [format, ext, aLevel, bLevel, dflt] of [
+      ['png', 'png', 9, 0, 3],
+      ['jpeg', 'jpg', 10, 100, 85],
+      ['webp', 'webp', 10, 100, 85],
+    ] as const) {
+      const fromA = (await get(a, `/styles/osm-liberty/1/0/0.${ext}`)).body;
+      const fromB = (await get(b, `/styles/osm-liberty/1/0/0.${ext}`)).body;
+      // The reference pixels: B's PNG is lossless.
+      const pixels = await decode((await get(b, '/styles/osm-liberty/1/0/0.png')).body);
+      const expA = await encodedSize(pixels, format, aLevel);
+      const expB = await encodedSize(pixels, format, bLevel);
+      const atDefault = await encodedSize(pixels, format, dflt);
+      sizes.push(`${format}: A ${fromA.length} (here ${expA}), B ${fromB.length} (here ${expB}), default ${atDefault}`);
+      // Nearer to the configured level's size than to the default's.
+      assert.ok(Math.abs(fromA.length - expA) < Math.abs(fromA.length - atDefault), sizes.join('; '));
+      assert.ok(Math.abs(fromB.length - expB) < Math.abs(fromB.length - atDefault), sizes.join('; '));
+    }
+    assert.equal(sizes.length, 3);
+  });
+});
+
+describe('render.memory_cache_mb and render.disk_cache_mb', () => {
+  test('disk_cache_mb = 0 writes nothing to the cache dir; memory_cache_mb = 0 reads from disk', async () => {
+    await get(b, '/styles/osm-liberty/1/1/1.png');
+    assert.deepEqual(files(path.join(bCache, 'render'), /\.(png|jpg|webp)$/), []);
+    await get(a, '/styles/osm-liberty/1/1/1.png');
+    assert.equal(timing(await get(a, '/styles/osm-liberty/1/1/1.png')).cache, 'disk');
+  });
+
+  test('the disk cache is swept back under disk_cache_mb, oldest files first', async () => {
+    const dir = path.join(aCache, 'render');
+    const mtimes = (list: { name: string }[]) => new Map(list.map((f) => [f.name, statSync(path.join(dir, f.name)).mtimeMs]));
+    const earlier = mtimes(files(dir, /\.(png|jpg|webp)$/));
+    assert.ok(earlier.size >= 16, `tiles of the earlier tests are on disk: ${earlier.size}`);
+    // Four z3 metatiles (16 JPEG tiles each) write more than the 1 MiB budget.
+    for (const [x, y] of [[0, 0], [4, 0], [0, 4], [4, 4]]) assert.equal(timing(await get(a, `/styles/osm-liberty/3/${x}/${y}.jpg`)).tiles, 16);
+    const total = () => files(dir, /\.(png|jpg|webp)$/).reduce((n, f) => n + f.size, 0);
+    await waitFor('the sweep to bring the cache under its budget', () => (total() <= DISK_BUDGET ? true : undefined), 30_000);
+    // The newest metatile stays whole; files went in the order they were written.
+    assert.equal(files(dir, /512@1x\/3\/[4-7]\/[4-7]\.jpg$/).length, 16);
+    const kept = new Set(files(dir, /\.(png|jpg|webp)$/).map((f) => f.name));
+    const removed = [...earlier].filter(([n]) => !kept.has(n));
+    const stayed = [...earlier].filter(([n]) => kept.has(n));
+    assert.ok(removed.length > 0, 'older tiles were evicted');
+    const newestRemoved = Math.max(...removed.map(([, t]) => t));
+    for (const [n, t] of stayed) assert.ok(t >= newestRemoved, `${n} stayed although older than an evicted file`);
+  });
+});
+
+describe('render.flat_extrusions = false', () => {
+  test('pitch-0 Paris frames differ from the flat drawing where MapLibre shows the walls of the buildings', async () => {
+    const lon = ((PARIS.x + 0.5) / 2 ** 14) * 360 - 180;
+    const lat = (Math.atan(Math.sinh(Math.PI * (1 - (2 * (PARIS.y + 0.5)) / 2 ** 14))) * 180) / Math.PI;
+    const view = `/styles/osm-liberty/static/${lon},${lat},14/256x256.png`;
+    const real = await decode((await get(a, view)).body);
+    const flat = await decode((await get(b, view)).body);
+    const differ = 1 - sameShare(real, flat, 3);
+    assert.ok(differ > 0.01, `only ${(differ * 100).toFixed(2)}% of pixels differ`);
+  });
+});
+
+describe('frames larger than 4096 px', () => {
+  test('a 4200 device px wide static map is drawn in two parts whose seam matches the same place drawn in one frame', async () => {
+    const wide = await get(b, '/styles/osm-liberty/static/0,20,4/2100x128@2x.png');
+    assert.equal(timing(wide).parts, 2);
+    const whole = await decode(wide.body);
+    assert.deepEqual([whole.width, whole.height], [4200, 256]);
+    // Parts are 4096 / 2 - 2 x 64 = 1920 CSS px wide: the seam is at CSS x = 1920, 870 px east of the centre
+    // (device x = 3840).
+    const seamLon = (870 / (512 * 2 ** 4)) * 360;
+    const one = await get(b, `/styles/osm-liberty/static/${seamLon},20,4/256x128@2x.png`);
+    assert.equal(timing(one).parts, undefined);
+    const small = await decode(one.body);
+    const crop = await decode(await sharp(wide.body).extract({ left: 3840 - 256, top: 0, width: 512, height: 256 }).png().toBuffer());
+    const s = sameShare(crop, small);
+    assert.ok(s > 0.95, `only ${(s * 100).toFixed(1)}% of pixels agree across the seam`);
+  });
+});
