@@ -53,7 +53,9 @@ let recorder: Awaited<ReturnType<typeof startRecorder>>;
 
 before(async () => {
   recorder = await startRecorder();
-  server = await startServer({ toml: STYLE });
+  // A fresh render cache: the default directory is shared between runs, and a tile cached by an earlier run
+  // would hide what this run's renderer draws.
+  server = await startServer({ toml: `${STYLE}\n[cache]\ndir = "${mkdtempSync(path.join(os.tmpdir(), 'tsts-wmts-cache-'))}"\n` });
   viaRecorder = await startServer({ toml: `${STYLE}\n[server]\npublic_url = "${recorder.url}"\n` });
 });
 after(async () => {
