@@ -7,8 +7,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { gunzipSync } from 'node:zlib';
-import { spawn } from 'node:child_process';
-import { CLI, fixture, freePort, startServer, type TestServer } from './helpers/server.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import { workerCount } from '../src/cluster/sizing.js';
+import { CLI, fixture, freePort, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { getJson, request, sha256, startRangeServer, storedPmtilesTile, waitFor, type RangeServer } from './helpers/foundation.js';
 
 const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
@@ -138,8 +140,8 @@ const waitForHash = (s: TestServer, hash: string) =>
     return seen.size === 1 && seen.has(hash) ? true : undefined;
   });
 
-/** Sends SIGTERM while a slow tile request is in flight; the request must complete and the process exit 0. */
-async function drainsInFlightRequest(s: TestServer, remote: RangeServer, tile: [number, number, number]) {
+/** Sends SIGTERM (or `signal`) while a slow tile request is in flight; the request must complete and the process exit 0. */
+async function drainsInFlightRequest(s: TestServer, remote: RangeServer, tile: [number, number, number], signal: NodeJS.Signals = 'SIGTERM') {
   const [z, x, y] = tile;
   const stored = (await storedPmtilesTile(OMT, z, x, y))!;
   remote.setDelay(1500);
@@ -148,7 +150,7 @@ async function drainsInFlightRequest(s: TestServer, remote: RangeServer, tile: [
   // The worker has asked the remote archive for the tile: the request is in flight inside the server.
   await waitFor('the tile request to reach the remote archive', () => (remote.ranges.length > seenBefore ? true : undefined));
   const exited = new Promise<number | null>((resolve) => s.proc.once('exit', (code) => resolve(code)));
-  s.proc.kill('SIGTERM');
+  s.proc.kill(signal);
   const res = await pending;
   assert.equal(res.status, 200);
   assert.ok(res.body.equals(stored), 'the in-flight request got the whole tile');
@@ -317,4 +319,152 @@ test('SIGTERM while the workers are still starting exits 0 (the stop is not lost
     proc.kill('SIGKILL');
     for (const pid of left) if (alive(pid)) process.kill(pid, 'SIGKILL');
   }
+});
+
+describe('SIGINT drains like SIGTERM', () => {
+  let remote: RangeServer;
+  const started: TestServer[] = [];
+  before(async () => {
+    remote = await startRangeServer(OMT);
+  });
+  after(async () => {
+    for (const s of started) {
+      const workers = s.proc.pid ? childPids(s.proc.pid) : [];
+      await s.stop('SIGKILL');
+      for (const pid of workers) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
+    await remote?.close();
+  });
+
+  test('single process: SIGINT lets an in-flight request finish, then exits 0', async () => {
+    const s = await startServer({ toml: configText(remote.url), workers: 1 });
+    started.push(s);
+    await drainsInFlightRequest(s, remote, [1, 0, 0], 'SIGINT');
+  });
+
+  test('cluster: SIGINT to the primary lets an in-flight request finish, every worker exits, exit 0', async () => {
+    const s = await startServer({ toml: configText(remote.url), workers: 2 });
+    started.push(s);
+    const workers = await waitFor('two workers', () => {
+      const kids = childPids(s.proc.pid!);
+      return kids.length === 2 ? kids : undefined;
+    });
+    await drainsInFlightRequest(s, remote, [1, 1, 0], 'SIGINT');
+    assert.equal(workers.length, 2);
+    for (const pid of workers) assert.ok(!alive(pid), `worker ${pid} has exited`);
+  });
+});
+
+/** Starts the CLI with `server.workers = "auto"` from the file (no --workers), optionally under `taskset`. */
+async function startAuto(cpuList?: string): Promise<{ proc: ChildProcess; port: number }> {
+  const port = await freePort();
+  const file = writeTempConfig(`[server]\nworkers = "auto"\ndisable_render = true\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${OMT}"\n`);
+  const cli = [CLI, '--config', file, '--host', '127.0.0.1', '--port', String(port)];
+  const proc = cpuList === undefined
+    ? spawn(process.execPath, cli, { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'warn' } })
+    : spawn('taskset', ['-c', cpuList, process.execPath, ...cli], { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'warn' } });
+  try {
+    await waitFor('the auto-sized server to answer', async () => ((await request(`http://127.0.0.1:${port}`, '/health', { timeoutMs: 5000 }).catch(() => undefined))?.status === 200 ? true : undefined), 60_000);
+  } catch (err) {
+    await stopAll(proc);
+    throw err;
+  }
+  return { proc, port };
+}
+
+async function stopAll(proc: ChildProcess): Promise<void> {
+  const kids = proc.pid ? childPids(proc.pid) : [];
+  const exited = new Promise((r) => proc.once('exit', r));
+  if (proc.exitCode === null) proc.kill('SIGKILL');
+  await exited;
+  for (const pid of kids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+describe('server.workers = "auto"', () => {
+  // The expected counts come from the README's rule (one per core, at most 4), with the cores counted here
+  // from the CPU affinity (`taskset` narrows it), not from the product's sizing code.
+  const cores = os.availableParallelism();
+
+  test('one worker process per core the process may use, at most 4', async () => {
+    const { proc } = await startAuto();
+    try {
+      const expected = Math.min(cores, 4);
+      if (expected === 1) {
+        // A one-core machine runs a single process: no workers at all.
+        await new Promise((r) => setTimeout(r, 1000));
+        assert.deepEqual(childPids(proc.pid!), []);
+      } else {
+        const kids = await waitFor(`${expected} workers`, () => {
+          const k = childPids(proc.pid!);
+          return k.length === expected ? k : undefined;
+        });
+        assert.equal(kids.length, expected);
+        // No more are forked after a while (the count is the setting's, not a growing one).
+        await new Promise((r) => setTimeout(r, 1000));
+        assert.equal(childPids(proc.pid!).length, expected);
+      }
+    } finally {
+      await stopAll(proc);
+    }
+  });
+
+  test('restricted to one core (taskset -c 0): a single process, no workers', async () => {
+    const { proc } = await startAuto('0');
+    try {
+      // Give a primary time to fork (it forks every worker at once, before it answers): none appears.
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.deepEqual(childPids(proc.pid!), [], 'no worker processes under one core');
+    } finally {
+      await stopAll(proc);
+    }
+  });
+
+  test('the cap of 4 when more cores are present is the sizing rule, checked against hand-written counts', () => {
+    // This machine may have fewer than five cores; the rule itself, with the counts the README states.
+    assert.deepEqual([1, 2, 3, 4, 5, 8, 64].map((c) => workerCount('auto', c)), [1, 2, 3, 4, 4, 4, 4]);
+    assert.equal(workerCount(3, 64), 3);
+  });
+});
+
+describe('crash loop', () => {
+  let server: TestServer;
+  after(async () => {
+    const kids = server?.proc.pid ? childPids(server.proc.pid) : [];
+    await server?.stop('SIGKILL');
+    for (const pid of kids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+
+  test('workers killed again and again: replaced at once for the first 3 x workers deaths in 10 s, then after 1 s', async () => {
+    server = await startServer({ toml: `[server]\ndisable_render = true\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${OMT}"\n`, workers: 2 });
+    const primary = server.proc.pid!;
+    const exits = () =>
+      server
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('worker exited; starting a replacement'))
+        .map((l) => (JSON.parse(l) as { restart_delay_ms: number }).restart_delay_ms);
+    const killed = new Set<number>();
+    // Kill every worker as soon as it appears, until the primary has reported 8 deaths (2 workers: 3 x 2 = 6
+    // replaced at once, the 7th and 8th slowed down).
+    await waitFor('eight worker deaths', () => {
+      for (const pid of childPids(primary)) {
+        if (!killed.has(pid)) {
+          killed.add(pid);
+          process.kill(pid, 'SIGKILL');
+        }
+      }
+      return exits().length >= 8 ? true : undefined;
+    }, 60_000).catch((err: Error) => {
+      throw new Error(`${err.message}; killed ${killed.size}; output:\n${server.output()}`);
+    });
+    const delays = exits();
+    assert.ok(delays.length >= 8, delays.join(','));
+    assert.deepEqual(delays.slice(0, 6), [0, 0, 0, 0, 0, 0], `delays: ${delays.join(',')}`);
+    assert.ok(delays.slice(6).some((d) => d === 1000), `a slowed restart after six quick ones: ${delays.join(',')}`);
+    assert.ok(delays.every((d) => d === 0 || d === 1000), delays.join(','));
+    // It heals: once the killing stops, two workers serve again.
+    await waitFor('two workers again', () => (childPids(primary).length === 2 ? true : undefined), 30_000);
+    // Children are counted at fork; they listen a moment later.
+    await waitFor('the replacements to serve', async () => ((await request(server.url, '/health').catch(() => undefined))?.status === 200 ? true : undefined), 30_000);
+  });
 });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { loadConfigFile, validateConfig } from '../src/config/load.js';
 import { ConfigError } from '../src/config/errors.js';
-import { ConfigSchema } from '../src/config/schema.js';
+import { ConfigSchema, RenderSchema } from '../src/config/schema.js';
 import { didYouMean, withinOneEdit } from '../src/config/suggest.js';
 import { declaredKeys } from '../src/config/unknown-keys.js';
 import { fixture, runCli } from './helpers/server.js';
@@ -182,4 +182,62 @@ test('didYouMean suggests nothing two or more edits from every known name', () =
     }),
     { numRuns: 2000 },
   );
+});
+
+// [key path, TOML value]: a value each key must refuse (out of its range, wrong type, not one of its choices).
+const INVALID_VALUES: [string, string][] = [
+  ['render.backend', '"gpu"'],
+  ['render.pool_size', '0'],
+  ['render.pages_per_browser', '65'],
+  ['render.timeout_ms', '5'],
+  ['render.max_queue', '-1'],
+  ['render.queue_timeout_ms', '0'],
+  ['render.max_pixels', '1.5'],
+  ['render.max_renders', '0'],
+  ['render.metatile', '3'],
+  ['render.tile_buffer', '257'],
+  ['render.memory_cache_mb', '-1'],
+  ['render.disk_cache_mb', '"lots"'],
+  ['render.png_compression', '10'],
+  ['render.jpeg_quality', '0'],
+  ['render.webp_quality', '101'],
+  ['render.flat_extrusions', '"yes"'],
+  ['render.chromium_path', '""'],
+  ['server.tile_cache_control', '""'],
+  ['server.tile_cache_control', '3600'],
+  ['server.transcode_threads', '0'],
+  ['server.transcode_threads', '1.5'],
+  ['server.transcode_threads', '"auto"'],
+];
+
+test('every [render] key has an invalid value below', () => {
+  const covered = new Set(INVALID_VALUES.map(([k]) => k).filter((k) => k.startsWith('render.')).map((k) => k.slice('render.'.length)));
+  const keys = Object.keys(RenderSchema.entries);
+  assert.ok(keys.length >= 17, keys.join(', '));
+  assert.deepEqual([...covered].sort(), keys.sort());
+});
+
+test('an invalid value of any [render] key, server.tile_cache_control or server.transcode_threads stops start-up: one line naming the key, exit 1, no stack', async () => {
+  const results: { key: string; value: string; code: number | null; stderr: string; file: string }[] = [];
+  const queue = [...INVALID_VALUES];
+  // Two CLIs at a time: each is a whole Node start.
+  await Promise.all(
+    [0, 1].map(async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        const [key, value] = next;
+        const [section, name] = key.split('.');
+        const file = writeConfig(`[${section}]\n${name} = ${value}\n`);
+        const r = await runCli(['--config', file, '--port', '0', '--workers', '1'], { LOG_LEVEL: 'warn' }, 60_000);
+        results.push({ key, value, code: r.code, stderr: r.stderr, file });
+      }
+    }),
+  );
+  assert.equal(results.length, INVALID_VALUES.length);
+  for (const { key, value, code, stderr, file } of results) {
+    const lines = stderr.split('\n').filter(Boolean);
+    assert.equal(code, 1, `${key} = ${value}: exit code ${code}\n${stderr}`);
+    assert.equal(lines.length, 1, `${key} = ${value}: one line\n${stderr}`);
+    assert.ok(lines[0].startsWith(`tileserver-ts: ${file}: ${key}: `), `${key} = ${value}: ${lines[0]}`);
+    assert.doesNotMatch(stderr, /\n\s+at |Error:/, `${key} = ${value}: no stack trace\n${stderr}`);
+  }
 });

@@ -345,3 +345,33 @@ describe('CORS', () => {
     });
   });
 });
+
+describe('Accept-Encoding ties (README: br, then zstd, then gzip)', () => {
+  test('encodings ranked equally by the client: br over zstd over gzip, whatever order the client lists them in', async () => {
+    // The raw MVT source: nothing is stored compressed, so the choice is the server's order alone.
+    const identity = storedMbtilesTile(RAW_MVT, 0, 0, 0)!;
+    const cases: [string, string][] = [
+      ['gzip, zstd, br', 'br'],
+      ['zstd, br', 'br'],
+      ['gzip, br', 'br'],
+      ['gzip, zstd', 'zstd'],
+      ['gzip;q=0.5, zstd;q=0.5', 'zstd'],
+      ['gzip;q=0.5, zstd;q=0.5, br;q=0.5', 'br'],
+      ['gzip;q=0.7, zstd;q=0.5, br;q=0.5', 'gzip'],
+      ['*', 'br'],
+      ['gzip, *;q=1', 'br'],
+      ['br;q=0, *', 'zstd'],
+      ['br;q=0, zstd;q=0, *', 'gzip'],
+    ];
+    let checked = 0;
+    for (const [ae, expected] of cases) {
+      const res = await request(server.url, '/data/raw/0/0/0.pbf', { headers: { 'Accept-Encoding': ae } });
+      assert.equal(res.status, 200, ae);
+      assert.equal(res.headers['content-encoding'], expected, ae);
+      const decoded = expected === 'br' ? brotliDecompressSync(res.body) : expected === 'zstd' ? Buffer.from(zstdDecompress(res.body)) : gunzipSync(res.body);
+      assert.ok(decoded.equals(identity), `${ae}: the decoded body is the stored tile`);
+      checked++;
+    }
+    assert.equal(checked, cases.length);
+  });
+});

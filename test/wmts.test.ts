@@ -1,6 +1,8 @@
 // WMTS 1.0.0 capabilities of a style, opened by a real WMTS client: GDAL's WMTS driver (Debian gdal-bin).
 // gdalinfo reads the layer from our document; gdal_translate then fetches a tile by the document's RESTful
-// template, with the key, from a recorder standing in for the raster tile route (server.public_url points at it).
+// template, with the key, from a recorder standing in for the raster tile route (server.public_url points at it);
+// and it fetches real rendered tiles from the server's own raster route through the document, whose pixels
+// show water and land where the world has them.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -12,9 +14,12 @@ import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import { PNG } from 'pngjs';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
+import { waitFor } from './helpers/foundation.js';
+import { decode, distance, pixel, tilePixel, WATER } from './helpers/render.js';
 
 const run = promisify(execFile);
 const STYLE = `
+fonts = "${fixture('fonts')}"
 [[sources]]
 id = "openmaptiles"
 type = "pmtiles"
@@ -48,7 +53,9 @@ let recorder: Awaited<ReturnType<typeof startRecorder>>;
 
 before(async () => {
   recorder = await startRecorder();
-  server = await startServer({ toml: STYLE });
+  // A fresh render cache: the default directory is shared between runs, and a tile cached by an earlier run
+  // would hide what this run's renderer draws.
+  server = await startServer({ toml: `${STYLE}\n[cache]\ndir = "${mkdtempSync(path.join(os.tmpdir(), 'tsts-wmts-cache-'))}"\n` });
   viaRecorder = await startServer({ toml: `${STYLE}\n[server]\npublic_url = "${recorder.url}"\n` });
 });
 after(async () => {
@@ -101,4 +108,30 @@ test('GDAL fetches tiles by the document template, with the key', async () => {
   }
   const png = PNG.sync.read(readFileSync(out));
   assert.deepEqual([...png.data.subarray(0, 3)], TILE_RGB, 'the image is made of the tile served');
+});
+
+test('GDAL fetches real rendered tiles through the document and gets the world drawn by the style', async () => {
+  await waitFor('renderer', async () => ((await (await fetch(`${server.url}/ping`)).json()) as { renderer_enabled: boolean }).renderer_enabled || undefined, 120_000);
+  const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'tsts-wmts-')), 'z1.png');
+  // 512 px for the whole layer: GDAL takes zoom 1 of the matrix set, four 256 px tiles from the raster route.
+  await run('gdal_translate', ['--config', 'GDAL_ENABLE_WMS_CACHE', 'NO', '-q', '-of', 'PNG', '-outsize', '512', '512', `WMTS:${capsUrl(server, KEY)},layer=osm-liberty`, out], { timeout: 180_000 });
+  const img = await decode(readFileSync(out));
+  assert.deepEqual([img.width, img.height], [512, 512]);
+  // Positions in a 512 px world (the same as a z0 512 px tile), one in each of the four tiles GDAL joined.
+  const probes: [number, number, boolean, string][] = [
+    [-150, 10, true, 'north Pacific (tile 0/0)'],
+    [80, 60, false, 'Siberia (tile 1/0)'],
+    [-120, -30, true, 'south Pacific (tile 0/1)'],
+    [135, -25, false, 'Australia (tile 1/1)'],
+    [-40, 35, true, 'north Atlantic (tile 0/0)'],
+    [20, 15, false, 'Sahara (tile 1/0)'],
+  ];
+  let checked = 0;
+  for (const [lon, lat, water, what] of probes) {
+    const c = pixel(img, ...tilePixel(0, 0, 0, lon, lat, 512));
+    if (water) assert.ok(distance(c, WATER) <= 6, `${what}: ${c} is not water (${out})`);
+    else assert.ok(distance(c, WATER) > 40, `${what}: ${c} is water`);
+    checked++;
+  }
+  assert.equal(checked, probes.length);
 });

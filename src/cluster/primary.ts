@@ -108,6 +108,9 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
     const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded), ...uploads.forkEnv() });
     runs.set(worker, forkedWith);
     notReady.set(worker.id, ['starting']);
+    // A message sent to a worker that has just died (before its exit is seen) fails with EPIPE, emitted as an
+    // 'error' on the worker: unhandled, it would end the primary and with it the whole service.
+    worker.on('error', (err) => log.warn({ worker: worker.id, err: err.message }, 'message to a worker failed'));
     sendReadiness();
     worker.on('message', (msg: ToPrimary) => {
       if (uploads.onMessage(worker, msg)) return;
@@ -165,9 +168,10 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
     const now = Date.now();
     recentDeaths.push(now);
     while (recentDeaths.length && now - recentDeaths[0] > 10_000) recentDeaths.shift();
-    log.warn({ worker: worker.id, code, signal }, 'worker exited; starting a replacement');
     // A crash loop (a worker dying again and again at once) is slowed down rather than spinning the CPU.
     const delay = recentDeaths.length > count * 3 ? 1000 : 0;
+    // The delay is logged so that an operator (and the tests) can see the slow-down start.
+    log.warn({ worker: worker.id, code, signal, restart_delay_ms: delay }, 'worker exited; starting a replacement');
     setTimeout(fork, delay);
   });
 
