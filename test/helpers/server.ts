@@ -78,7 +78,9 @@ export async function startServer(opts: StartOptions): Promise<TestServer> {
   const args = configFile ? ['--config', configFile] : [...(opts.files ?? [])];
   args.push('--host', '127.0.0.1', '--port', String(port), '--workers', String(opts.workers ?? 1), ...(opts.args ?? []));
   const proc = spawn(process.execPath, [CLI, ...args], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
+    // A scratch directory of its own (TMPDIR): a server without `[cache] dir` keeps rendered tiles in the temp
+    // dir, and one shared between runs would answer a test from an earlier run's renders.
+    env: { ...process.env, LOG_LEVEL: 'warn', TMPDIR: mkdtempSync(path.join(os.tmpdir(), 'tsts-scratch-')), ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
