@@ -4,13 +4,13 @@
 // in their sources and is reloaded BENCH_RELOADS (50) times through the admin listener. Every answer is checked
 // (status and bytes: tiles against the archive, maps as PNGs); afterwards the open descriptors and memory of
 // every process (the primary, the workers, each worker's browsers) are compared with before.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { storedPmtilesTile } from '../test/helpers/foundation.js';
-import { fds, reloadUnderLoad, serviceProcesses, type Expected, type ReloadLoadReport } from '../test/helpers/reload-load.js';
-import { ChildServer, fmt, freePort, processTree, ROOT, table } from './lib.js';
+import { descendants, fds, pssMb, reloadUnderLoad, serviceProcesses, writeWaterStyle, type Expected, type ReloadLoadReport } from '../test/helpers/reload-load.js';
+import { ChildServer, fmt, freePort, ROOT, table } from './lib.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
@@ -18,24 +18,12 @@ const RELOADS = Number(process.env.BENCH_RELOADS ?? 50);
 const BASE_S = Number(process.env.BENCH_RELOAD_BASE_S ?? 20);
 const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
 
-function pss(pid: number): number {
-  try {
-    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
 /** Per service process (primary, workers): descriptors, its own PSS, and the PSS of the browsers under it. */
 function snapshot(root: number): Map<number, { role: string; fds: number; pss: number; browsersPss: number }> {
   const out = new Map<number, { role: string; fds: number; pss: number; browsersPss: number }>();
   const workers = serviceProcesses(root).slice(1);
-  out.set(root, { role: 'primary', fds: fds(root).total, pss: pss(root), browsersPss: 0 });
-  for (const w of workers) {
-    const browsers = [...processTree(w).keys()].filter((p) => p !== w);
-    out.set(w, { role: 'worker', fds: fds(w).total, pss: pss(w), browsersPss: browsers.reduce((n, p) => n + pss(p), 0) });
-  }
+  out.set(root, { role: 'primary', fds: fds(root).total, pss: pssMb([root]), browsersPss: 0 });
+  for (const w of workers) out.set(w, { role: 'worker', fds: fds(w).total, pss: pssMb([w]), browsersPss: pssMb(descendants(w)) });
   return out;
 }
 
@@ -61,18 +49,7 @@ function line(name: string, r: ReloadLoadReport): string[] {
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-reload-'));
-  const style = path.join(dir, 'water.json');
-  writeFileSync(
-    style,
-    JSON.stringify({
-      version: 8,
-      sources: { omt: { type: 'vector', url: 'source://omt' } },
-      layers: [
-        { id: 'land', type: 'background', paint: { 'background-color': '#e8e0d0' } },
-        { id: 'water', type: 'fill', source: 'omt', 'source-layer': 'water', paint: { 'fill-color': '#3366cc' } },
-      ],
-    }),
-  );
+  const style = writeWaterStyle(dir);
   const port = await freePort();
   const adminPort = await freePort();
   const head = `[server]\nhost = "127.0.0.1"\nport = ${port}\nworkers = 2\nadmin_bind = "127.0.0.1:${adminPort}"\n[cache]\ndir = "${path.join(dir, 'cache')}"\n[[styles]]\nid = "water"\npath = "${style}"\n`;

@@ -12,10 +12,10 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { osmLibertyToml } from '../test/helpers/server.js';
 import { ChildServer, cores, envNumber, fmt, freePort, httpGet, processTree, ROOT, table } from './lib.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
-const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
 const RENDERS = envNumber('BENCH_SOAK_RENDERS', 1000);
 const MAX_QUEUE = envNumber('BENCH_FLOOD_QUEUE', 32);
 const HANGUP_MS = envNumber('BENCH_FLOOD_HANGUP_MS', 1000);
@@ -65,30 +65,17 @@ async function timed(url: string): Promise<{ ms: number; status: number }> {
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-render-host-bench-'));
   const port = await freePort();
-  const toml = `fonts = "${fixture('fonts')}"
-[server]
+  const toml = osmLibertyToml(`[server]
 host = "127.0.0.1"
 port = ${port}
 workers = 1
-[[sources]]
-id = "openmaptiles"
-type = "pmtiles"
-path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
-[[sources]]
-id = "natural_earth"
-type = "pmtiles"
-path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
-[[styles]]
-id = "osm-liberty"
-path = "${fixture('styles/osm-liberty/style.json')}"
 [cache]
 dir = "${dir}"
 [render]
 max_queue = ${MAX_QUEUE}
 memory_cache_mb = 0
 disk_cache_mb = 0
-${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
-`;
+${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}`);
   writeFileSync(path.join(dir, 'config.toml'), toml);
   const child = ChildServer.start('tileserver-ts (render host)', process.execPath, [CLI, '--config', path.join(dir, 'config.toml')], { env: { LOG_LEVEL: 'warn' } });
   const url = `http://127.0.0.1:${port}`;

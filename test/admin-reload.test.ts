@@ -12,8 +12,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { getJson, request, sha256, startRangeServer, storedPmtilesTile, tempDir, waitFor, type RangeServer } from './helpers/foundation.js';
-import { descendants, fds, postJson, pssMb, reloadUnderLoad, rssMb, serviceProcesses, type Expected } from './helpers/reload-load.js';
-import { decode, distance, pixel, type Rgb } from './helpers/render.js';
+import { descendants, fds, postJson, pssMb, reloadUnderLoad, rssMb, serviceProcesses, WATER_STYLE_LAND, WATER_STYLE_SEA, writeWaterStyle, type Expected } from './helpers/reload-load.js';
+import { decode, distance, pixel } from './helpers/render.js';
 import { CLI, fixture, freePort, runCli, writeTempConfig } from './helpers/server.js';
 
 const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
@@ -347,23 +347,10 @@ describe('reloads under load (tiles and renders)', () => {
   let svc: Service;
   let A: string;
   let B: string;
-  const LAND: Rgb = [232, 224, 208];
-  const SEA: Rgb = [51, 102, 204];
 
   before(async () => {
     const dir = tempDir('tsts-reload-load-');
-    const style = path.join(dir, 'water.json');
-    writeFileSync(
-      style,
-      JSON.stringify({
-        version: 8,
-        sources: { omt: { type: 'vector', url: 'source://omt' } },
-        layers: [
-          { id: 'land', type: 'background', paint: { 'background-color': '#e8e0d0' } },
-          { id: 'water', type: 'fill', source: 'omt', 'source-layer': 'water', paint: { 'fill-color': '#3366cc', 'fill-antialias': false } },
-        ],
-      }),
-    );
+    const style = writeWaterStyle(dir);
     svc = await startFromFile((port, adminPort) => {
       const head = `[server]\nhost = "127.0.0.1"\nport = ${port}\nworkers = 2\nadmin_bind = "127.0.0.1:${adminPort}"\n[cache]\ndir = "${path.join(dir, 'cache')}"\n[render]\npool_size = 1\npages_per_browser = 1\n[[styles]]\nid = "water"\npath = "${style}"\n`;
       A = head + sourcesToml([['omt', 'pmtiles', OMT], ['cities', 'mbtiles', CITIES]]);
@@ -422,8 +409,8 @@ describe('reloads under load (tiles and renders)', () => {
     assert.ok(rendered.length > 4, 'renders ran during the reloads');
     for (const png of rendered.slice(-4)) {
       const img = await decode(png);
-      assert.ok(distance(pixel(img, 43, 128), SEA) <= 8, `the Atlantic is water: ${pixel(img, 43, 128)}`);
-      assert.ok(distance(pixel(img, 185, 70), LAND) <= 8, `the Sahara is land: ${pixel(img, 185, 70)}`);
+      assert.ok(distance(pixel(img, 43, 128), WATER_STYLE_SEA) <= 8, `the Atlantic is water: ${pixel(img, 43, 128)}`);
+      assert.ok(distance(pixel(img, 185, 70), WATER_STYLE_LAND) <= 8, `the Sahara is land: ${pixel(img, 185, 70)}`);
     }
     // Every old state is closed once its requests have ended: descriptors come back to where they were.
     const settled = await waitFor('descriptors back within 16 of the start in every process', () => {

@@ -50,23 +50,7 @@ describe('each usage error', () => {
 });
 
 /** Runs the CLI in `cwd` until it exits. */
-function runIn(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (d) => (stdout += d));
-    proc.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      proc.kill('SIGKILL');
-      reject(new Error(`CLI did not exit: ${stdout}${stderr}`));
-    }, 60_000);
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const runIn = (cwd: string, args: string[], env: NodeJS.ProcessEnv = {}) => runCli(args, { LOG_LEVEL: 'warn', ...env }, 60_000, cwd);
 
 test('no arguments and no config file in the working directory: the usage on stderr, exit 2', async () => {
   const r = await runIn(tempDir(), []);

@@ -4,14 +4,14 @@
 // before exiting 0. The single-process mode (workers = 1) is checked for SIGHUP and SIGTERM as well.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { workerCount } from '../src/cluster/sizing.js';
 import { CLI, fixture, freePort, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { getJson, request, sha256, startRangeServer, storedPmtilesTile, waitFor, type RangeServer } from './helpers/foundation.js';
+import { askOnFreshConnection, childrenOf } from './helpers/processes.js';
 
 const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
 
@@ -30,23 +30,6 @@ path = "${remoteUrl}"
 ${extra}`;
 }
 
-/** Pids of the direct children of `pid`, read from /proc (no external tools). */
-function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // Fields after the command name, which is in parentheses and may itself contain spaces.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) === pid && fields[0] !== 'Z') out.push(Number(entry));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return out.sort((a, b) => a - b);
-}
-
 const alive = (pid: number) => {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -56,71 +39,11 @@ const alive = (pid: number) => {
   }
 };
 
-/** The inode of the server side of the TCP connection from `clientPort` to `serverPort`. */
-function serverSocketInode(serverPort: number, clientPort: number): string | undefined {
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string;
-    try {
-      text = readFileSync(table, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const cols = line.trim().split(/\s+/);
-      if (cols.length < 10) continue;
-      const local = parseInt(cols[1].split(':').pop()!, 16);
-      const remote = parseInt(cols[2].split(':').pop()!, 16);
-      if (local === serverPort && remote === clientPort) return cols[9];
-    }
-  }
-  return undefined;
-}
-
-/**
- * Opens a new connection, gets /health over it, and tells which of `candidates` holds the accepted socket:
- * that process is the one that served the request.
- */
-async function servingPid(port: number, candidates: number[]): Promise<number | undefined> {
-  const socket = net.connect(port, '127.0.0.1');
-  socket.setTimeout(5000);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      let got = '';
-      socket.once('error', reject);
-      socket.once('timeout', () => reject(new Error('no answer within 5 s')));
-      socket.once('close', () => reject(new Error(`connection closed after ${JSON.stringify(got)}`)));
-      socket.on('data', (d) => {
-        got += d.toString();
-        if (got.includes('\r\n\r\nOK')) resolve();
-      });
-      socket.write('GET /health HTTP/1.1\r\nHost: test\r\n\r\n');
-    });
-    const inode = serverSocketInode(port, socket.localPort!);
-    if (!inode) return undefined;
-    for (const pid of candidates) {
-      try {
-        for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-          try {
-            if (readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`) return pid;
-          } catch {
-            // fd closed meanwhile
-          }
-        }
-      } catch {
-        // process gone
-      }
-    }
-    return undefined;
-  } finally {
-    socket.destroy();
-  }
-}
-
 /** Pids that served a run of fresh connections. */
 async function servingPids(port: number, candidates: number[], connections = 8): Promise<Set<number>> {
   const seen = new Set<number>();
   for (let i = 0; i < connections; i++) {
-    const pid = await servingPid(port, candidates);
+    const { pid } = await askOnFreshConnection(port, 'GET', '/health', candidates);
     if (pid !== undefined) seen.add(pid);
   }
   return seen;
@@ -170,7 +93,7 @@ describe('workers = 2', () => {
   });
   after(async () => {
     // Workers outlive a SIGKILLed primary (they are re-parented): take their pids first.
-    const workers = primary ? childPids(primary) : [];
+    const workers = primary ? childrenOf(primary) : [];
     await server?.stop('SIGKILL');
     for (const pid of workers) if (alive(pid)) process.kill(pid, 'SIGKILL');
     await remote?.close();
@@ -178,7 +101,7 @@ describe('workers = 2', () => {
 
   test('two worker processes, and both serve requests', async () => {
     const workers = await waitFor('two workers', () => {
-      const kids = childPids(primary);
+      const kids = childrenOf(primary);
       return kids.length === 2 ? kids : undefined;
     });
     // /health answered once the first worker listened; the second may still be starting.
@@ -209,7 +132,7 @@ describe('workers = 2', () => {
       assert.equal(ping.json.loaded_sources, 3);
       assert.equal((await request(server.url, '/data/cities/0/0/0.pbf')).status, 200);
     }
-    assert.equal(childPids(primary).length, 2, 'a reload restarts no process');
+    assert.equal(childrenOf(primary).length, 2, 'a reload restarts no process');
   });
 
   test('SIGHUP with an invalid file, or a source that cannot be opened, keeps the current configuration', async () => {
@@ -231,7 +154,7 @@ describe('workers = 2', () => {
   });
 
   test('a worker killed with SIGKILL is replaced, and the service keeps answering', async () => {
-    const before = childPids(primary);
+    const before = childrenOf(primary);
     assert.equal(before.length, 2);
     const [victim, survivor] = before;
     const exitsLogged = () => (server.output().match(/worker exited; starting a replacement/g) ?? []).length;
@@ -242,7 +165,7 @@ describe('workers = 2', () => {
     await waitFor('the primary to reap the killed worker', () => (existsSync(`/proc/${victim}`) || exitsLogged() === logged ? undefined : true));
     for (let i = 0; i < 6; i++) assert.equal((await request(server.url, '/health', { timeoutMs: 10_000 })).status, 200);
     const after = await waitFor('a replacement worker', () => {
-      const kids = childPids(primary);
+      const kids = childrenOf(primary);
       return kids.length === 2 && !kids.includes(victim) ? kids : undefined;
     });
     assert.ok(after.includes(survivor));
@@ -257,7 +180,7 @@ describe('workers = 2', () => {
   });
 
   test('SIGTERM to the primary lets an in-flight request finish, then exits 0', async () => {
-    const workers = childPids(primary);
+    const workers = childrenOf(primary);
     await drainsInFlightRequest(server, remote, [1, 0, 1]);
     for (const pid of workers) assert.ok(!alive(pid), `worker ${pid} has exited`);
   });
@@ -277,7 +200,7 @@ describe('workers = 1', () => {
   });
 
   test('one process serves; SIGHUP reloads (dropping the tile cache), an invalid file is refused', async () => {
-    assert.deepEqual(childPids(server.proc.pid!), []);
+    assert.deepEqual(childrenOf(server.proc.pid!), []);
     assert.equal((await request(server.url, '/data/omt/0/0/0.pbf')).status, 200);
     const before = (await getJson<{ cache_entries: number; loaded_at_unix: number }>(server.url, '/ping')).json;
     assert.ok(before.cache_entries >= 1);
@@ -307,7 +230,7 @@ test('SIGTERM while the workers are still starting exits 0 (the stop is not lost
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   try {
     const workers = await waitFor('two forked workers', () => {
-      const kids = childPids(proc.pid!);
+      const kids = childrenOf(proc.pid!);
       return kids.length === 2 ? kids : undefined;
     });
     proc.kill('SIGTERM');
@@ -315,7 +238,7 @@ test('SIGTERM while the workers are still starting exits 0 (the stop is not lost
     assert.equal(code, 0);
     await waitFor('the workers to exit', () => (workers.some(alive) ? undefined : true));
   } finally {
-    const left = childPids(proc.pid!);
+    const left = childrenOf(proc.pid!);
     proc.kill('SIGKILL');
     for (const pid of left) if (alive(pid)) process.kill(pid, 'SIGKILL');
   }
@@ -329,7 +252,7 @@ describe('SIGINT drains like SIGTERM', () => {
   });
   after(async () => {
     for (const s of started) {
-      const workers = s.proc.pid ? childPids(s.proc.pid) : [];
+      const workers = s.proc.pid ? childrenOf(s.proc.pid) : [];
       await s.stop('SIGKILL');
       for (const pid of workers) if (alive(pid)) process.kill(pid, 'SIGKILL');
     }
@@ -346,7 +269,7 @@ describe('SIGINT drains like SIGTERM', () => {
     const s = await startServer({ toml: configText(remote.url), workers: 2 });
     started.push(s);
     const workers = await waitFor('two workers', () => {
-      const kids = childPids(s.proc.pid!);
+      const kids = childrenOf(s.proc.pid!);
       return kids.length === 2 ? kids : undefined;
     });
     await drainsInFlightRequest(s, remote, [1, 1, 0], 'SIGINT');
@@ -373,7 +296,7 @@ async function startAuto(cpuList?: string): Promise<{ proc: ChildProcess; port: 
 }
 
 async function stopAll(proc: ChildProcess): Promise<void> {
-  const kids = proc.pid ? childPids(proc.pid) : [];
+  const kids = proc.pid ? childrenOf(proc.pid) : [];
   const exited = new Promise((r) => proc.once('exit', r));
   if (proc.exitCode === null) proc.kill('SIGKILL');
   await exited;
@@ -392,16 +315,16 @@ describe('server.workers = "auto"', () => {
       if (expected === 1) {
         // A one-core machine runs a single process: no workers at all.
         await new Promise((r) => setTimeout(r, 1000));
-        assert.deepEqual(childPids(proc.pid!), []);
+        assert.deepEqual(childrenOf(proc.pid!), []);
       } else {
         const kids = await waitFor(`${expected} workers`, () => {
-          const k = childPids(proc.pid!);
+          const k = childrenOf(proc.pid!);
           return k.length === expected ? k : undefined;
         });
         assert.equal(kids.length, expected);
         // No more are forked after a while (the count is the setting's, not a growing one).
         await new Promise((r) => setTimeout(r, 1000));
-        assert.equal(childPids(proc.pid!).length, expected);
+        assert.equal(childrenOf(proc.pid!).length, expected);
       }
     } finally {
       await stopAll(proc);
@@ -413,7 +336,7 @@ describe('server.workers = "auto"', () => {
     try {
       // Give a primary time to fork (it forks every worker at once, before it answers): none appears.
       await new Promise((r) => setTimeout(r, 1000));
-      assert.deepEqual(childPids(proc.pid!), [], 'no worker processes under one core');
+      assert.deepEqual(childrenOf(proc.pid!), [], 'no worker processes under one core');
     } finally {
       await stopAll(proc);
     }
@@ -429,7 +352,7 @@ describe('server.workers = "auto"', () => {
 describe('crash loop', () => {
   let server: TestServer;
   after(async () => {
-    const kids = server?.proc.pid ? childPids(server.proc.pid) : [];
+    const kids = server?.proc.pid ? childrenOf(server.proc.pid) : [];
     await server?.stop('SIGKILL');
     for (const pid of kids) if (alive(pid)) process.kill(pid, 'SIGKILL');
   });
@@ -447,7 +370,7 @@ describe('crash loop', () => {
     // Kill every worker as soon as it appears, until the primary has reported 8 deaths (2 workers: 3 x 2 = 6
     // replaced at once, the 7th and 8th slowed down).
     await waitFor('eight worker deaths', () => {
-      for (const pid of childPids(primary)) {
+      for (const pid of childrenOf(primary)) {
         if (!killed.has(pid)) {
           killed.add(pid);
           process.kill(pid, 'SIGKILL');
@@ -463,7 +386,7 @@ describe('crash loop', () => {
     assert.ok(delays.slice(6).some((d) => d === 1000), `a slowed restart after six quick ones: ${delays.join(',')}`);
     assert.ok(delays.every((d) => d === 0 || d === 1000), delays.join(','));
     // It heals: once the killing stops, two workers serve again.
-    await waitFor('two workers again', () => (childPids(primary).length === 2 ? true : undefined), 30_000);
+    await waitFor('two workers again', () => (childrenOf(primary).length === 2 ? true : undefined), 30_000);
     // Children are counted at fork; they listen a moment later.
     await waitFor('the replacements to serve', async () => ((await request(server.url, '/health').catch(() => undefined))?.status === 200 ? true : undefined), 30_000);
   });

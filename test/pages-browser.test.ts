@@ -5,32 +5,14 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { colourCount, launchChromium, screenshot, watch } from './helpers/browser.js';
-import { fixture, startServer, type TestServer } from './helpers/server.js';
+import { osmLibertyToml, startServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
 let browser: Browser;
 
 before(async () => {
   server = await startServer({
-    toml: `
-fonts = "${fixture('fonts')}"
-[server]
-embed_assets = "local"
-[render]
-backend = "chromium"
-pool_size = 1
-[[sources]]
-id = "openmaptiles"
-type = "pmtiles"
-path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
-[[sources]]
-id = "natural_earth"
-type = "pmtiles"
-path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
-[[styles]]
-id = "osm-liberty"
-path = "${fixture('styles/osm-liberty/style.json')}"
-`,
+    toml: osmLibertyToml('[server]\nembed_assets = "local"\n[render]\nbackend = "chromium"\npool_size = 1'),
     timeoutMs: 60_000,
   });
   browser = await launchChromium();

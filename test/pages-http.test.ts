@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fixture, startServer, type TestServer } from './helpers/server.js';
+import { fixture, osmLibertyToml, startServer, type TestServer } from './helpers/server.js';
 
 const require = createRequire(import.meta.url);
 const LIB_DIR = path.dirname(require.resolve('maplibre-gl/package.json'));
@@ -16,22 +16,7 @@ const LIB_VERSION = (JSON.parse(readFileSync(path.join(LIB_DIR, 'package.json'),
 const sri = (file: string) => `sha384-${createHash('sha384').update(readFileSync(path.join(LIB_DIR, 'dist', file))).digest('base64')}`;
 const CDN = 'https://cdn.jsdelivr.net';
 
-const toml = (server: string) => `
-fonts = "${fixture('fonts')}"
-[server]
-${server}
-[[sources]]
-id = "openmaptiles"
-type = "pmtiles"
-path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
-[[sources]]
-id = "natural_earth"
-type = "pmtiles"
-path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
-[[styles]]
-id = "osm-liberty"
-path = "${fixture('styles/osm-liberty/style.json')}"
-`;
+const toml = (server: string) => osmLibertyToml(`[server]\n${server}`);
 
 interface PageConfig {
   style: string;

@@ -17,6 +17,8 @@ import {
   distance,
   distinctColors,
   dominantColor,
+  fetchBytes,
+  fetchImage,
   PARIS,
   pixel,
   renderTempDir,
@@ -36,17 +38,8 @@ let server: TestServer;
 let archive: string;
 let cacheDir: string;
 
-async function get(p: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: Buffer }> {
-  const res = await fetch(server.url + p, { headers });
-  return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
-}
-
-async function image(p: string, type = 'image/png'): Promise<Decoded> {
-  const r = await get(p);
-  assert.equal(r.status, 200, `${p}: ${r.body.toString().slice(0, 300)}`);
-  assert.equal(r.headers.get('content-type'), type);
-  return decode(r.body);
-}
+const get = (p: string, headers: Record<string, string> = {}) => fetchBytes(server.url + p, headers);
+const image = (p: string, type = 'image/png') => fetchImage(server.url + p, type);
 
 async function problem(p: string, status: number): Promise<Record<string, unknown>> {
   const r = await get(p);

@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from './helpers/browser.js';
 import { PNG } from 'pngjs';
-import { fixture, startServer, type TestServer } from './helpers/server.js';
+import { osmLibertyToml, startServer, type TestServer } from './helpers/server.js';
 
 const LIB_DIR = path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/dist/maplibre-gl.mjs'));
 const LIB_FILES: Record<string, string> = {
@@ -69,20 +69,7 @@ let browser: Browser;
 
 before(async () => {
   server = await startServer({
-    toml: `
-fonts = "${fixture('fonts')}"
-[[sources]]
-id = "openmaptiles"
-type = "pmtiles"
-path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
-[[sources]]
-id = "natural_earth"
-type = "pmtiles"
-path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
-[[styles]]
-id = "osm-liberty"
-path = "${fixture('styles/osm-liberty/style.json')}"
-`,
+    toml: osmLibertyToml(),
   });
   statics = await startStatic();
   browser = await launchChromium();

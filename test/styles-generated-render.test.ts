@@ -5,22 +5,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { tempDir } from './helpers/foundation.js';
-import { chromiumDescendants, decode, distance, distinctColors, tilePixel, type Decoded } from './helpers/render.js';
+import { chromiumDescendants, decode, distance, distinctColors, fetchBytes, fetchImage, tilePixel, type Decoded } from './helpers/render.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
 
-async function get(p: string): Promise<{ status: number; headers: Headers; body: Buffer }> {
-  const res = await fetch(server.url + p);
-  return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
-}
-
-async function image(p: string, type = 'image/png'): Promise<Decoded> {
-  const r = await get(p);
-  assert.equal(r.status, 200, `${p}: ${r.body.toString().slice(0, 300)}`);
-  assert.equal(r.headers.get('content-type'), type);
-  return decode(r.body);
-}
+const get = (p: string, headers: Record<string, string> = {}) => fetchBytes(server.url + p, headers);
+const image = (p: string, type = 'image/png') => fetchImage(server.url + p, type);
 
 const rgba = (img: Decoded, x: number, y: number) => {
   const i = (Math.floor(y) * img.width + Math.floor(x)) * 4;

@@ -1,4 +1,6 @@
-// Listener addresses written in the configuration (`[telemetry] scrape_bind`): `host:port`, or `[ipv6]:port`.
+// Listener addresses written in the configuration (`[telemetry] scrape_bind`, `server.admin_bind`): `host:port`, or
+// `[ipv6]:port`; and binding a listener to one.
+import type { Server } from 'node:net';
 
 export type BindAddress = { host: string; port: number };
 export type BindParse = { ok: true; address: BindAddress } | { ok: false; problem: string };
@@ -24,4 +26,16 @@ export function parseBind(text: string): BindParse {
     return fail('not a host name or IPv4 address');
   }
   return { ok: true, address: { host, port: Number(portText) } };
+}
+
+/** Binds `server` to `address`; resolves with the port it got (the system's choice for port 0), rejects with the listen error. */
+export function listenAt(server: Server, address: BindAddress): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address.port, address.host, () => {
+      server.off('error', reject);
+      const bound = server.address();
+      resolve(typeof bound === 'object' && bound ? bound.port : address.port);
+    });
+  });
 }

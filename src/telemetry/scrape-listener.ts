@@ -3,7 +3,7 @@
 // what every worker reports (prom-client's AggregatorRegistry over the node:cluster channel).
 import { createServer, type Server } from 'node:http';
 import { AggregatorRegistry, Registry } from 'prom-client';
-import { parseBind } from '../config/bind.js';
+import { listenAt, parseBind } from '../config/bind.js';
 import type { TelemetryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 
@@ -51,15 +51,7 @@ export async function startScrapeListener(cfg: TelemetryConfig, metrics: () => P
     );
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(parsed.address.port, parsed.address.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : parsed.address.port;
+  const port = await listenAt(server, parsed.address);
   process.env[SCRAPE_ACTIVE_ENV] = '1';
   log.info({ host: parsed.address.host, port, path }, 'metrics listener up');
   return {

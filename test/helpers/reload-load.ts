@@ -3,6 +3,8 @@
 // configuration file is switched between two versions and reloaded through the admin listener, again and again.
 import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
+import { childrenOf } from './processes.js';
 
 export interface Expected {
   path: string;
@@ -138,22 +140,6 @@ export function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : 0;
 }
 
-/** Pids of the direct children of `pid` (the worker processes of a primary; the browsers of a worker). */
-export function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) === pid && fields[0] !== 'Z') out.push(Number(entry));
-    } catch {
-      // ended while we looked
-    }
-  }
-  return out.sort((a, b) => a - b);
-}
-
 /** Node processes of a running service: the process itself and its worker processes (not their browsers). */
 export function serviceProcesses(root: number): number[] {
   const isNode = (pid: number) => {
@@ -163,13 +149,13 @@ export function serviceProcesses(root: number): number[] {
       return false;
     }
   };
-  return [root, ...childPids(root).filter(isNode)];
+  return [root, ...childrenOf(root).filter(isNode)];
 }
 
 /** Every process below `pid` (a worker's browsers and their helpers). */
 export function descendants(pid: number): number[] {
   const out: number[] = [];
-  for (const c of childPids(pid)) out.push(c, ...descendants(c));
+  for (const c of childrenOf(pid)) out.push(c, ...descendants(c));
   return out;
 }
 
@@ -185,4 +171,28 @@ export function pssMb(pids: number[]): number {
     }
   }
   return kb / 1024;
+}
+
+/** Colours of the style `writeWaterStyle` writes (RGB), for pixel checks of its renders. */
+export const WATER_STYLE_LAND: [number, number, number] = [232, 224, 208];
+export const WATER_STYLE_SEA: [number, number, number] = [51, 102, 204];
+
+/**
+ * Writes a two-layer style over the source `omt` (land as the background, the OpenMapTiles `water` layer in
+ * blue) into `dir`; returns its path. Renders of it are cheap and their pixels easy to check.
+ */
+export function writeWaterStyle(dir: string): string {
+  const file = path.join(dir, 'water.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      version: 8,
+      sources: { omt: { type: 'vector', url: 'source://omt' } },
+      layers: [
+        { id: 'land', type: 'background', paint: { 'background-color': '#e8e0d0' } },
+        { id: 'water', type: 'fill', source: 'omt', 'source-layer': 'water', paint: { 'fill-color': '#3366cc', 'fill-antialias': false } },
+      ],
+    }),
+  );
+  return file;
 }

@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
+import assert from 'node:assert/strict';
 import sharp from 'sharp';
 import { openSource } from '../../src/sources/open.js';
 import { fixture } from './server.js';
@@ -150,3 +151,23 @@ export function chromiumDescendants(serverPid: number): number[] {
 }
 
 export const renderTempDir = () => tempDir('tsts-render-');
+
+export interface Fetched {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+}
+
+/** GET `url` with fetch, the body read whole. */
+export async function fetchBytes(url: string, headers: Record<string, string> = {}): Promise<Fetched> {
+  const res = await fetch(url, { headers });
+  return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
+}
+
+/** GET a rendered image: it must be a 200 of `type`; returns it decoded. */
+export async function fetchImage(url: string, type = 'image/png'): Promise<Decoded> {
+  const r = await fetchBytes(url);
+  assert.equal(r.status, 200, `${url}: ${r.body.toString().slice(0, 300)}`);
+  assert.equal(r.headers.get('content-type'), type);
+  return decode(r.body);
+}

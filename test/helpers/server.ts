@@ -13,6 +13,27 @@ export const CLI = path.join(ROOT, 'dist/cli.js');
 /** A fixture path, absolute (for TOML written to a temp dir). */
 export const fixture = (...parts: string[]) => path.join(FIXTURES, ...parts);
 
+/**
+ * A configuration serving OSM Liberty over the OpenMapTiles planet z0-1 (with the Natural Earth raster it also
+ * uses) and the fixture fonts; `sections` (TOML tables such as `[server]` or `[render]`) are appended.
+ */
+export function osmLibertyToml(sections = ''): string {
+  return `fonts = "${fixture('fonts')}"
+[[sources]]
+id = "openmaptiles"
+type = "pmtiles"
+path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
+[[sources]]
+id = "natural_earth"
+type = "pmtiles"
+path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
+[[styles]]
+id = "osm-liberty"
+path = "${fixture('styles/osm-liberty/style.json')}"
+${sections}
+`;
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -53,10 +74,10 @@ export function writeTempConfig(toml: string): string {
   return file;
 }
 
-/** Runs the CLI to completion (for start-up failures, --help, --version). */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs the CLI to completion (for start-up failures, --help, --version), in `cwd` when given. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000, cwd?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     proc.stdout.on('data', (d) => (stdout += d));

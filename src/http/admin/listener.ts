@@ -3,7 +3,7 @@
 // routes exist nowhere else: the main listener answers 404 for them. A bind address with port 0 (the default
 // `127.0.0.1:0`) means the listener is off (spec).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { parseBind } from '../../config/bind.js';
+import { listenAt, parseBind } from '../../config/bind.js';
 import type { Logger } from '../../log.js';
 import { parseBoolean } from '../../render/static-params.js';
 import type { Reloader } from '../../state/reload-result.js';
@@ -68,15 +68,7 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
     });
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(parsed.address.port, parsed.address.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : parsed.address.port;
+  const port = await listenAt(server, parsed.address);
   log.info({ host: parsed.address.host, port }, 'admin listener up');
   return {
     address: { host: parsed.address.host, port },
