@@ -8,7 +8,7 @@ import { ConfigError } from './config/errors.js';
 import { loadConfigFile } from './config/load.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
-import { workerCount } from './cluster/sizing.js';
+import { workerCount } from './config/sizing.js';
 import { runSingle, runWorker } from './cluster/worker.js';
 import { startAdminListener } from './http/admin/listener.js';
 import { log } from './log.js';

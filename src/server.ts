@@ -7,7 +7,7 @@ import { keepRestartOnly, restartOnlyChanges } from './config/restart-only.js';
 import { accessLog } from './http/access-log.js';
 import { createApp } from './http/app.js';
 import type { ServerContext } from './http/context.js';
-import { initCodecs } from './http/encoding.js';
+import { initCodecs } from './tiles/encoding.js';
 import { answerConnect, front } from './http/front.js';
 import { tileFastLane } from './http/tile-fast-lane.js';
 import { log } from './log.js';

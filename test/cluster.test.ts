@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import { workerCount } from '../src/cluster/sizing.js';
+import { workerCount } from '../src/config/sizing.js';
 import { CLI, fixture, freePort, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { getJson, request, sha256, startRangeServer, storedPmtilesTile, waitFor, type RangeServer } from './helpers/foundation.js';
 import { askOnFreshConnection, childrenOf } from './helpers/processes.js';

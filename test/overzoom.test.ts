@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { loadConfigFile } from '../src/config/load.js';
 import { createApp } from '../src/http/app.js';
-import { initCodecs } from '../src/http/encoding.js';
+import { initCodecs } from '../src/tiles/encoding.js';
 import { log } from '../src/log.js';
 import { inProcessFetcher } from '../src/render/resources.js';
 import type { AppState } from '../src/state/app-state.js';

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { MAX_ZOOM, parseTileCoord, splitTileFile } from '../src/tiles/coords.js';
-import { acceptsEncoding, chooseEncoding, parseAcceptEncoding, type ContentEncoding } from '../src/http/encoding.js';
+import { acceptsEncoding, chooseEncoding, parseAcceptEncoding, type ContentEncoding } from '../src/tiles/encoding.js';
 import { validateConfig } from '../src/config/load.js';
 import { ConfigError } from '../src/config/errors.js';
 import { expandString } from '../src/config/env.js';

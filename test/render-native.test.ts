@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { loadConfigFile } from '../src/config/load.js';
 import { createApp } from '../src/http/app.js';
-import { initCodecs } from '../src/http/encoding.js';
+import { initCodecs } from '../src/tiles/encoding.js';
 import { log } from '../src/log.js';
 import { backendCandidates } from '../src/render/backends/select.js';
 import { loadNativeModule, NativeRenderer } from '../src/render/backends/native.js';

@@ -49,14 +49,25 @@ function sameShare(a: Decoded, b: Decoded, tolerance = 12): number {
 }
 
 /** Every file under `dir` (recursively) whose name matches `re`, with its size. */
-function files(dir: string, re: RegExp): { name: string; size: number }[] {
+function files(dir: string, re: RegExp): { name: string; size: number; mtimeMs: number }[] {
   let names: string[];
   try {
     names = readdirSync(dir, { recursive: true, encoding: 'utf8' });
   } catch {
     return [];
   }
-  return names.filter((n) => re.test(n)).map((n) => ({ name: n, size: statSync(path.join(dir, n)).size }));
+  // The sweep runs beside the test and may remove a file between the listing and its stat: such a file is
+  // no longer on disk and is left out.
+  const out: { name: string; size: number; mtimeMs: number }[] = [];
+  for (const n of names.filter((name) => re.test(name))) {
+    try {
+      const st = statSync(path.join(dir, n));
+      out.push({ name: n, size: st.size, mtimeMs: st.mtimeMs });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return out;
 }
 
 const ready = (s: TestServer) =>
@@ -223,7 +234,7 @@ describe('render.memory_cache_mb and render.disk_cache_mb', () => {
 
   test('the disk cache is swept back under disk_cache_mb, oldest files first', async () => {
     const dir = path.join(aCache, 'render');
-    const mtimes = (list: { name: string }[]) => new Map(list.map((f) => [f.name, statSync(path.join(dir, f.name)).mtimeMs]));
+    const mtimes = (list: { name: string; mtimeMs: number }[]) => new Map(list.map((f) => [f.name, f.mtimeMs]));
     // The z2 block of the first test (drawn now if this test runs alone).
     await get(a, '/styles/osm-liberty/2/1/1.jpg');
     const earlier = mtimes(files(dir, /\.(png|jpg|webp)$/));

@@ -99,7 +99,7 @@ export const CompressionSchema = v.object({
 export const RenderSchema = v.object({
   /** "auto": MapLibre Native when its module loads, else headless Chromium when a browser is found. */
   backend: v.optional(v.picklist(['auto', 'native', 'chromium']), 'auto'),
-  /** Renderers (Chromium pages, native maps) of this process; default: its share of the cores (cluster/sizing.ts). */
+  /** Renderers (Chromium pages, native maps) of this process; default: its share of the cores (config/sizing.ts). */
   pool_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(256))),
   /** Chromium only: pages (renderers) per browser. The pages of a browser share its one GPU process (measured: docs/rendering.md). */
   pages_per_browser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64)), 2),

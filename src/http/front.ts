@@ -5,7 +5,7 @@ import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'n
 import type { Duplex } from 'node:stream';
 import { requestId } from './access-log.js';
 import { CORS_ALLOW_METHODS, simpleCorsHeaders, type SimpleCors } from './cors.js';
-import { problemBody } from './problem.js';
+import { problemBody } from '../problem.js';
 
 /** Why a request target cannot be routed, or undefined when it can. Mirrors what @hono/node-server refuses. */
 export function malformedTarget(url: string | undefined, host: string | undefined): string | undefined {

@@ -1,7 +1,7 @@
 // Response helpers shared by route modules: JSON with negotiated compression, and conditional requests.
 import type { Context } from 'hono';
 import type { AppState } from '../state/app-state.js';
-import { chooseEncoding, encode, parseAcceptEncoding } from './encoding.js';
+import { chooseEncoding, encode, parseAcceptEncoding } from '../tiles/encoding.js';
 
 /** Metadata documents change on reload; clients may reuse them briefly. */
 export const METADATA_CACHE_CONTROL = 'public, max-age=300';

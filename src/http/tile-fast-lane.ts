@@ -18,10 +18,10 @@ import { fetchTile, type TileResult } from '../tiles/tile-service.js';
 import type { ServerContext } from './context.js';
 import { noteRoute } from './access-log.js';
 import { simpleCorsHeaders } from './cors.js';
-import { acceptedEncodings } from './encoding.js';
+import { acceptedEncodings } from '../tiles/encoding.js';
 import { ifNoneMatchHits } from './respond.js';
 import { telemetry } from '../telemetry/recorder.js';
-import { problemBody } from './problem.js';
+import { problemBody } from '../problem.js';
 import { TileUnavailableError } from '../sources/source.js';
 
 

@@ -9,7 +9,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { poolShare, workerCount } from '../cluster/sizing.js';
+import { poolShare, workerCount } from '../config/sizing.js';
 import type { Config } from '../config/schema.js';
 import { SourceOpenError, TileUnavailableError } from '../sources/source.js';
 import type { RasterInfo, RasterTask } from './warp-tile.js';

@@ -143,8 +143,11 @@ export class RenderCache {
       }
       for (const e of entries) {
         const p = path.join(dir, e.name);
-        if (e.isDirectory()) await walk(p);
-        else if (e.isFile()) {
+        // Claims are not cached tiles (removing a held one would let a second process draw the same metatile),
+        // and a temp file is renamed into place by a write still running.
+        if (e.isDirectory()) {
+          if (!(dir === this.dir && e.name === 'locks')) await walk(p);
+        } else if (e.isFile() && !e.name.endsWith('.tmp')) {
           const s = await stat(p).catch(() => undefined);
           if (s) files.push({ file: p, size: s.size, mtime: s.mtimeMs });
         }

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { setMaxListeners } from 'node:events';
 import type { RenderConfig } from '../config/schema.js';
-import { poolShare, workerCount } from '../cluster/sizing.js';
+import { poolShare, workerCount } from '../config/sizing.js';
 import { resolvedCacheDir } from '../config/paths.js';
 import type { Logger } from '../log.js';
 import type { RuntimeStatus } from '../runtime.js';

@@ -1,6 +1,6 @@
 // `POST /api/spatial/query`: which tiles cover the bounding box at the (clamped) zoom, read them, and run the
 // feature query over them in the vector pool. The number of tiles one query may decode is bounded.
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../problem.js';
 import { isProblem, resolveSource, type SourceProblem } from '../sources/resolve.js';
 import type { SourceInfo, TileSource } from '../sources/source.js';
 import type { AppState } from '../state/app-state.js';

@@ -3,7 +3,7 @@
 // styles. Any failure closes what was opened and throws, so a reload keeps the old state.
 import type { Config } from '../config/schema.js';
 import type { LoadedConfig } from '../config/load.js';
-import { workerCount } from '../cluster/sizing.js';
+import { workerCount } from '../config/sizing.js';
 import { log } from '../log.js';
 import { RasterPool } from '../raster/pool.js';
 import { openSource } from '../sources/open.js';

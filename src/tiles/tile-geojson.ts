@@ -1,7 +1,7 @@
 // `/data/{id}/{z}/{x}/{y}.geojson`: a vector tile (MVT, MLT or composite) as a GeoJSON FeatureCollection in
 // tile coordinates. Same range rules as the tile itself (204 outside the zoom range or bounds, or when the
 // source has no tile); the JSON is cached in the tile cache beside the tile's other representations.
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../problem.js';
 import { isProblem, resolveSource, type SourceProblem } from '../sources/resolve.js';
 import type { AppState } from '../state/app-state.js';
 import { tileIntersectsBounds, type TileCoord } from './coords.js';

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { AppState } from '../state/app-state.js';
 import type { TileParams, TileSource } from '../sources/source.js';
-import { chooseEncoding, decodeGzip, encode, type ContentEncoding } from '../http/encoding.js';
+import { chooseEncoding, decodeGzip, encode, type ContentEncoding } from './encoding.js';
 import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from './format.js';
 import { tileIntersectsBounds, type TileCoord } from './coords.js';
 import { isProblem, resolveSource } from '../sources/resolve.js';

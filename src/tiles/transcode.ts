@@ -3,8 +3,8 @@
 // with a warning in the log.
 import type { AppState } from '../state/app-state.js';
 import type { SourceInfo } from '../sources/source.js';
-import type { ContentEncoding } from '../http/encoding.js';
-import { HttpProblem } from '../http/problem.js';
+import type { ContentEncoding } from './encoding.js';
+import { HttpProblem } from '../problem.js';
 import { log } from '../log.js';
 import type { TileCoord } from './coords.js';
 import { runVector } from './vector-work.js';

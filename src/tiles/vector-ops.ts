@@ -2,7 +2,7 @@
 // transcode pool thread (workers/transcode.ts): transcoding, composite merging, GeoJSON, feature queries.
 // Input bytes may be gzip-compressed; outputs are uncompressed (content encoding is the caller's business).
 import { gunzipSync } from 'node:zlib';
-import { encode, type CompressionLevels, type ContentEncoding } from '../http/encoding.js';
+import { encode, type CompressionLevels, type ContentEncoding } from './encoding.js';
 import { queryTiles, type BBox, type QueryResult } from '../spatial/query-tiles.js';
 import { tileToGeoJson } from './geojson.js';
 import { mergeTiles } from './merge.js';

@@ -6,8 +6,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Config } from '../config/schema.js';
-import { poolShare, workerCount } from '../cluster/sizing.js';
-import { HttpProblem } from '../http/problem.js';
+import { poolShare, workerCount } from '../config/sizing.js';
+import { HttpProblem } from '../problem.js';
 import { runVectorTask, type VectorTask, type VectorTaskResult } from './vector-ops.js';
 
 /**

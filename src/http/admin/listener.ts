@@ -8,7 +8,7 @@ import type { Logger } from '../../log.js';
 import { parseBoolean } from '../../render/static-params.js';
 import type { Reloader } from '../../state/reload-result.js';
 import { requestId, targetPath } from '../access-log.js';
-import { problemBody } from '../problem.js';
+import { problemBody } from '../../problem.js';
 
 export interface AdminListener {
   address: { host: string; port: number };

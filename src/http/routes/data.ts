@@ -7,7 +7,7 @@ import { formatFromExtension } from '../../tiles/format.js';
 import { fetchRenderTile, fetchTile } from '../../tiles/tile-service.js';
 import { isProblem, resolveSource } from '../../sources/resolve.js';
 import { sendTileGeoJson } from './tile-geojson.js';
-import { acceptedEncodings } from '../encoding.js';
+import { acceptedEncodings } from '../../tiles/encoding.js';
 import { isRenderRequest, urlContext, type ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import { sendJson } from '../respond.js';

@@ -5,7 +5,8 @@ import path from 'node:path';
 import * as v from 'valibot';
 import type { ServerContext } from '../context.js';
 import { openApiDocument, param, type Router } from '../router.js';
-import { problem, problemBody } from '../problem.js';
+import { problem } from '../problem.js';
+import { problemBody } from '../../problem.js';
 import type { AppState } from '../../state/app-state.js';
 import { resolvedCacheDir } from '../../config/paths.js';
 

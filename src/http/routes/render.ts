@@ -27,7 +27,8 @@ import type { IncomingMessage } from 'node:http';
 import { log } from '../../log.js';
 import { requestIdOf } from '../access-log.js';
 import type { ServerContext } from '../context.js';
-import { problem, problemBody } from '../problem.js';
+import { problem } from '../problem.js';
+import { problemBody } from '../../problem.js';
 import { notModified } from '../respond.js';
 import { param, type Absence, type Router } from '../router.js';
 
