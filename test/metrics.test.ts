@@ -1,10 +1,13 @@
 // The metrics pull listener through the real server: known traffic, then a scrape of `[telemetry] scrape_bind`
 // checked value by value (hits and misses, z buckets, verbose zoom labels, route templates), a flood of unknown
-// URLs that adds no series, the listener's own paths, and nothing on the main listener.
+// URLs that adds no series, uploaded sources under one label value (strict) or their own ids (verbose), the
+// listener's own paths, and nothing on the main listener.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { parseScrape, type Scrape } from './helpers/prom-text.js';
+import { tempDir } from './helpers/foundation.js';
+import { uploadFile } from './helpers/upload.js';
 
 const TILE_ROUTE = '/data/{source}/{z}/{x}/{y}.{format}';
 const SOURCES = `
@@ -22,9 +25,9 @@ type = "pmtiles"
 path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
 `;
 
-async function withScrape(telemetry: string, workers = 1): Promise<{ s: TestServer; metricsUrl: string }> {
+async function withScrape(telemetry: string, workers = 1, server = ''): Promise<{ s: TestServer; metricsUrl: string }> {
   const port = await freePort();
-  const s = await startServer({ toml: `${SOURCES}\n[telemetry]\nscrape_bind = "127.0.0.1:${port}"\n${telemetry}\n`, workers });
+  const s = await startServer({ toml: `${server ? `[server]\n${server}\n` : ''}${SOURCES}\n[telemetry]\nscrape_bind = "127.0.0.1:${port}"\n${telemetry}\n`, workers });
   return { s, metricsUrl: `http://127.0.0.1:${port}` };
 }
 
@@ -164,6 +167,43 @@ describe('metrics listener (verbose labels)', () => {
     assert.equal(m.value('tile_requests_total', { source: 'omt-mb', z_bucket: '1', outcome: 'hit' }), 1);
     assert.equal(m.value('tile_requests_total', { source: 'omt-mb', z_bucket: '13', outcome: 'not_found' }), 1);
     assert.equal(m.find('tile_requests_total', { z_bucket: 'low' }).length, 0);
+  });
+});
+
+describe('uploaded sources in the metrics', () => {
+  /** Uploads the MBTiles fixture twice and asks each upload and a composite with one of them for tile 0/0/0. */
+  async function traffic(s: TestServer): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const up = await uploadFile(s.url, 'omt.mbtiles', fixture('vector/omt-z0-1.mbtiles'));
+      assert.equal(up.status, 200, up.text);
+      ids.push(String(up.json.source_id));
+    }
+    for (const id of [...ids, `omt+${ids[0]}`]) assert.equal((await get(`${s.url}/data/${id}/0/0/0.pbf`)).status, 200, id);
+    return ids;
+  }
+
+  test('strict: every upload is counted under source="upload", so uploads add no series of their own', async (t) => {
+    const { s, metricsUrl } = await withScrape('', 1, `upload_dir = "${tempDir('tsts-metrics-uploads-')}"`);
+    t.after(() => s.stop());
+    await traffic(s);
+    const m = await scrape(metricsUrl);
+    assert.equal(m.value('tile_requests_total', { source: 'upload', z_bucket: 'low', outcome: 'miss' }), 2);
+    assert.equal(m.value('tile_requests_total', { source: 'omt+upload', z_bucket: 'low', outcome: 'miss' }), 1);
+    assert.equal(m.value('tile_cache_misses_total', { source: 'upload' }), 2);
+    assert.equal(m.find('tile_request_bytes_count', { source: 'upload' }).length, 1);
+    const leaked = m.samples.filter((x) => Object.values(x.labels).some((v) => v.includes('upload-')));
+    assert.deepEqual(leaked, [], 'no label value names an upload id');
+  });
+
+  test('verbose: each upload keeps its own id', async (t) => {
+    const { s, metricsUrl } = await withScrape('metrics_label_cardinality = "verbose"', 1, `upload_dir = "${tempDir('tsts-metrics-uploads-')}"`);
+    t.after(() => s.stop());
+    const ids = await traffic(s);
+    const m = await scrape(metricsUrl);
+    for (const id of ids) assert.equal(m.value('tile_requests_total', { source: id, z_bucket: '0', outcome: 'miss' }), 1, id);
+    assert.equal(m.value('tile_requests_total', { source: `omt+${ids[0]}`, z_bucket: '0', outcome: 'miss' }), 1);
+    assert.equal(m.find('tile_requests_total', { source: 'upload' }).length, 0);
   });
 });
 

@@ -1,5 +1,7 @@
 // Label values of the spec's metrics. Every value here comes from a small fixed set (or from the configuration:
-// source and style ids), so no request, however made up, can add a series.
+// source and style ids), so no request, however made up, can add a series. Uploads are the exception to
+// "from the configuration": each one is a new id, so under strict they share one label value.
+import { UPLOAD_ID_PREFIX } from '../config/load.js';
 
 export type Cardinality = 'strict' | 'verbose';
 export type TileOutcome = 'hit' | 'miss' | 'not_found' | 'error';
@@ -11,6 +13,22 @@ export const UNMATCHED_ROUTE = 'unmatched';
 export function zLabel(z: number, cardinality: Cardinality): string {
   if (cardinality === 'verbose') return String(z);
   return z <= 6 ? 'low' : z <= 12 ? 'mid' : 'high';
+}
+
+/** The label value every uploaded source (`upload-<uuid>`) is counted under with strict cardinality. */
+export const UPLOAD_LABEL = 'upload';
+
+/**
+ * `source` and `style` values: the id itself, except that under strict every uploaded source, alone or as a
+ * member of an ad-hoc composite (`a+upload-…`), is `upload`. Uploads come and go at run time and their ids are
+ * never reused, so one series each would grow without bound on a host that takes uploads.
+ */
+export function idLabel(id: string, cardinality: Cardinality): string {
+  if (cardinality === 'verbose' || !id.includes(UPLOAD_ID_PREFIX)) return id;
+  return id
+    .split('+')
+    .map((member) => (member.startsWith(UPLOAD_ID_PREFIX) ? UPLOAD_LABEL : member))
+    .join('+');
 }
 
 /** `status_class` of an HTTP status: 1xx..5xx. */

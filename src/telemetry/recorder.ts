@@ -7,7 +7,7 @@ import type { TelemetryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import type { RenderService } from '../render/service.js';
 import { renderMetrics } from '../render/metrics.js';
-import { statusClass, tileOutcome, zLabel, type Cardinality, type TileOutcome } from './labels.js';
+import { idLabel, statusClass, tileOutcome, zLabel, type Cardinality, type TileOutcome } from './labels.js';
 import { OtelPipeline } from './otel.js';
 import { PromMetrics } from './prom.js';
 import { renderLoad } from './render-load.js';
@@ -43,12 +43,14 @@ export class Telemetry {
     }
     if (cfg.enabled) this.otel = new OtelPipeline(cfg, load, log);
     renderMetrics.on('duration', (d) => {
-      this.prom?.render(d.style, d.format, d.seconds);
-      this.otel?.render(d.style, d.format, d.seconds);
+      const style = idLabel(d.style, this.cardinality);
+      this.prom?.render(style, d.format, d.seconds);
+      this.otel?.render(style, d.format, d.seconds);
     });
     renderMetrics.on('error', (e) => {
-      this.prom?.renderError(e.style, e.reason);
-      this.otel?.renderError(e.style, e.reason);
+      const style = idLabel(e.style, this.cardinality);
+      this.prom?.renderError(style, e.reason);
+      this.otel?.renderError(style, e.reason);
     });
   }
 
@@ -78,8 +80,9 @@ export class Telemetry {
     const outcome: TileOutcome = result === 'error' ? 'error' : tileOutcome(result);
     const cache = result === 'error' ? undefined : result.cache;
     const z = zLabel(labels.z, this.cardinality);
-    this.prom?.tile(labels.source, labels.format, z, outcome, cache, seconds, bytes);
-    this.otel?.tile(labels.source, labels.format, z, outcome, cache, seconds, bytes);
+    const source = idLabel(labels.source, this.cardinality);
+    this.prom?.tile(source, labels.format, z, outcome, cache, seconds, bytes);
+    this.otel?.tile(source, labels.format, z, outcome, cache, seconds, bytes);
   }
 
   /** This process's metrics in the text exposition format (empty when there is no registry). */
