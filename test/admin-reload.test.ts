@@ -323,9 +323,10 @@ describe('requests in flight during a reload, one process', () => {
     assert.equal((await request(svc.url, '/data/cities/0/0/0.pbf')).status, 200);
     assert.ok(fds(pid, 'world_cities.mbtiles').matching >= 1, 'the MBTiles file is open');
     const stored = (await storedPmtilesTile(OMT, 1, 1, 0))!;
-    remote.setDelay(2500);
+    // Held long enough that the reload and the checks below always happen while it runs, even on a slow machine.
+    remote.setDelay(8000);
     const seen = remote.ranges.length;
-    const pending = request(svc.url, '/data/remote/1/1/0.pbf', { headers: { 'Accept-Encoding': 'gzip' } });
+    const pending = request(svc.url, '/data/remote/1/1/0.pbf', { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 60_000 });
     await waitFor('the tile request to reach the remote archive', () => (remote.ranges.length > seen ? true : undefined));
     writeFileSync(svc.file, B);
     const res = await postJson(`${svc.adminUrl}/__admin/reload`);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { parseScrape, type Scrape } from './helpers/prom-text.js';
-import { tempDir } from './helpers/foundation.js';
+import { tempDir, waitFor } from './helpers/foundation.js';
 import { uploadFile } from './helpers/upload.js';
 
 const TILE_ROUTE = '/data/{source}/{z}/{x}/{y}.{format}';
@@ -210,7 +210,12 @@ describe('uploaded sources in the metrics', () => {
 describe('metrics across worker processes', () => {
   let s: TestServer;
   let metricsUrl: string;
-  before(async () => ({ s, metricsUrl } = await withScrape('', 2)));
+  before(async () => {
+    ({ s, metricsUrl } = await withScrape('', 2));
+    // /health answers once one worker listens; /ready only when both have started (the primary asks each), so
+    // the requests below are spread over two processes and the scrape finds both registries.
+    await waitFor('both workers ready', async () => ((await fetch(`${s.url}/ready`)).status === 200 ? true : undefined), 60_000);
+  });
   after(() => s?.stop());
 
   test('one scrape sums both processes', async () => {

@@ -52,9 +52,17 @@ describe('OTLP push to a gRPC receiver', () => {
     const ping = (await (await fetch(`${s.url}/ping`)).json()) as { scrape_listener_active: boolean };
     assert.equal(ping.scrape_listener_active, false);
 
-    const tiles = await waitFor('tile_requests_total with 2 hits', () => {
+    // An export can be collected between two of the requests above (every 0.3 s): wait for one that holds all
+    // of them, the tile hits and the unmatched 404 alike, before reading its figures.
+    const tiles = await waitFor('an export holding every request above', () => {
       const m = latest(receiver, 'tiles-under-test', 'tile_requests_total');
-      return m?.points.find((p) => p.attributes.outcome === 'hit' && p.value === 2) ? m : undefined;
+      const h = latest(receiver, 'tiles-under-test', 'http_requests_total');
+      const d = latest(receiver, 'tiles-under-test', 'http_request_duration_seconds');
+      const done =
+        m?.points.some((p) => p.attributes.outcome === 'hit' && p.value === 2) &&
+        h?.points.some((p) => p.attributes.route === 'unmatched' && p.attributes.status_class === '4xx' && p.value >= 1) &&
+        d?.points.some((p) => p.attributes.route === TILE_ROUTE && p.attributes.status_class === '2xx' && (p.count ?? 0) >= 3);
+      return done ? m : undefined;
     });
     assert.equal(tiles.kind, 'sum');
     assert.deepEqual(tiles.points.find((p) => p.attributes.outcome === 'miss')?.attributes, { source: 'omt', format: 'pbf', z_bucket: 'low', outcome: 'miss' });

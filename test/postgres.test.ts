@@ -249,6 +249,9 @@ describe('PostGIS auto_publish, outage, start-up and reload', () => {
 
   test('auto_publish offers what the role can read; configured entries win', async () => {
     const url = db.url.replace('postgres@', 'reader@');
+    // A table whose name starts with the prefix kept for uploads is published under its qualified name.
+    await db.sql('CREATE TABLE public."upload-notes" (id integer, geom geometry(Point, 4326)); GRANT SELECT ON public."upload-notes" TO reader');
+    await db.sql(`INSERT INTO public."upload-notes" VALUES (1, ST_SetSRID(ST_MakePoint(-122.3937, 37.7955), 4326))`);
     const server = await startServer({
       // pool_size above the test cluster's max_connections (60): a start-up warning.
       toml: `[postgres]\nconnection_string = "${url}"\nauto_publish = true\npool_size = 100\n\n[[postgres.tables]]\nid = "my_places"\ntable = "places"\nproperties = ["name"]\n`,
@@ -257,9 +260,13 @@ describe('PostGIS auto_publish, outage, start-up and reload', () => {
     try {
       const docs = JSON.parse((await get(`${server.url}/data.json`)).text()) as { id: string; vector_layers: { id: string }[] }[];
       const ids = docs.map((d) => d.id).sort();
+      const t14 = tileOf(-122.3937, 37.7955, 14);
       // places is configured as my_places; secret_sites is not readable; slow_tiles not executable; naip/dem
       // return raster file paths (configured under outdb_rasters, never published by discovery).
-      assert.deepEqual(ids, ['areas', 'areas.centre', 'echo_query', 'grid_points', 'my_places', 'places_fn', 'raster_files', 'roads']);
+      assert.deepEqual(ids, ['areas', 'areas.centre', 'echo_query', 'grid_points', 'my_places', 'places_fn', 'public.upload-notes', 'raster_files', 'roads']);
+      const notes = await get(`${server.url}/data/public.upload-notes/${t14.z}/${t14.x}/${t14.y}.pbf`);
+      assert.equal(notes.status, 200);
+      assert.equal(readMvt(notes.body).get('public.upload-notes')?.features.length, 1);
       const t = tileOf(-122.3937, 37.7955, 14);
       const mine = readMvt((await get(`${server.url}/data/my_places/${t.z}/${t.x}/${t.y}.pbf`)).body).get('my_places')!;
       const inTile = (await db.sql('SELECT name FROM places WHERE ST_Intersects(ST_Transform(geom, 3857), ST_TileEnvelope($1, $2, $3)) ORDER BY name', [t.z, t.x, t.y])).rows.map((r) => r.name);
@@ -270,10 +277,11 @@ describe('PostGIS auto_publish, outage, start-up and reload', () => {
       const expected = (await db.sql('SELECT count(*)::int AS n FROM grid_points WHERE ST_Intersects(geom, ST_TileEnvelope(14, 2620, 6332))')).rows[0].n;
       assert.equal(grid.status === 200 ? readMvt(grid.body).get('grid_points')!.features.length : 0, expected);
       assert.ok(expected > 0, 'the test tile holds grid points');
-      assert.match(server.output(), /auto_publish: 7 source\(s\) discovered/);
+      assert.match(server.output(), /auto_publish: 8 source\(s\) discovered/);
       assert.match(server.output(), /pool_size 100 x 1 processes = 100 connections, above the server's max_connections \(60\)/);
     } finally {
       await server.stop();
+      await db.sql('DROP TABLE public."upload-notes"');
     }
   });
 

@@ -1,15 +1,17 @@
 // The bounds of a rendering host under load, through the real server: a render waits at most
 // render.queue_timeout_ms for a renderer; renders whose clients hung up never run; render.max_pixels caps what a
 // request may ask for; /ready turns 200 once the renderers are warm, and /ping says `renderer_state`.
-// A plain style keeps these servers cheap; frame sizes make renders slow or fast.
+// A plain style keeps these servers cheap; a style whose tiles a local archive server holds back keeps the one
+// renderer busy for exactly as long as a test needs.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { waitFor } from './helpers/foundation.js';
+import { startHoldServer, stallToml, type HoldServer } from './helpers/hold-server.js';
 import { decode, distance, pixel } from './helpers/render.js';
-import { startServer, type TestServer } from './helpers/server.js';
+import { fixture, startServer, type TestServer } from './helpers/server.js';
 
 function plainConfig(render: string, server = ''): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-render-bounds-'));
@@ -39,23 +41,29 @@ async function get(s: TestServer, p: string, signal?: AbortSignal): Promise<{ st
   return { status: res.status, headers: res.headers, text: body.toString(), body };
 }
 
-/** A frame of 4096 x 4096 device pixels of software GL, readback and upload: seconds on this machine. */
-const slow = (n: number) => `/styles/plain/static/${n},0,2/2048x2048@2x.png`;
+/** A render of the `stall` style: it lasts until the hold server lets its tiles go, whatever the machine's speed. */
+const HELD = '/styles/stall/static/0,0,1/64x64.png';
 const small = (n: number) => `/styles/plain/static/${n},1,2/64x64.png`;
 
 describe('render queue deadline', () => {
   let s: TestServer;
+  let hold: HoldServer;
   before(async () => {
-    s = await startServer({ toml: plainConfig('pool_size = 1\nqueue_timeout_ms = 200\nmax_queue = 100'), workers: 1 });
+    hold = await startHoldServer(fixture('vector/omt-planet-z0-1.pmtiles'));
+    s = await startServer({ toml: plainConfig('pool_size = 1\nqueue_timeout_ms = 200\nmax_queue = 100') + stallToml(hold.url), workers: 1 });
     await ready(s);
   });
-  after(() => s?.stop());
+  after(async () => {
+    await s?.stop();
+    await hold?.close();
+  });
 
   test('a render that waits past queue_timeout_ms answers 503 with Retry-After and is never drawn', async () => {
     const before = (await ping(s)).render_stats;
-    const first = get(s, slow(1));
-    // The slow render holds the only renderer; these wait, and give up after 200 ms.
-    await waitFor('the slow render to start', async () => ((await ping(s)).render_stats.busy === 1 ? true : undefined), 10_000);
+    // The held render keeps the only renderer busy until released; these wait, and give up after 200 ms.
+    hold.hold(true);
+    const first = get(s, HELD);
+    await waitFor('the held render to wait for its tiles', () => (hold.held() > 0 ? true : undefined), 30_000);
     const waiting = await Promise.all([2, 3, 4].map((n) => get(s, small(n))));
     for (const r of waiting) {
       assert.equal(r.status, 503, r.text);
@@ -65,10 +73,12 @@ describe('render queue deadline', () => {
       assert.equal(body.title, 'Render queue wait expired');
       assert.match(body.detail, /render\.queue_timeout_ms/);
     }
+    assert.ok(hold.held() > 0, 'the first render was still held');
+    hold.hold(false);
     assert.equal((await first).status, 200);
     const after = (await ping(s)).render_stats;
     assert.equal(after.expired - before.expired, 3);
-    // Only the slow render was drawn.
+    // Only the held render was drawn.
     assert.equal(after.rendered - before.rendered, 1);
   });
 
@@ -76,17 +86,23 @@ describe('render queue deadline', () => {
 
 describe('departed clients', () => {
   let s: TestServer;
+  let hold: HoldServer;
   before(async () => {
+    hold = await startHoldServer(fixture('vector/omt-planet-z0-1.pmtiles'));
     // A long queue deadline: the waiting renders leave because their clients do, not because time runs out.
-    s = await startServer({ toml: plainConfig('pool_size = 1\nqueue_timeout_ms = 120000\nmax_queue = 100'), workers: 1, env: { LOG_LEVEL: 'info' } });
+    s = await startServer({ toml: plainConfig('pool_size = 1\nqueue_timeout_ms = 120000\nmax_queue = 100') + stallToml(hold.url), workers: 1, env: { LOG_LEVEL: 'info' } });
     await ready(s);
   });
-  after(() => s?.stop());
+  after(async () => {
+    await s?.stop();
+    await hold?.close();
+  });
 
   test('renders whose clients hung up leave the queue and never run; the next render is drawn at once', async () => {
     const before = (await ping(s)).render_stats;
-    const first = get(s, slow(10));
-    await waitFor('the slow render to start', async () => ((await ping(s)).render_stats.busy === 1 ? true : undefined), 10_000);
+    hold.hold(true);
+    const first = get(s, HELD);
+    await waitFor('the held render to wait for its tiles', () => (hold.held() > 0 ? true : undefined), 30_000);
     // Five clients queue distinct renders and hang up before any renderer is free.
     const hangUps = [11, 12, 13, 14, 15].map((n) => {
       const ac = new AbortController();
@@ -97,13 +113,15 @@ describe('departed clients', () => {
     for (const h of hangUps) h.ac.abort();
     for (const h of hangUps) assert.ok((await h.p) instanceof Error);
     await waitFor('the queue to empty', async () => ((await ping(s)).render_stats.queued === 0 ? true : undefined), 10_000);
+    assert.ok(hold.held() > 0, 'the first render was still held');
+    hold.hold(false);
     assert.equal((await first).status, 200);
     const next = await get(s, small(16));
     assert.equal(next.status, 200, next.text);
     assert.ok(distance(pixel(await decode(next.body), 32, 32), [0x33, 0x66, 0x99]) <= 2);
     const after = (await ping(s)).render_stats;
     assert.equal(after.dropped - before.dropped, 5, JSON.stringify(after));
-    // Drawn: the slow one and the one after; none of the five.
+    // Drawn: the held one and the one after; none of the five.
     assert.equal(after.rendered - before.rendered, 2, JSON.stringify(after));
     assert.equal(after.expired - before.expired, 0);
     assert.match(s.output(), /render dropped: the client went away/);

@@ -5,12 +5,11 @@
 // back makes a render last exactly as long as a test needs.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { waitFor } from './helpers/foundation.js';
+import { startHoldServer, stallToml, type HoldServer } from './helpers/hold-server.js';
 import { browserPids, chromiumDescendants, decode, distance, pixel } from './helpers/render.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 
@@ -23,74 +22,8 @@ function plainConfig(render: string, server = ''): string {
   return `[server]\n${server}\n[[styles]]\nid = "plain"\npath = "${style}"\n[cache]\ndir = "${path.join(dir, 'cache')}"\n[render]\n${render}\n`;
 }
 
-/**
- * An HTTP server of one PMTiles archive (byte ranges, as object storage answers them) that can hold back every
- * request for tile data until released: a render needing a tile then waits exactly as long as the test says,
- * whatever the machine's speed. The header, directories and metadata are always answered.
- */
-interface HoldServer {
-  url: string;
-  /** Tile-data requests waiting now. */
-  held(): number;
-  hold(on: boolean): void;
-  close(): Promise<void>;
-}
-
-async function startHoldServer(file: string): Promise<HoldServer> {
-  const bytes = readFileSync(file);
-  // PMTiles v3 header: the tile data section's offset is the little-endian u64 at byte 56.
-  const tileData = Number(bytes.readBigUInt64LE(56));
-  let holding = false;
-  const waiting: (() => void)[] = [];
-  const server = http.createServer((req, res) => {
-    const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
-    if (!m) return void res.writeHead(200, { 'Content-Length': bytes.length }).end(bytes);
-    const [start, end] = [Number(m[1]), Math.min(bytes.length - 1, Number(m[2]))];
-    const answer = () => {
-      if (res.destroyed) return;
-      res.writeHead(206, { 'Content-Length': end - start + 1, 'Content-Range': `bytes ${start}-${end}/${bytes.length}`, 'Accept-Ranges': 'bytes' }).end(bytes.subarray(start, end + 1));
-    };
-    if (holding && start >= tileData) waiting.push(answer);
-    else answer();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const release = () => {
-    for (const answer of waiting.splice(0)) answer();
-  };
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/${path.basename(file)}`,
-    held: () => waiting.length,
-    hold(on) {
-      holding = on;
-      if (!on) release();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        release();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
 /** plainConfig plus a source read from `holdUrl` and a style `stall` drawing its water. */
-function stallConfig(render: string, holdUrl: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-render-limits-'));
-  const style = path.join(dir, 'stall.json');
-  writeFileSync(
-    style,
-    JSON.stringify({
-      version: 8,
-      name: 'stall',
-      sources: { omt: { type: 'vector', url: 'pmtiles://remote' } },
-      layers: [
-        { id: 'bg', type: 'background', paint: { 'background-color': '#336699' } },
-        { id: 'water', type: 'fill', source: 'omt', 'source-layer': 'water', paint: { 'fill-color': '#0000ff' } },
-      ],
-    }),
-  );
-  return `${plainConfig(render)}\n[[styles]]\nid = "stall"\npath = "${style}"\n[[sources]]\nid = "remote"\ntype = "pmtiles"\npath = "${holdUrl}"\n`;
-}
+const stallConfig = (render: string, holdUrl: string): string => plainConfig(render) + stallToml(holdUrl);
 
 const ping = async (s: TestServer) => (await (await fetch(`${s.url}/ping`)).json()) as { renderer_enabled: boolean; render_enabled: boolean; renderer: string | null };
 const rendererReady = (s: TestServer) => waitFor('renderer', async () => (await ping(s)).renderer_enabled || undefined, 90_000);
@@ -267,7 +200,12 @@ describe('renderer recycling', () => {
   test('after max_renders renders the browser is replaced, and rendering goes on', async () => {
     const first = await get(s, '/styles/plain/static/0,0,1/32x32.png');
     assert.equal(first.status, 200);
-    const a = browserPids(s.proc.pid!);
+    // The warm-up render counts too, so this render may already have replaced a browser that is still closing:
+    // the snapshot is taken once one browser is left.
+    const a = await waitFor('one browser after the first render', () => {
+      const now = browserPids(s.proc.pid!);
+      return now.length === 1 ? now : undefined;
+    });
     const second = await get(s, '/styles/plain/static/1,0,1/32x32.png');
     assert.equal(second.status, 200);
     const b = await waitFor('the used browser to end', () => {

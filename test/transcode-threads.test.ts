@@ -1,6 +1,6 @@
 // server.transcode_threads sizes the vector pool of each process, and its queue (64 tasks per thread) bounds the
 // transcodes waiting for a thread: past it the tile is refused with 503, Retry-After and problem JSON, and the
-// service goes on answering. One thread (queue 64) must refuse part of a burst of 120 transcodes that four
+// service goes on answering. One thread (queue 64) must refuse part of a burst of 240 transcodes that four
 // threads (queue 256) take whole; with the setting ignored, both servers would be sized alike (their share of
 // the cores) and one of the two checks would fail on any machine.
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 import { request, tempDir, writeMbtiles } from './helpers/foundation.js';
 
-const BURST = 120;
+const BURST = 240;
 /** A 33 KB OpenMapTiles z11 tile: milliseconds to transcode, far more than it takes a burst to arrive, so a burst outpaces one thread. */
 /** The tile is stored at x = 0..BURST-1 of row 340 (one blob, deduplicated): distinct tiles, so no two requests share a transcode. */
 const tilePath = (i: number) => `/data/big/10/${i}/340`;
@@ -82,7 +82,7 @@ describe('server.transcode_threads and the transcoding queue', () => {
     const ok = outcomes.filter((o) => o.status === 200);
     const refused = outcomes.filter((o) => o.status === 503);
     assert.equal(ok.length + refused.length, BURST, `statuses: ${[...new Set(outcomes.map((o) => o.status))].join(', ')}`);
-    // One running and 64 waiting fit; of 120 sent at once some must have been refused.
+    // One running and 64 waiting fit; of 240 sent at once some must have been refused.
     assert.ok(refused.length >= 1, `no 503 in a burst of ${BURST} against one thread (${ok.length} served)`);
     assert.ok(ok.length >= 65, `at least the thread and its queue were served: ${ok.length}`);
     for (const r of refused) {

@@ -395,3 +395,17 @@ test('a configured source id starting with upload- is refused at start-up', asyn
   assert.equal(run.code, 1);
   assert.match(run.stderr + run.stdout, /id "upload-mine" starts with "upload-", which is kept for uploaded files/);
 });
+
+test('database source ids starting with upload- are refused at start-up, naming the entry', async () => {
+  // Refused while the configuration is read, before any connection: the database need not exist.
+  const pg = '[postgres]\nconnection_string = "postgresql://nobody@127.0.0.1:1/none"\n';
+  for (const [section, entry, where] of [
+    ['tables', 'id = "upload-roads"\ntable = "roads"', 'postgres.tables[0]'],
+    ['functions', 'id = "upload-fn"', 'postgres.functions[0]'],
+    ['outdb_rasters', 'id = "upload-dem"', 'postgres.outdb_rasters[0]'],
+  ]) {
+    const run = await runCli(['--config', writeTempConfig(`${pg}[[postgres.${section}]]\n${entry}\n`)]);
+    assert.equal(run.code, 1, run.stderr);
+    assert.match(run.stderr + run.stdout, new RegExp(`${where.replace(/[.[\]]/g, '\\$&')}: id "upload-[a-z]+" starts with "upload-"`));
+  }
+});

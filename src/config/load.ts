@@ -81,6 +81,12 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
     if (s.minzoom !== undefined && s.maxzoom !== undefined && s.minzoom > s.maxzoom)
       throw new ConfigError(`${label}: sources[${i}]: minzoom ${s.minzoom} is above maxzoom ${s.maxzoom}`);
   }
+  const pg = config.postgres;
+  const dbEntries = pg ? ([['tables', pg.tables], ['functions', pg.functions], ['outdb_rasters', pg.outdb_rasters]] as const) : [];
+  for (const [section, entries] of dbEntries)
+    for (const [i, e] of entries.entries())
+      if (e.id.startsWith(UPLOAD_ID_PREFIX))
+        throw new ConfigError(`${label}: postgres.${section}[${i}]: id "${e.id}" starts with "${UPLOAD_ID_PREFIX}", which is kept for uploaded files`);
   for (const [i, c] of config.composites.entries())
     if (c.id.startsWith(UPLOAD_ID_PREFIX)) throw new ConfigError(`${label}: composites[${i}]: id "${c.id}" starts with "${UPLOAD_ID_PREFIX}", which is kept for uploaded files`);
   const compositeProblems = compositeConfigProblems(config);

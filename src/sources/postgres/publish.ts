@@ -1,6 +1,7 @@
 // Which database sources a state serves: the configured tables, functions and out-of-database rasters, plus,
 // with `auto_publish`, every readable table with a geometry column and every executable tile function.
 // Configured entries win over discovered ones (same table, same function, or same id).
+import { UPLOAD_ID_PREFIX } from '../../config/load.js';
 import type { OutdbRasterConfig, PgFunctionConfig, PgTableConfig, PostgresConfig } from '../../config/schema.js';
 import { SourceOpenError, type TileSource } from '../source.js';
 import { geometryTables, tileFunctions, type GeometryTable, type TileFunction } from './discover.js';
@@ -14,11 +15,15 @@ export type OutdbOpener = (cfg: OutdbRasterConfig, fn: TileFunction) => Promise<
 const TABLE_DEFAULTS = { schema: 'public', extent: 4096, buffer: 64, minzoom: 0, maxzoom: 22 } as const;
 const FUNCTION_DEFAULTS = { schema: 'public', minzoom: 0, maxzoom: 22 } as const;
 
-/** Ids of discovered entries: the table (or function) name, qualified where that alone would be ambiguous. */
+/**
+ * Ids of discovered entries: the table (or function) name, qualified with its schema where the name alone would
+ * be ambiguous, or would start with `upload-`, the prefix kept for uploaded files (`public.upload-x` instead).
+ */
 function discoveredIds<T>(items: T[], base: (t: T) => string, qualified: (t: T) => string): Map<T, string> {
   const count = new Map<string, number>();
   for (const t of items) count.set(base(t), (count.get(base(t)) ?? 0) + 1);
-  return new Map(items.map((t) => [t, (count.get(base(t)) ?? 0) > 1 ? qualified(t) : base(t)] as const));
+  const plain = (t: T) => (count.get(base(t)) ?? 0) === 1 && !base(t).startsWith(UPLOAD_ID_PREFIX);
+  return new Map(items.map((t) => [t, plain(t) ? base(t) : qualified(t)] as const));
 }
 
 /** Keeps only characters allowed in source ids (config ids are validated; catalogue names are not). */
