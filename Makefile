@@ -52,8 +52,9 @@ test: build
 goldens: build
 	UPDATE_GOLDENS=1 node --import tsx --test test/render-routes.test.ts
 
-# wrk measures large bodies (raster tiles) where autocannon saturates first (bench/postgis.bench.ts).
-BENCH_APT_PACKAGES := wrk
+# wrk measures large bodies (raster tiles) where autocannon saturates first (bench/postgis.bench.ts); nginx serves
+# the stored tiles as files, the machine's limit that bench/stored.bench.ts measures tileserver-ts against.
+BENCH_APT_PACKAGES := wrk nginx
 
 bench: build
 	@missing=""; for p in $(BENCH_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
