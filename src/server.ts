@@ -48,7 +48,7 @@ export interface StartOptions {
 export async function startServer(loaded: LoadedConfig, options: StartOptions = {}): Promise<RunningServer> {
   await initCodecs();
   // Telemetry settings need a restart (spec): started once, from the configuration the process starts with.
-  telemetry.start(loaded.config.telemetry, log);
+  await telemetry.start(loaded.config.telemetry, log);
   // Uploads belong to the process: every state, the first and each reloaded one, serves the same registry.
   const registry = new UploadRegistry(loaded.config, log);
   for (const record of options.uploads ?? []) {

@@ -105,3 +105,18 @@ test('the areas below HTTP never import from http/, cluster/, cli or server', ()
   }
   assert.ok(checked > 40, `only ${checked} modules below HTTP were checked`);
 });
+
+test('the bundle loads Chromium\'s driver and OpenTelemetry only when they are used, not at every start', () => {
+  // Imported at the top, playwright-core and the OpenTelemetry packages (with gRPC) took about 0.7 s of each
+  // process's start, in every worker, though only render threads launch browsers and only a configured push
+  // exports. `make test` builds dist/ before the tests run.
+  const bundle = readFileSync(path.join(ROOT, 'dist/cli.js'), 'utf8');
+  const topLevel = [...bundle.matchAll(/^import\s[^;]*?\sfrom\s+"([^"]+)";?$/gm)].map((m) => m[1]);
+  assert.ok(topLevel.includes('hono'), `the bundle's static imports were read: ${topLevel.length}`);
+  const eager = topLevel.filter((spec) => spec === 'playwright-core' || spec.startsWith('@opentelemetry/') || spec.startsWith('@grpc/'));
+  assert.deepEqual(eager, []);
+  for (const spec of ['@opentelemetry/api', '@opentelemetry/exporter-trace-otlp-grpc']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is still imported where it is used`);
+  // The render thread's bundle launches the browsers: it loads the driver when it starts the first one.
+  const renderThread = readFileSync(path.join(ROOT, 'dist/workers/render.js'), 'utf8');
+  assert.ok(renderThread.includes('import("playwright-core")'), 'the render thread imports playwright-core where it launches a browser');
+});

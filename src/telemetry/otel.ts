@@ -2,13 +2,13 @@
 // exported every `metrics_export_interval_secs`; traces are one server span per HTTP request, sampled at
 // `sample_rate`. Exports run in the background with bounded queues and timeouts: a collector that is down costs
 // dropped telemetry (and a log line now and then), never a slower or failed request.
+//
+// The OpenTelemetry packages (and gRPC under them) are loaded by `OtelPipeline.create`, only in a process whose
+// configuration enables the push: imported at the top they would add a fifth of a second to every start.
 import os from 'node:os';
-import { diag, DiagLogLevel, SpanKind, type Counter, type Histogram, type Span, type Tracer, type UpDownCounter } from '@opentelemetry/api';
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, BatchSpanProcessor, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
+import type { Counter, Histogram, Span, SpanKind, Tracer, UpDownCounter } from '@opentelemetry/api';
+import type { MeterProvider } from '@opentelemetry/sdk-metrics';
+import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { TelemetryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
@@ -17,13 +17,40 @@ import type { RenderLoad } from './render-load.js';
 /** At most one log line per this many milliseconds about failing exports. */
 const LOG_EVERY_MS = 60_000;
 
+/** The packages the pipeline is made of, loaded together on first use. */
+async function otelPackages() {
+  const [api, metricsExporter, traceExporter, resources, sdkMetrics, sdkTrace] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/exporter-metrics-otlp-grpc'),
+    import('@opentelemetry/exporter-trace-otlp-grpc'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-metrics'),
+    import('@opentelemetry/sdk-trace-base'),
+  ]);
+  return { api, metricsExporter, traceExporter, resources, sdkMetrics, sdkTrace };
+}
+type OtelPackages = Awaited<ReturnType<typeof otelPackages>>;
+
 export class OtelPipeline {
   private readonly meterProvider: MeterProvider | undefined;
   private readonly tracerProvider: BasicTracerProvider;
   private readonly tracer: Tracer;
+  private readonly serverKind: SpanKind;
   private instruments: ReturnType<typeof createInstruments> | undefined;
 
-  constructor(cfg: TelemetryConfig, load: () => RenderLoad, log: Logger) {
+  /** Loads the OpenTelemetry packages and starts the pipeline. */
+  static async create(cfg: TelemetryConfig, load: () => RenderLoad, log: Logger): Promise<OtelPipeline> {
+    return new OtelPipeline(await otelPackages(), cfg, load, log);
+  }
+
+  private constructor(pkgs: OtelPackages, cfg: TelemetryConfig, load: () => RenderLoad, log: Logger) {
+    const { diag, DiagLogLevel, SpanKind } = pkgs.api;
+    const { OTLPMetricExporter } = pkgs.metricsExporter;
+    const { OTLPTraceExporter } = pkgs.traceExporter;
+    const { resourceFromAttributes } = pkgs.resources;
+    const { MeterProvider, PeriodicExportingMetricReader } = pkgs.sdkMetrics;
+    const { BasicTracerProvider, BatchSpanProcessor, TraceIdRatioBasedSampler } = pkgs.sdkTrace;
+    this.serverKind = SpanKind.SERVER;
     const resource = resourceFromAttributes({
       'service.name': cfg.service_name,
       'service.instance.id': `${os.hostname()}/${process.pid}`,
@@ -60,7 +87,7 @@ export class OtelPipeline {
   }
 
   startSpan(method: string, startTime: number): Span {
-    return this.tracer.startSpan(method, { kind: SpanKind.SERVER, startTime, attributes: { 'http.request.method': method } });
+    return this.tracer.startSpan(method, { kind: this.serverKind, startTime, attributes: { 'http.request.method': method } });
   }
 
   /** Unsampled spans record nothing and cost nothing more here. */

@@ -28,7 +28,7 @@ export class Telemetry {
   private render: RenderService | undefined;
 
   /** Starts recording as `cfg` says; a no-op when neither `enabled` nor `scrape_bind` is set. */
-  start(cfg: TelemetryConfig, log: Logger): void {
+  async start(cfg: TelemetryConfig, log: Logger): Promise<void> {
     if (this.on || (!cfg.enabled && cfg.scrape_bind === undefined)) return;
     this.on = true;
     this.cardinality = cfg.metrics_label_cardinality;
@@ -41,7 +41,7 @@ export class Telemetry {
         new AggregatorRegistry();
       }
     }
-    if (cfg.enabled) this.otel = new OtelPipeline(cfg, load, log);
+    if (cfg.enabled) this.otel = await OtelPipeline.create(cfg, load, log);
     renderMetrics.on('duration', (d) => {
       const style = idLabel(d.style, this.cardinality);
       this.prom?.render(style, d.format, d.seconds);

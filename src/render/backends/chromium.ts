@@ -3,7 +3,7 @@
 // its style (and its parsed tiles) between frames.
 import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { killMarked, MARKER_SWITCH } from '../processes.js';
 import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type RendererEventSink, type ResourceFetcher, type StyleRef } from '../renderer.js';
 import { FLAT_QUERY, LocalServer } from './local-server.js';
@@ -120,6 +120,9 @@ export class ChromiumRenderer implements Renderer {
     await server.listen();
     let browser: Browser | undefined;
     try {
+      // Loaded here, in the render thread that launches a browser: at the top it would cost every process half a
+      // second of start-up (the HTTP processes bundle this module but never launch a browser).
+      const { chromium } = await import('playwright-core');
       browser = await chromium.launch({
         executablePath: o.executablePath,
         args: [...FLAGS, `${MARKER_SWITCH}${o.marker}`],
