@@ -6,12 +6,12 @@ import { log } from '../log.js';
 import { buildAppState } from '../state/build.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
 import { ServiceReloader, type ApplyReload, type ProcessReloaded } from './reloader.js';
+import { UploadRelay } from './upload-relay.js';
 
 /** How long a reload waits for a worker's answer before it gives up on it (a build opens every source). */
 const RELOAD_ANSWER_MS = 120_000;
 
 type Reloaded = Extract<ToPrimary, { type: 'reloaded' }>;
-import { UploadRelay } from './upload-relay.js';
 
 /** No worker could start (the port is taken, say): the one line that says why. */
 export class WorkerStartError extends Error {
