@@ -99,3 +99,12 @@ export function askOnFreshConnection(port: number, method: string, path: string,
     socket.write(`${method} ${path} HTTP/1.1\r\nHost: test\r\n\r\n`);
   });
 }
+
+/**
+ * Which of `candidates` holds the server side of the open connection from local port `clientPort` to
+ * `serverPort`; undefined until one of them has taken it (in a cluster the primary accepts, then hands it on).
+ */
+export function connectionHolder(serverPort: number, clientPort: number, candidates: number[]): number | undefined {
+  const inode = acceptedInode(serverPort, clientPort);
+  return inode ? holderOf(inode, candidates) : undefined;
+}
