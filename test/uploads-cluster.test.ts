@@ -34,37 +34,50 @@ async function askEveryWorker(port: number, p: string, workers: number[], expect
   return seen;
 }
 
+/** A two-worker server with an upload directory of its own. */
+async function startCluster(prefix: string, env: Record<string, string> = {}): Promise<{ server: TestServer; dir: string; primary: number }> {
+  const dir = path.join(tempDir(prefix), 'uploads');
+  mkdirSync(dir);
+  const server = await startServer({
+    toml: `[server]\ndisable_render = true\nupload_dir = "${dir}"\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${OMT_PMTILES}"\n`,
+    workers: 2,
+    env,
+  });
+  return { server, dir, primary: server.proc.pid! };
+}
+
+/** Stops the server, and any worker that outlived its primary. */
+async function stopCluster(server: TestServer | undefined, primary: number | undefined): Promise<void> {
+  const workers = primary ? childrenOf(primary) : [];
+  await server?.stop();
+  for (const pid of workers) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** The two workers of `primary`, once both are forked. */
+const twoWorkers = (primary: number) =>
+  waitFor('two workers', () => {
+    const c = childrenOf(primary);
+    return c.length === 2 ? c : undefined;
+  });
+
 describe('uploads with workers = 2', () => {
   let server: TestServer;
   let dir: string;
   let primary: number;
 
   before(async () => {
-    dir = path.join(tempDir('tsts-uploads-cluster-'), 'uploads');
-    mkdirSync(dir);
-    server = await startServer({
-      toml: `[server]\ndisable_render = true\nupload_dir = "${dir}"\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${OMT_PMTILES}"\n`,
-      workers: 2,
-    });
-    primary = server.proc.pid!;
+    ({ server, dir, primary } = await startCluster('tsts-uploads-cluster-'));
   });
-  after(async () => {
-    const workers = primary ? childrenOf(primary) : [];
-    await server?.stop();
-    for (const pid of workers) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  });
+  after(() => stopCluster(server, primary));
 
   test('seen by both workers at once, by a replacement worker from its start, and deleted from both', async () => {
-    const workers = await waitFor('two workers', () => {
-      const c = childrenOf(primary);
-      return c.length === 2 ? c : undefined;
-    });
+    const workers = await twoWorkers(primary);
     // Both listen before the upload, so the relay has two workers to reach.
     await askEveryWorker(server.port, '/health', workers, (a) => assert.equal(a.status, 200));
 
@@ -103,14 +116,7 @@ describe('an upload another worker cannot open', () => {
   let stopped: number | undefined;
 
   before(async () => {
-    dir = path.join(tempDir('tsts-uploads-cluster-fail-'), 'uploads');
-    mkdirSync(dir);
-    server = await startServer({
-      toml: `[server]\ndisable_render = true\nupload_dir = "${dir}"\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${OMT_PMTILES}"\n`,
-      workers: 2,
-      env: { LOG_LEVEL: 'info' },
-    });
-    primary = server.proc.pid!;
+    ({ server, dir, primary } = await startCluster('tsts-uploads-cluster-fail-', { LOG_LEVEL: 'info' }));
   });
   after(async () => {
     if (stopped !== undefined) {
@@ -120,22 +126,11 @@ describe('an upload another worker cannot open', () => {
         // gone
       }
     }
-    const workers = primary ? childrenOf(primary) : [];
-    await server?.stop();
-    for (const pid of workers) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    await stopCluster(server, primary);
   });
 
   test('500 without internal detail, served by no worker, no file left, and the failure logged', async () => {
-    const workers = await waitFor('two workers', () => {
-      const c = childrenOf(primary);
-      return c.length === 2 ? c : undefined;
-    });
+    const workers = await twoWorkers(primary);
     // Both ready: the primary relays an upload to every ready worker but the one that received it.
     await waitFor('both workers ready', async () => ((await fetch(`${server.url}/ready`)).status === 200 ? true : undefined), 60_000);
 
