@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { parseArgs } from '../src/cli/args.js';
 import { CLI, fixture, freePort, runCli, startServer } from './helpers/server.js';
 import { getJson, request, startRangeServer, storedMbtilesTile, storedPmtilesTile, tempDir, ungzipIfNeeded } from './helpers/foundation.js';

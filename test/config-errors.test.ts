@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { loadConfigFile, validateConfig } from '../src/config/load.js';
 import { ConfigError } from '../src/config/errors.js';
 import { ConfigSchema, RenderSchema } from '../src/config/schema.js';

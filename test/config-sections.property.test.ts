@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { ConfigError, loadConfigFile } from '../src/config/load.js';
 import { FormCounter } from './helpers/forms.js';
 import { runCli } from './helpers/server.js';

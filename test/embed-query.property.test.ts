@@ -3,7 +3,7 @@
 // or names the parameter that was wrong, and never throws; no text or URL can become markup or policy.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { EMBED_CONTROLS, MAX_MARKERS, parseEmbedQuery, type EmbedQueryResult } from '../src/http/pages/embed-query.js';
 import { escapeHtml, jsonForScript, styleOrigins } from '../src/http/pages/html.js';
 

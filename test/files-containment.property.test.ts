@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { resolveInside } from '../src/http/routes/files.js';
 import { FormCounter } from './helpers/forms.js';
 import { rawGet } from './helpers/raw-http.js';

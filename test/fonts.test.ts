@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { PbfReader } from 'pbf';
 import { MAX_RANGE_START, parseFontstack, parseRange } from '../src/styles/fonts.js';
 import { rawGet } from './helpers/raw-http.js';

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { parseGeoJsonOverlay, type GeoShape } from '../src/render/geojson-overlay.js';
 import type { Rgba } from '../src/render/overlays.js';
 import { FormCounter } from './helpers/forms.js';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { loadConfigFile } from '../src/config/load.js';
 import { createApp } from '../src/http/app.js';
 import { initCodecs } from '../src/tiles/encoding.js';

@@ -2,7 +2,7 @@
 // and tile file names, Accept-Encoding, configuration validation and `${VAR}` expansion.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { MAX_ZOOM, parseTileCoord, splitTileFile } from '../src/tiles/coords.js';
 import { acceptsEncoding, chooseEncoding, parseAcceptEncoding, type ContentEncoding } from '../src/tiles/encoding.js';
 import { validateConfig } from '../src/config/load.js';

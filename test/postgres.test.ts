@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fixture, freePort, runCli, startServer, type TestServer } from './helpers/server.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { readMvt } from './helpers/vector-tiles.js';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { tableTileSql } from '../src/sources/postgres/table.js';
 
 /** Tile of a lon/lat at zoom z and the point's position inside it in tile units (web mercator, computed here). */

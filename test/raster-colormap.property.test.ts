@@ -3,7 +3,7 @@
 // discrete ±0.5 matches, dynamic rescaling).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { validateConfig } from '../src/config/load.js';
 import { ConfigError } from '../src/config/errors.js';
 import { applyColormap, colorOf, parseHexColor, prepareColormap } from '../src/sources/raster/colormap.js';

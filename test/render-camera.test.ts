@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { findChromium } from '../src/render/backends/chromium.js';
 import { project, type Camera } from '../src/render/camera.js';

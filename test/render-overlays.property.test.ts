@@ -3,7 +3,7 @@
 // style part, garbage never throws, and fitted overlays land inside the frame.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { nearestWrap, project } from '../src/render/camera.js';
 import { parseHexColor, parseMarker, parseMarkers, parsePath, parsePaths, type Rgba } from '../src/render/overlays.js';
 import { parseStaticQuery, parseViewSegment, staticCamera, boundsOf } from '../src/render/static-params.js';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import sharp from 'sharp';
 import { encodeImage, encodeRegion, isOpaque, type EncodeOptions, type RawImage } from '../src/render/image.js';
 import { LocalServer } from '../src/render/backends/local-server.js';

@@ -6,7 +6,7 @@
 // real server: static-routes.property.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { parseBoolean, parseDimension, parseScale, parseSizeSegment, parseViewSegment } from '../src/render/static-params.js';
 import { parseLonLat } from '../src/render/overlays.js';
 import { FormCounter } from './helpers/forms.js';
@@ -68,7 +68,8 @@ describe('size segment, scale, dimension and boolean (properties)', () => {
       }),
       { numRuns: 3000 },
     );
-    forms.assertEach(['accepted', 'refused-size', 'refused-width', 'refused-height', 'refused-scale', 'refused-format'], 20);
+    // Outcomes of random text, not forms made on purpose: the format is reached rarely (about 20 in 3,000 runs).
+    forms.assertEach(['accepted', 'refused-size', 'refused-width', 'refused-height', 'refused-scale', 'refused-format'], 8);
   });
 
   test('parseDimension and parseScale read 1..4096 and 1..3 written in decimal digits, nothing else', () => {

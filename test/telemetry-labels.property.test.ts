@@ -2,7 +2,7 @@
 // and the label values a request can produce, which must stay within small fixed sets whatever the input.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { parseBind } from '../src/config/bind.js';
 import { validateConfig } from '../src/config/load.js';
 import { statusClass, zLabel } from '../src/telemetry/labels.js';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { displayName, isOwnFileName, parseUploadIdParam, partPath, storedPath, uploadKind } from '../src/uploads/names.js';
 import { receiveUpload } from '../src/uploads/receive.js';
 import { tempDir } from './helpers/foundation.js';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { describe, test } from 'node:test';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { mergeTiles } from '../src/tiles/merge.js';
 import { decodeMlt, encodeMlt } from '../src/tiles/mlt-codec.js';
 import { decodeMvt } from '../src/tiles/mvt-decode.js';

@@ -1,7 +1,7 @@
 // The independent readings (models) and the generators of the static-map and social-card parameters, shared by
 // the direct property tests (static-params.property.test.ts) and those through the server
 // (static-routes.property.test.ts). The models are written without the product's regexes.
-import fc from 'fast-check';
+import fc from './fast-check.js';
 
 /** Web Mercator's latitude limit, computed here: atan(sinh(π)). */
 export const MERCATOR_LAT = (Math.atan(Math.sinh(Math.PI)) * 180) / Math.PI;
