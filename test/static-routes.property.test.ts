@@ -175,7 +175,8 @@ describe('static maps and social cards through the server (properties)', () => {
       }),
       { numRuns: 80 },
     );
-    forms.assertEach(['center', 'bounds', 'wrong-center', 'wrong-bounds', 'wrong-zoom', 'wrong-width', 'wrong-height'], 3);
+    // 80 runs over the server: the rarest mistake comes once or a few times; every kind must have run.
+    forms.assertEach(['center', 'bounds', 'wrong-center', 'wrong-bounds', 'wrong-zoom', 'wrong-width', 'wrong-height'], 1);
   });
 
   test('small images are rendered where the view puts them: the red box under the centre, or not', async () => {
