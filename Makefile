@@ -6,8 +6,9 @@ CONFIG ?= config/default.toml
 # Debian packages the service and its tests need: GDAL (gdal-async links the system library, gdalinfo opens
 # our WMTS in a test), Chromium (the rendering backend and browser tests), sqlite3 headers for better-sqlite3,
 # wrk (load generator of bench/metrics.bench.ts: autocannon saturates before the server on a hot tile),
-# PostgreSQL + PostGIS (the database source tests start a throwaway cluster).
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk
+# PostgreSQL + PostGIS (the database source tests start a throwaway cluster), Mesa's Vulkan drivers (lavapipe, the
+# fastest software GL stack under the Chromium renderer: render.gl).
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1
 
 .PHONY: run test bench build deps system-deps fixtures typecheck clean goldens
 

@@ -9,6 +9,8 @@ export interface RuntimeStatus {
   rendererEnabled: boolean;
   /** Name of the renderer backend in use, when one is. */
   renderer: string | undefined;
+  /** The GL stack under the Chromium backend's WebGL (lavapipe, egl, swiftshader), when Chromium renders. */
+  rendererGl?: string;
   /**
    * `starting` while renderers warm up, `ready` once one has drawn a frame, `unavailable` when none can start
    * or rendering is off (disabled, nothing to render, or started only on the first render request).

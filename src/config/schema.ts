@@ -125,6 +125,11 @@ export const RenderSchema = v.object({
   png_compression: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(9)), 3),
   jpeg_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
   webp_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
+  /**
+   * Chromium only: the software GL stack under WebGL. "auto" takes the fastest that passes its canary frame here:
+   * lavapipe (Mesa's Vulkan rasteriser), then egl (Mesa's llvmpipe through EGL), then SwiftShader (docs/rendering.md).
+   */
+  gl: v.optional(v.picklist(['auto', 'lavapipe', 'egl', 'swiftshader']), 'auto'),
   /** Chromium only: in pitch-0 frames draw fill-extrusion layers as flat fills of their lit roof colour (much faster). */
   flat_extrusions: v.optional(v.boolean(), true),
   /** The Chromium (or Chrome) executable; default: CHROMIUM_PATH, then the usual Debian and Chrome locations. */

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import type { GlStack } from './backends/gl-stack.js';
 import { killMarked } from './processes.js';
 import { RenderError, type BackendName, type Frame, type RenderedFrame, type RendererEvent, type ResourceFetcher, type StyleRef } from './renderer.js';
 import { threadMarkerPrefix, type ControlMessage, type PoolMessage, type ThreadConfig, type ThreadMessage, type ThreadResult, type ThreadTask } from './thread.js';
@@ -25,6 +26,9 @@ export interface PoolOptions {
   maxFrame: number;
   chromiumPath: string | undefined;
   flatExtrusions: boolean;
+  /** Chromium: the GL stack (gl-stack.ts) and the parsed source tiles each page keeps (0: MapLibre's default). */
+  gl?: GlStack;
+  pageTileCache?: number;
   /** Answers the threads' resource requests (in-process, src/render/resources.ts). */
   fetch: ResourceFetcher;
   onThreadError?: (err: Error) => void;
@@ -90,6 +94,8 @@ export class RenderPool {
       maxFrame: o.maxFrame,
       chromiumPath: o.chromiumPath,
       flatExtrusions: o.flatExtrusions,
+      gl: o.gl,
+      pageTileCache: o.pageTileCache ?? 0,
       markerPrefix: this.markerPrefix,
       controlChannel: `tileserver-ts-render-${this.markerPrefix}`,
     };

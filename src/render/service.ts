@@ -169,6 +169,7 @@ export class RenderService {
         maxFrame: MAX_FRAME,
         chromiumPath: c.chromiumPath,
         flatExtrusions: cfg.flat_extrusions,
+        gl: c.gl,
         fetch: inProcessFetcher(fetcher),
         onThreadError: (err) => this.log.error({ err: err.message }, 'render thread error'),
         onEvent: (e, thread) => this.onRendererEvent(e, thread),
@@ -180,7 +181,7 @@ export class RenderService {
       } catch (err) {
         await pool.close();
         if (generation !== this.generation) return;
-        reasons.push(`${c.backend}: ${(err as Error).message}`);
+        reasons.push(`${c.backend}${c.gl ? ` (${c.gl})` : ''}: ${(err as Error).message}`);
         continue;
       } finally {
         if (this.warming === pool) this.warming = undefined;
@@ -191,8 +192,11 @@ export class RenderService {
       this.reason = undefined;
       this.runtime.rendererEnabled = true;
       this.runtime.renderer = c.backend;
+      this.runtime.rendererGl = c.gl;
       this.runtime.rendererState = 'ready';
-      this.log.info({ backend: c.backend, threads: Math.ceil(renderers / pages), pages }, 'renderer ready');
+      // A GL stack passed over (its canary failed) is worth a warning: this host renders slower than it could.
+      if (reasons.length && c.gl) this.log.warn({ gl: c.gl, passed_over: reasons }, 'renderer started on a slower GL stack');
+      this.log.info({ backend: c.backend, gl: c.gl, threads: Math.ceil(renderers / pages), pages }, 'renderer ready');
       return;
     }
     if (generation !== this.generation) return;
@@ -249,6 +253,7 @@ export class RenderService {
     this.deferredStart = undefined;
     this.runtime.rendererEnabled = false;
     this.runtime.renderer = undefined;
+    this.runtime.rendererGl = undefined;
     this.runtime.rendererState = 'unavailable';
     return Promise.all([pool?.close(), starting?.catch(() => {})]).then(() => {});
   }

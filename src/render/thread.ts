@@ -3,6 +3,7 @@
 // renders, and runs the tasks the pool sends. Resources and frames travel over each task's MessagePort.
 import { BroadcastChannel, threadId, type MessagePort } from 'node:worker_threads';
 import { ChromiumRenderer } from './backends/chromium.js';
+import type { GlStack } from './backends/gl-stack.js';
 import { NativeRenderer } from './backends/native.js';
 import { RenderError, renderErrorFrom, type BackendName, type Frame, type Renderer, type RendererEvent, type Resource, type ResourceFetcher, type StyleRef } from './renderer.js';
 
@@ -14,6 +15,8 @@ export interface ThreadConfig {
   maxFrame: number;
   chromiumPath: string | undefined;
   flatExtrusions: boolean;
+  gl: GlStack | undefined;
+  pageTileCache: number;
   /** Prefix of the browser markers of this pool (processes.ts); the thread adds its id and a sequence number. */
   markerPrefix: string;
   /** BroadcastChannel name the pool uses to tell every thread to close its renderer. */
@@ -171,6 +174,8 @@ export class RenderThread {
         marker: marker(c.markerPrefix, threadId, ++this.seq),
         maxFrame: c.maxFrame,
         flatExtrusions: c.flatExtrusions,
+        gl: c.gl,
+        tileCache: c.pageTileCache,
         onEvent: (e) => this.report(e),
       });
     } catch (err) {

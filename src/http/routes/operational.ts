@@ -18,6 +18,7 @@ export const PingSchema = v.object({
   loaded_styles: v.number(),
   renderer_enabled: v.boolean(),
   renderer: v.nullable(v.string()),
+  renderer_gl: v.nullable(v.string()),
   renderer_state: v.picklist(['starting', 'ready', 'unavailable']),
   render_stats: v.object({
     queued: v.number(),
@@ -162,6 +163,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
         loaded_styles: state.styles.size,
         renderer_enabled: ctx.runtime.rendererEnabled,
         renderer: ctx.runtime.renderer ?? null,
+        renderer_gl: ctx.runtime.rendererGl ?? null,
         renderer_state: ctx.runtime.rendererState,
         render_stats: renderStats(ctx),
         scrape_listener_active: ctx.runtime.scrapeListenerActive,

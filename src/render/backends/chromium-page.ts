@@ -17,6 +17,11 @@ export interface PageOptions {
   workers: number;
   /** Largest canvas edge in pixels. */
   maxCanvas: number;
+  /**
+   * Source tiles the map keeps parsed after they leave the view; 0: MapLibre's own choice (five views' worth). Only
+   * both options together set it: MapLibre takes the smaller of maxTileCacheSize and tiles-in-view x zoom levels.
+   */
+  tileCache?: number;
 }
 
 export function pageHtml(o: PageOptions): string {
@@ -42,13 +47,16 @@ function glLost() {
 
 // A canary frame of the GL stack itself: a fresh WebGL2 context clears a 4x4 canvas to a known colour and reads
 // it back. A page whose browser cannot give it a working context (a GPU process that keeps dying makes Chromium
-// turn WebGL off) fails here, before any render is handed to it.
+// turn WebGL off) fails here, before any render is handed to it. The unmasked renderer string tells the caller which
+// GL stack really runs (gl-stack.ts).
 function canary() {
   const c = document.createElement('canvas');
   c.width = 4;
   c.height = 4;
   const gl = c.getContext('webgl2', { preserveDrawingBuffer: true });
-  if (!gl) return 'no WebGL2 context';
+  if (!gl) return { ok: false, detail: 'no WebGL2 context', renderer: '' };
+  const info = gl.getExtension('WEBGL_debug_renderer_info');
+  const renderer = String(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER));
   gl.clearColor(0.2, 0.4, 0.6, 1);
   gl.clear(gl.COLOR_BUFFER_BIT);
   const px = new Uint8Array(4);
@@ -56,7 +64,7 @@ function canary() {
   const ok = Math.abs(px[0] - 51) <= 1 && Math.abs(px[1] - 102) <= 1 && Math.abs(px[2] - 153) <= 1 && px[3] === 255;
   const lose = gl.getExtension('WEBGL_lose_context');
   if (lose) lose.loseContext();
-  return ok ? 'ok' : 'canary pixel ' + Array.from(px).join(',');
+  return { ok, detail: ok ? 'ok' : 'canary pixel ' + Array.from(px).join(','), renderer };
 }
 
 function transformOf(m) { return m._camera ? m._camera.transform : m.transform; }
@@ -117,6 +125,7 @@ async function load(url, key) {
       maxPitch: 85,
       pixelRatio: 1,
       maxCanvasSize: [${o.maxCanvas}, ${o.maxCanvas}],
+      ${(o.tileCache ?? 0) > 0 ? `maxTileCacheSize: ${Math.floor(o.tileCache!)}, maxTileCacheZoomLevels: 1000,` : ''}
       canvasContextAttributes: { preserveDrawingBuffer: true, antialias: false },
       // Frames may extend beyond the world's edges (tile buffers at z0): never move the camera to avoid that.
       transformConstrain: (center, zoom) => ({ center, zoom }),

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { killMarked, MARKER_SWITCH } from '../processes.js';
 import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type RendererEventSink, type ResourceFetcher, type StyleRef } from '../renderer.js';
+import { glLaunch, type GlStack } from './gl-stack.js';
 import { FLAT_QUERY, LocalServer } from './local-server.js';
 
 /** Where Chromium or Chrome usually is; Debian's /usr/bin/chromium is a wrapper script around the first. */
@@ -29,6 +30,10 @@ export interface ChromiumOptions {
   maxFrame?: number;
   /** Draw fill-extrusion layers flat in pitch-0 frames (flat-extrusions.ts). */
   flatExtrusions?: boolean;
+  /** The software GL stack under WebGL (gl-stack.ts); swiftshader when not given. */
+  gl?: GlStack;
+  /** Source tiles each page's map keeps parsed after they leave its view (render.page_tile_cache). */
+  tileCache?: number;
   launchTimeoutMs?: number;
   /** Told when a page is replaced. */
   onEvent?: RendererEventSink;
@@ -45,11 +50,7 @@ const FLAGS = [
   '--disable-default-apps',
   '--mute-audio',
   '--hide-scrollbars',
-  // Software WebGL2: ANGLE on SwiftShader (there is no GPU on a render host, and none is needed).
-  '--use-gl=angle',
-  '--use-angle=swiftshader',
-  '--enable-unsafe-swiftshader',
-  '--ignore-gpu-blocklist',
+  // The GL stack's own switches (software WebGL2: there is no GPU on a render host) come from gl-stack.ts.
   // Pages are never in front: keep their timers and frames at full speed.
   '--disable-background-timer-throttling',
   '--disable-renderer-backgrounding',
@@ -78,14 +79,19 @@ const STYLE_LOAD_MS = 60_000;
 /** Opening a page and passing its canary frame. */
 const PAGE_OPEN_MS = 30_000;
 
-/** A new page with the render script loaded and its WebGL canary frame passed; rejects saying why not. */
-async function openPage(browser: Browser, server: LocalServer): Promise<Page> {
+/**
+ * A new page with the render script loaded and its WebGL canary frame passed on the GL stack asked for (WebGL's
+ * renderer string must match it: Chromium falls back to SwiftShader on its own when a driver fails); rejects
+ * saying why not.
+ */
+async function openPage(browser: Browser, server: LocalServer, renderer: RegExp): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 512, height: 512 }, deviceScaleFactor: 1 });
   try {
     await page.goto(server.pageUrl(), { timeout: PAGE_OPEN_MS });
     await page.waitForFunction('window.__tstsReady !== undefined', undefined, { timeout: PAGE_OPEN_MS });
-    const canary = await page.evaluate('window.__tstsReady');
-    if (canary !== 'ok') throw new Error(`the page's WebGL canary frame failed: ${String(canary)}`);
+    const canary = (await page.evaluate('window.__tstsReady')) as { ok: boolean; detail: string; renderer: string };
+    if (!canary.ok) throw new Error(`the page's WebGL canary frame failed: ${canary.detail}`);
+    if (!renderer.test(canary.renderer)) throw new Error(`WebGL runs on ${canary.renderer || 'an unknown renderer'}, not the GL stack asked for`);
     return page;
   } catch (err) {
     await page.close().catch(() => {});
@@ -108,6 +114,8 @@ export class ChromiumRenderer implements Renderer {
     private readonly flatExtrusions: boolean,
     private readonly marker: string,
     private readonly onEvent: RendererEventSink,
+    private readonly rendererPattern: RegExp,
+    readonly gl: GlStack,
   ) {
     this.maxFrame = maxFrame;
     browser.on('disconnected', () => (this.broken ??= 'the browser exited'));
@@ -116,7 +124,9 @@ export class ChromiumRenderer implements Renderer {
 
   static async start(o: ChromiumOptions): Promise<ChromiumRenderer> {
     const maxFrame = o.maxFrame ?? 4096;
-    const server = new LocalServer({ workers: 1, maxCanvas: maxFrame });
+    const gl = o.gl ?? 'swiftshader';
+    const launch = glLaunch(gl);
+    const server = new LocalServer({ workers: 1, maxCanvas: maxFrame, tileCache: o.tileCache ?? 0 });
     await server.listen();
     let browser: Browser | undefined;
     try {
@@ -125,7 +135,8 @@ export class ChromiumRenderer implements Renderer {
       const { chromium } = await import('playwright-core');
       browser = await chromium.launch({
         executablePath: o.executablePath,
-        args: [...FLAGS, `${MARKER_SWITCH}${o.marker}`],
+        args: [...FLAGS, ...launch.args, `${MARKER_SWITCH}${o.marker}`],
+        env: { ...process.env, ...launch.env },
         timeout: o.launchTimeoutMs ?? 60_000,
         // The render pool owns shutdown; signal handlers in a worker thread would not fire anyway.
         handleSIGINT: false,
@@ -133,13 +144,13 @@ export class ChromiumRenderer implements Renderer {
         handleSIGHUP: false,
       });
       const slots: Slot[] = [];
-      for (let i = 0; i < o.pages; i++) slots.push({ page: await openPage(browser, server), busy: false, styleKey: undefined, broken: undefined });
-      return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true, o.marker, o.onEvent ?? (() => {}));
+      for (let i = 0; i < o.pages; i++) slots.push({ page: await openPage(browser, server, launch.renderer), busy: false, styleKey: undefined, broken: undefined });
+      return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true, o.marker, o.onEvent ?? (() => {}), launch.renderer, gl);
     } catch (err) {
       await browser?.close().catch(() => {});
       await killMarked(o.marker, true);
       await server.close();
-      throw new RenderError('unavailable', `Chromium did not start (${o.executablePath}): ${(err as Error).message.split('\n')[0]}`);
+      throw new RenderError('unavailable', `Chromium did not start on GL stack ${gl} (${o.executablePath}): ${(err as Error).message.split('\n')[0]}`);
     }
   }
 
@@ -162,7 +173,7 @@ export class ChromiumRenderer implements Renderer {
     const old = slot.page;
     void Promise.race([old.close().catch(() => {}), delay(5_000)]);
     try {
-      slot.page = await openPage(this.browser, this.server);
+      slot.page = await openPage(this.browser, this.server, this.rendererPattern);
     } catch (err) {
       this.broken ??= `a failed page could not be replaced (${reason}): ${(err as Error).message.split('\n')[0]}`;
       throw new RenderError('crash', `renderer unusable: ${this.broken}`);

@@ -1,0 +1,264 @@
+// People browsing a dense city map (BENCH=browse make bench): what a k6 test of a rendering host measures, the
+// scenario of bench/k6/browse-scenario.ts (the same one bench/k6/browse.ts runs with k6 against any deployment).
+// Virtual users with 1920x1080 screens (4 x 3 tiles of 512 px PNG, every fourth user @2x) each ask for the tiles
+// of their view they have not seen yet through 6 connections, look for 1 s, then pan one tile or zoom one level;
+// six views each. The server runs its default settings (worker processes auto, metatile 2, caches on) with cold
+// caches: a fresh server per run.
+//
+// Data: an MBTiles archive over central Paris in which every tile of z12, z13 and z14 holds a real OpenMapTiles
+// tile of that zoom (Paris at z14, 900 KB; Dortmund at z13; z12 from the same fixture set), so each rendered tile
+// is as dense as a city centre; z15 is drawn from the z14 tiles (overzoom), as with any OpenMapTiles archive.
+//
+// Prints per run: screen fill p50/p95/max, tile p50/p95/p99, distinct tiles, distinct tiles/s per core and per
+// CPU-second (every process of the server, browsers included), peak PSS, errors, and the mean time per phase of
+// the renders (from the Server-Timing header of each rendered answer).
+//
+// Environment: BENCH_BROWSE_USERS (runs, by user count; "1,4"), BENCH_BROWSE_SEED (1), BENCH_BROWSE_REPEAT (runs
+// of each user count, 1), BENCH_CPUS (a taskset CPU list for the server, e.g. "0" for one core; per-core figures
+// then count those cores), BENCH_WORKERS (server.workers), BENCH_RENDER_EXTRA (extra [render] lines, ";"-separated),
+// BENCH_STYLE (another style file).
+import Database from 'better-sqlite3';
+import http from 'node:http';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { areaAt, BROWSE, percentile, userWalk, viewTiles } from './k6/browse-scenario.js';
+import { ChildServer, cores, envNumber, fmt, freePort, httpGet, processTree, ROOT, statCpu, table } from './lib.js';
+
+const CLI = path.join(ROOT, 'dist/cli.js');
+const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
+const USERS = (process.env.BENCH_BROWSE_USERS ?? '1,4').split(',').map(Number).filter((n) => n > 0);
+const SEED = envNumber('BENCH_BROWSE_SEED', 1);
+const REPEAT = envNumber('BENCH_BROWSE_REPEAT', 1);
+const CPUS = process.env.BENCH_CPUS;
+const STYLE_ID = 'osm-liberty';
+
+/** The real tile of each zoom that fills the archive at that zoom. */
+const DENSE: Record<number, string> = { 12: '12_2130_2733.mvt', 13: '13_4265_5468.mvt', 14: '14_8298_10748.mvt' };
+
+/**
+ * The city archive: every tile of the browse area (and two tiles around it, which metatile buffers reach) at z12-14.
+ * Tiles are stored once per zoom and referenced by every position (the MBTiles `map`/`images` layout).
+ */
+function writeCityArchive(file: string): number {
+  const db = new Database(file);
+  db.exec(`CREATE TABLE metadata (name TEXT, value TEXT);
+    CREATE TABLE images (tile_id TEXT PRIMARY KEY, tile_data BLOB);
+    CREATE TABLE map (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_id TEXT);
+    CREATE UNIQUE INDEX map_index ON map (zoom_level, tile_column, tile_row);
+    CREATE VIEW tiles AS SELECT map.zoom_level, map.tile_column, map.tile_row, images.tile_data FROM map JOIN images ON images.tile_id = map.tile_id;`);
+  const meta = db.prepare('INSERT INTO metadata VALUES (?, ?)');
+  for (const [k, v] of Object.entries({ name: 'city', format: 'pbf', minzoom: '12', maxzoom: '14' })) meta.run(k, v);
+  const img = db.prepare('INSERT INTO images VALUES (?, ?)');
+  const map = db.prepare('INSERT INTO map VALUES (?, ?, ?, ?)');
+  let n = 0;
+  db.transaction(() => {
+    for (const [zs, name] of Object.entries(DENSE)) {
+      const z = Number(zs);
+      img.run(`z${z}`, gzipSync(readFileSync(fixture('vector/omt-tiles', name))));
+      const a = areaAt(BROWSE, z);
+      for (let x = a.x0 - 2; x < a.x0 + a.size + 2; x++)
+        for (let y = a.y0 - 2; y < a.y0 + a.size + 2; y++) {
+          map.run(z, x, 2 ** z - 1 - y, `z${z}`);
+          n++;
+        }
+    }
+  })();
+  db.close();
+  return n;
+}
+
+function treeCpu(root: number): number {
+  let cpu = 0;
+  for (const st of processTree(root).values()) cpu += statCpu(st);
+  return cpu;
+}
+
+/** Proportional set size of the server and everything it started (browsers' shared pages counted once). */
+function treePss(root: number): number {
+  let total = 0;
+  for (const pid of processTree(root).keys()) {
+    try {
+      const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+      if (m) total += Number(m[1]) * 1024;
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  return total;
+}
+
+/** Server-Timing "name;dur=12.3" entries of a rendered answer (a cached one says "cache;desc=…"). */
+function serverTiming(header: string | string[] | undefined): Record<string, number> | undefined {
+  if (typeof header !== 'string' || header.startsWith('cache')) return undefined;
+  const out: Record<string, number> = {};
+  for (const part of header.split(',')) {
+    const m = /^\s*([a-z]+);dur=([\d.]+)/.exec(part);
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+interface Answer {
+  status: number;
+  ms: number;
+  timing: Record<string, number> | undefined;
+}
+
+function get(agent: http.Agent, url: string): Promise<Answer> {
+  const t = performance.now();
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent, timeout: 120_000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t, timing: serverTiming(res.headers['server-timing']) }));
+      res.on('error', () => resolve({ status: 0, ms: performance.now() - t, timing: undefined }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - t, timing: undefined }));
+  });
+}
+
+interface RunResult {
+  users: number;
+  fills: number[];
+  tiles: number[];
+  distinct: number;
+  errors: number;
+  seconds: number;
+  cpu: number;
+  peak: number;
+  renders: Record<string, number>[];
+}
+
+/** One virtual user: its walk, 6 requests at a time, what it has already seen kept client-side. */
+async function user(base: string, u: number, out: RunResult, distinct: Set<string>): Promise<void> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: BROWSE.connections });
+  const seen = new Set<string>();
+  const walk = userWalk(BROWSE, u, SEED);
+  for (let i = 0; i < walk.length; i++) {
+    const wanted = viewTiles(BROWSE, walk[i]).filter((t) => !seen.has(t));
+    if (wanted.length) {
+      const started = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(BROWSE.connections, wanted.length) }, async () => {
+          while (next < wanted.length) {
+            const t = wanted[next++];
+            const a = await get(agent, `${base}/styles/${STYLE_ID}/${t}`);
+            if (a.status !== 200) out.errors++;
+            else seen.add(t);
+            distinct.add(t);
+            out.tiles.push(a.ms);
+            if (a.timing) out.renders.push(a.timing);
+          }
+        }),
+      );
+      out.fills.push(performance.now() - started);
+    }
+    if (i < walk.length - 1) await new Promise((r) => setTimeout(r, BROWSE.thinkMs));
+  }
+  agent.destroy();
+}
+
+async function run(users: number, cityFile: string): Promise<RunResult> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-browse-bench-'));
+  const port = await freePort();
+  const toml = `fonts = "${fixture('fonts')}"
+[server]
+host = "127.0.0.1"
+port = ${port}
+${process.env.BENCH_WORKERS ? `workers = ${process.env.BENCH_WORKERS === 'auto' ? '"auto"' : process.env.BENCH_WORKERS}` : ''}
+[[sources]]
+id = "openmaptiles"
+type = "mbtiles"
+path = "${cityFile}"
+[[sources]]
+id = "natural_earth"
+type = "pmtiles"
+path = "${fixture('raster/natural-earth-png-z0-1.pmtiles')}"
+[[styles]]
+id = "${STYLE_ID}"
+path = "${process.env.BENCH_STYLE ?? fixture('styles/osm-liberty/style.json')}"
+[cache]
+dir = "${dir}"
+[render]
+${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
+`;
+  writeFileSync(path.join(dir, 'config.toml'), toml);
+  const args = [CLI, '--config', path.join(dir, 'config.toml')];
+  const child = CPUS
+    ? ChildServer.start('tileserver-ts', 'taskset', ['-c', CPUS, process.execPath, ...args], { env: { LOG_LEVEL: 'warn' } })
+    : ChildServer.start('tileserver-ts', process.execPath, args, { env: { LOG_LEVEL: 'warn' } });
+  const base = `http://127.0.0.1:${port}`;
+  // /ready answers for the process that takes the connection: ask until several in a row (fresh connections,
+  // spread over the processes) say every renderer has warmed up.
+  await child.waitReady(`${base}/health`, {}, 120_000);
+  for (let ok = 0, deadline = Date.now() + 180_000; ok < 8; ) {
+    if (Date.now() > deadline) throw new Error(`the renderers did not warm up:\n${child.output()}`);
+    ok = (await httpGet(`${base}/ready`)).status === 200 ? ok + 1 : 0;
+    if (ok === 0) await new Promise((r) => setTimeout(r, 500));
+  }
+  await new Promise((r) => setTimeout(r, 2_000));
+  const pid = child.proc.pid!;
+  const out: RunResult = { users, fills: [], tiles: [], distinct: 0, errors: 0, seconds: 0, cpu: 0, peak: 0, renders: [] };
+  const sampler = setInterval(() => (out.peak = Math.max(out.peak, treePss(pid))), 500);
+  const distinct = new Set<string>();
+  const cpu0 = treeCpu(pid);
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: users }, (_, u) => user(base, u, out, distinct)));
+  out.seconds = (performance.now() - t0) / 1000;
+  out.cpu = treeCpu(pid) - cpu0;
+  out.peak = Math.max(out.peak, treePss(pid));
+  clearInterval(sampler);
+  out.distinct = distinct.size;
+  await child.stop();
+  rmSync(dir, { recursive: true, force: true });
+  return out;
+}
+
+function phases(rows: Record<string, number>[]): string {
+  const keys = ['queue', 'wait', 'style', 'resources', 'draw', 'readback', 'transfer', 'encode', 'total'];
+  const avg = (k: string) => rows.reduce((n, r) => n + (r[k] ?? 0), 0) / Math.max(1, rows.length);
+  return keys.map((k) => `${k} ${fmt(avg(k), 0)}`).join(', ') + ` ms (mean of ${rows.length} rendered answers)`;
+}
+
+async function main(): Promise<void> {
+  const work = mkdtempSync(path.join(os.tmpdir(), 'tsts-browse-data-'));
+  const cityFile = path.join(work, 'city.mbtiles');
+  const stored = writeCityArchive(cityFile);
+  const n = CPUS ? CPUS.split(',').reduce((k, part) => k + (part.includes('-') ? Number(part.split('-')[1]) - Number(part.split('-')[0]) + 1 : 1), 0) : cores();
+  console.log(
+    `machine: ${cores()} cores${CPUS ? `, server on CPUs ${CPUS} (${n})` : ''}; style ${STYLE_ID}; ${BROWSE.cols}x${BROWSE.rows} tiles of 512 px per screen, ` +
+      `${BROWSE.connections} connections per user, ${BROWSE.thinkMs} ms think time, ${BROWSE.views} views per user, z${BROWSE.minZoom}-${BROWSE.maxZoom}, every ${BROWSE.hiDpiEvery}th user @2x; seed ${SEED}`,
+  );
+  console.log(`data: ${stored} tile positions over central Paris, each a real OpenMapTiles tile of its zoom (z14: 900 KB)`);
+  const results: RunResult[] = [];
+  for (const u of USERS) for (let r = 0; r < REPEAT; r++) results.push(await run(u, cityFile));
+  const rows = [['users', 'fills', 'fill p50', 'fill p95', 'fill max', 'tile p50', 'tile p95', 'tile p99', 'distinct', 'tiles/s/core', 'tiles/CPU-s', 'peak PSS MB', 'errors']];
+  for (const r of results) {
+    const f = [...r.fills].sort((a, b) => a - b);
+    const t = [...r.tiles].sort((a, b) => a - b);
+    rows.push([
+      String(r.users),
+      String(f.length),
+      fmt(percentile(f, 50)),
+      fmt(percentile(f, 95)),
+      fmt(f[f.length - 1] ?? NaN),
+      fmt(percentile(t, 50)),
+      fmt(percentile(t, 95)),
+      fmt(percentile(t, 99)),
+      String(r.distinct),
+      fmt(r.distinct / r.seconds / n, 2),
+      fmt(r.distinct / r.cpu, 2),
+      fmt(r.peak / 1e6),
+      String(r.errors),
+    ]);
+  }
+  console.log(table(rows));
+  console.log('(times in ms; distinct tiles/s over the whole run, think time included; CPU of every server process, browsers included)');
+  for (const r of results) console.log(`${r.users} user(s): per render: ${phases(r.renders)}`);
+  rmSync(work, { recursive: true, force: true });
+}
+
+await main();
