@@ -13,6 +13,8 @@ import { tileFastLane } from './http/tile-fast-lane.js';
 import { log } from './log.js';
 import type { RuntimeStatus } from './runtime.js';
 import { RenderService } from './render/service.js';
+import { peerLinkFromEnv, RenderPeers } from './render/peers.js';
+import { getRequestListener } from '@hono/node-server';
 import { buildAppState } from './state/build.js';
 import { StateHolder } from './state/holder.js';
 import { stateFigures, type StateFigures } from './state/reload-result.js';
@@ -72,6 +74,24 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
     }
   });
   render.onState(holder.current);
+  // In a cluster, tiles are drawn by the process owning their block; the others forward to it (render/peers.ts).
+  const link = peerLinkFromEnv();
+  let peers: RenderPeers | undefined;
+  if (link) {
+    peers = new RenderPeers(link, log);
+    const listening = peers.listen(
+      getRequestListener(async (req, env) => {
+        const s = holder.enter();
+        try {
+          return await app.fetch(req, env);
+        } finally {
+          holder.leave(s);
+        }
+      }),
+    );
+    // Without its socket this process still serves everything; it only draws what it is asked for itself.
+    if (await listening.then(() => true, (err: Error) => (log.warn({ err: err.message }, 'render peers: cannot listen; drawing every tile here'), false))) render.attachPeers(peers);
+  }
   const { host, port } = loaded.config.server;
 
   const server: ServerType = await new Promise((resolve, reject) => {
@@ -112,7 +132,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
         force.unref();
         http.close(() => {
           clearTimeout(force);
-          void Promise.all([render.close(), holder.closeAll(), uploads.close(), telemetry.close()]).finally(resolve);
+          void Promise.all([peers?.close(), render.close(), holder.closeAll(), uploads.close(), telemetry.close()]).finally(resolve);
         });
         // Idle keep-alive sockets would hold close() open until they time out.
         http.closeIdleConnections();

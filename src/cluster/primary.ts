@@ -1,12 +1,14 @@
 // The supervisor: forks HTTP workers, replaces one that dies, runs reloads (SIGHUP, the admin route) across every
 // worker and turns SIGTERM/SIGINT into a drain of every worker followed by exit 0.
 import cluster, { type Worker } from 'node:cluster';
+import { randomBytes } from 'node:crypto';
 import type { LoadedConfig } from '../config/load.js';
 import { log } from '../log.js';
 import { buildAppState } from '../state/build.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
 import { ServiceReloader, type ApplyReload, type ProcessReloaded } from './reloader.js';
 import { UploadRelay } from './upload-relay.js';
+import { PEER_ENV, type PeerLink } from '../render/peers.js';
 
 /** How long a reload waits for a worker's answer before it gives up on it (a build opens every source). */
 const RELOAD_ANSWER_MS = 120_000;
@@ -102,10 +104,21 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
   /** The cluster's uploads: relayed between workers, handed to each new one. */
   const uploads = new UploadRelay(() => ready.keys(), log);
 
+  // Render ownership (render/peers.ts): each worker holds a slot, and a replacement takes the slot of the worker it
+  // replaces, so that tiles keep their owner across crashes.
+  const slots: (Worker | undefined)[] = new Array(count).fill(undefined);
+  const peerName = `tileserver-ts-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const peerToken = randomBytes(16).toString('hex');
+
   const fork = (): Worker => {
     const forkedWith = loaded.hash;
     const uploadsAt = uploads.version;
-    const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded), ...uploads.forkEnv() });
+    let slot = slots.findIndex((w) => w === undefined);
+    if (slot < 0) slot = slots.length;
+    const link: PeerLink = { slot, count, name: peerName, token: peerToken };
+    const peerEnv = count > 1 ? { [PEER_ENV]: JSON.stringify(link) } : {};
+    const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded), ...uploads.forkEnv(), ...peerEnv });
+    slots[slot] = worker;
     runs.set(worker, forkedWith);
     notReady.set(worker.id, ['starting']);
     // A message sent to a worker that has just died (before its exit is seen) fails with EPIPE, emitted as an
@@ -137,6 +150,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
       }
     });
     worker.once('exit', () => {
+      if (slots[slot] === worker) slots[slot] = undefined;
       ready.delete(worker);
       runs.delete(worker);
       for (const entry of asked.values()) if (entry.waiting.delete(worker)) entry.settle();

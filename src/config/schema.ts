@@ -130,6 +130,11 @@ export const RenderSchema = v.object({
    * lavapipe (Mesa's Vulkan rasteriser), then egl (Mesa's llvmpipe through EGL), then SwiftShader (docs/rendering.md).
    */
   gl: v.optional(v.picklist(['auto', 'lavapipe', 'egl', 'swiftshader']), 'auto'),
+  /**
+   * With several worker processes, each 4x4 block of tiles is drawn by one owner process; the others forward to it
+   * (its pages keep the neighbourhood's parsed source tiles). Off: every process draws what it is asked for.
+   */
+  owner_routing: v.optional(v.boolean(), true),
   /** Chromium only: in pitch-0 frames draw fill-extrusion layers as flat fills of their lit roof colour (much faster). */
   flat_extrusions: v.optional(v.boolean(), true),
   /** The Chromium (or Chrome) executable; default: CHROMIUM_PATH, then the usual Debian and Chrome locations. */

@@ -19,6 +19,7 @@ import { backendCandidates } from './backends/select.js';
 import type { Camera } from './camera.js';
 import { cropRaw, encodeRegion, encodeWithOverlay, pasteRaw, resizeRaw, type EncodeOptions, type RawImage } from './image.js';
 import { renderMetrics } from './metrics.js';
+import type { RenderPeers } from './peers.js';
 import { RenderPool } from './pool.js';
 import { RenderCache, type CachedImage } from './render-cache.js';
 import { Budget } from './budget.js';
@@ -37,11 +38,21 @@ const START_WAIT_MS = 60_000;
 
 const extOf = (f: ImageFormat) => (f === 'jpeg' ? 'jpg' : f);
 
+/** The public path of a rendered tile (what a forwarded request asks the owner process for). */
+function tilePath(styleId: string, t: TileRequest, format: ImageFormat): string {
+  const size = t.base === 256 ? '256/' : '';
+  const scale = t.scale > 1 ? `@${t.scale}x` : '';
+  return `/styles/${encodeURIComponent(styleId)}/${size}${t.z}/${t.x}/${t.y}${scale}.${extOf(format)}`;
+}
+
 /** An image and how it was obtained; `timing` (milliseconds per phase) when this request rendered it. */
 export interface RenderResult {
   image: CachedImage;
-  from: 'memory' | 'disk' | 'render';
+  /** `peer`: drawn (or found cached) by the process that owns the tile's block (peers.ts). */
+  from: 'memory' | 'disk' | 'render' | 'peer';
   timing: Record<string, number> | undefined;
+  /** For `peer`: the owner's own Server-Timing header. */
+  peerTiming?: string;
 }
 
 interface Rendered {
@@ -60,6 +71,8 @@ interface SharedRender {
 /** Where a render's answer goes: the request's own cancel signal, for dropping work no one waits for. */
 export interface RenderCaller {
   signal?: AbortSignal;
+  /** Forwarded by another process of the cluster as this tile's owner: drawn here, never forwarded again. */
+  fromPeer?: boolean;
 }
 
 interface DrawnFrame {
@@ -84,6 +97,8 @@ export class RenderService {
   private cacheKeyOfCache: string | undefined;
   private lastState: AppState | undefined;
   private readonly inflight = new Map<string, SharedRender>();
+  /** The other worker processes, when this one is part of a cluster (tiles are drawn by their block's owner). */
+  private peers: RenderPeers | undefined;
   /** Renderer replacements and failed starts since this process started (logged as they happen). */
   readonly events = { pagesReplaced: 0, renderersReplaced: 0, renderersRecycled: 0, startFailures: 0 };
   private closed = false;
@@ -92,6 +107,21 @@ export class RenderService {
     private readonly runtime: RuntimeStatus,
     private readonly log: Logger,
   ) {}
+
+  /** Render ownership across the cluster's processes (peers.ts); without it every process draws what it is asked. */
+  attachPeers(peers: RenderPeers): void {
+    this.peers = peers;
+  }
+
+  /** The request carries the cluster's token: another process forwarded it here as the tile's owner. */
+  isPeerRequest(header: string | null | undefined): boolean {
+    return this.peers?.isPeerRequest(header) ?? false;
+  }
+
+  /** Tiles forwarded to their owner process, and drawn here because the owner did not answer. */
+  get peerCounts(): RenderPeers['counts'] | undefined {
+    return this.peers?.counts;
+  }
 
   /** The app whose routes answer the renderers' resource requests (in-process). */
   attach(fetch: AppFetch): void {
@@ -303,6 +333,18 @@ export class RenderService {
       const image: CachedImage = { body: fromDisk, etag: etagOf(fromDisk), contentType: CONTENT_TYPES[format] };
       cache.setMemory(key, image);
       return { image, from: 'disk', timing: undefined };
+    }
+    // Another process owns this tile's block: its pages hold the neighbourhood's parsed source tiles.
+    // Always the owner, even when a renderer here is idle: drawing here would parse the neighbourhood's source tiles
+    // a second time (measured: fewer tiles per CPU-second when idle processes drew for themselves).
+    const owner = caller.fromPeer || !state.config.render.owner_routing ? undefined : this.peers?.ownerOf(t.z, t.x, t.y);
+    if (owner !== undefined) {
+      const got = await this.peers!.forward(owner, tilePath(style.id, t, format), caller.signal);
+      if (got) {
+        const image: CachedImage = { body: got.body, etag: got.etag, contentType: got.contentType };
+        cache.setMemory(key, image);
+        return { image, from: 'peer', timing: undefined, peerTiming: got.timing };
+      }
     }
     const cfg = state.config.render;
     const plan = planMetatile(t, cfg.metatile, cfg.tile_buffer, MAX_FRAME);

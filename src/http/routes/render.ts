@@ -7,6 +7,7 @@ import * as v from 'valibot';
 import { fitBounds, MAX_LATITUDE } from '../../render/camera.js';
 import type { RenderResult } from '../../render/service.js';
 import { RenderError } from '../../render/renderer.js';
+import { PEER_HEADER } from '../../render/peers.js';
 import {
   imageFormat,
   parseDimension,
@@ -91,6 +92,7 @@ function renderProblem(c: Context, style: string, err: unknown): Response {
 
 /** `Server-Timing` of a rendered answer: where the render's time went, or which cache answered. */
 function serverTiming(r: RenderResult): string {
+  if (r.from === 'peer') return r.peerTiming ? `${r.peerTiming}, peer;desc="owner"` : 'peer;desc="owner"';
   if (r.from !== 'render' || !r.timing) return `cache;desc="${r.from}"`;
   return Object.entries(r.timing)
     .map(([name, v]) => (name === 'tiles' || name === 'parts' ? `${name};desc="${v}"` : `${name};dur=${v.toFixed(1)}`))
@@ -199,7 +201,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     const tooLarge = withinPixelBudget(base, base, scale.value, b.state.config.render.max_pixels, 'scale');
     if (tooLarge) return invalid(c, tooLarge);
     try {
-      const img = await b.render.tile(b.state, b.style, { ...coord.coord, base, scale: scale.value }, format, { signal: c.req.raw.signal });
+      const fromPeer = b.render.isPeerRequest(c.req.header(PEER_HEADER));
+      const img = await b.render.tile(b.state, b.style, { ...coord.coord, base, scale: scale.value }, format, { signal: c.req.raw.signal, fromPeer });
       return send(c, img, b.state.config.server.tile_cache_control);
     } catch (err) {
       return renderProblem(c, b.style.id, err);
