@@ -118,6 +118,11 @@ export class RenderService {
     return this.peers?.isPeerRequest(header) ?? false;
   }
 
+  /** This process's slot among the render owners of its cluster, when it has peers. */
+  get ownerSlot(): number | undefined {
+    return this.peers?.link.slot;
+  }
+
   /** Tiles forwarded to their owner process, and drawn here because the owner did not answer. */
   get peerCounts(): RenderPeers['counts'] | undefined {
     return this.peers?.counts;

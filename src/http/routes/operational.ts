@@ -32,6 +32,10 @@ export const PingSchema = v.object({
     renderers_replaced: v.number(),
     renderers_recycled: v.number(),
     start_failures: v.number(),
+    /** This process's slot among the cluster's render owners (null alone), and tiles it forwarded to their owner or drew because the owner did not answer. */
+    owner_slot: v.nullable(v.number()),
+    forwarded: v.number(),
+    owner_fallbacks: v.number(),
   }),
   scrape_listener_active: v.boolean(),
   version: v.string(),
@@ -106,6 +110,9 @@ function renderStats(ctx: ServerContext): Ping['render_stats'] {
     renderers_replaced: e?.renderersReplaced ?? 0,
     renderers_recycled: e?.renderersRecycled ?? 0,
     start_failures: e?.startFailures ?? 0,
+    owner_slot: r?.ownerSlot ?? null,
+    forwarded: r?.peerCounts?.forwarded ?? 0,
+    owner_fallbacks: r?.peerCounts?.fellBack ?? 0,
   };
 }
 

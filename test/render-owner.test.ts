@@ -1,0 +1,134 @@
+// Render ownership across worker processes (src/render/peers.ts): every tile of a 4x4 block is drawn by one process,
+// whichever process the client's connection reached; with render.owner_routing off each process draws for itself;
+// an owner that is gone costs a local render, never an error.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { describe, it } from 'node:test';
+import { readFileSync } from 'node:fs';
+import { ownerSlot } from '../src/render/peers.js';
+import { childrenOf } from './helpers/processes.js';
+import { osmLibertyToml, startServer, type TestServer } from './helpers/server.js';
+
+interface Answer {
+  status: number;
+  type: string | undefined;
+  timing: string;
+  body: Buffer;
+}
+
+/** One GET on a connection of its own: the cluster hands each new connection to the next worker process. */
+function fresh(url: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { agent: false, timeout: 120_000 }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], timing: String(res.headers['server-timing'] ?? ''), body: Buffer.concat(chunks) }));
+      })
+      .on('error', reject);
+  });
+}
+
+interface Stats {
+  owner_slot: number | null;
+  rendered: number;
+  forwarded: number;
+  owner_fallbacks: number;
+}
+
+/** render_stats of every worker process, by slot (asked on fresh connections until each slot has answered). */
+async function statsBySlot(s: TestServer, slots: number): Promise<Map<number, Stats>> {
+  const out = new Map<number, Stats>();
+  for (let i = 0; i < 60 && out.size < slots; i++) {
+    const ping = JSON.parse((await fresh(`${s.url}/ping`)).body.toString()) as { render_stats: Stats };
+    if (ping.render_stats.owner_slot !== null) out.set(ping.render_stats.owner_slot, ping.render_stats);
+  }
+  assert.equal(out.size, slots, 'every worker process answered /ping with its slot');
+  return out;
+}
+
+async function ready(s: TestServer): Promise<void> {
+  // /ready is per process: several fresh connections in a row must all say so.
+  for (let ok = 0, i = 0; ok < 6; i++) {
+    assert.ok(i < 400, `the renderers did not warm up:\n${s.output()}`);
+    ok = (await fresh(`${s.url}/ready`)).status === 200 ? ok + 1 : 0;
+    if (ok === 0) await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** The 16 tiles of the 4x4 block at z6 whose north-west tile is (32, 20), row by row. */
+const BLOCK = Array.from({ length: 16 }, (_, i) => ({ z: 6, x: 32 + (i % 4), y: 20 + Math.floor(i / 4) }));
+
+async function fetchBlock(s: TestServer): Promise<Answer[]> {
+  const out: Answer[] = [];
+  for (const t of BLOCK) out.push(await fresh(`${s.url}/styles/osm-liberty/${t.z}/${t.x}/${t.y}.png`));
+  return out;
+}
+
+describe('render ownership across worker processes', { timeout: 300_000 }, () => {
+  it('every tile of a block is drawn by its owner process, whichever process the client reached', async () => {
+    const s = await startServer({ toml: osmLibertyToml('[render]\nmetatile = 2\nmemory_cache_mb = 0\n'), workers: 2, timeoutMs: 60_000 });
+    try {
+      await ready(s);
+      const answers = await fetchBlock(s);
+      for (const a of answers) {
+        assert.equal(a.status, 200, a.body.toString());
+        assert.equal(a.type, 'image/png');
+      }
+      // Connections alternate between the two processes: the non-owner's answers came from the owner.
+      const viaPeer = answers.filter((a) => a.timing.includes('peer;desc="owner"')).length;
+      assert.ok(viaPeer >= 4, `answers forwarded to the owner: ${viaPeer} of 16`);
+      const owner = ownerSlot(6, 32, 20, 2);
+      const stats = await statsBySlot(s, 2);
+      // Four metatiles of 2x2, every one drawn by the owner, none by the other process.
+      assert.equal(stats.get(owner)!.rendered, 4, JSON.stringify([...stats]));
+      assert.equal(stats.get(1 - owner)!.rendered, 0, JSON.stringify([...stats]));
+      assert.ok(stats.get(1 - owner)!.forwarded >= 4, JSON.stringify([...stats]));
+      assert.equal(stats.get(owner)!.forwarded, 0);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it('with render.owner_routing = false each process draws what it is asked for', async () => {
+    const s = await startServer({ toml: osmLibertyToml('[render]\nmetatile = 2\nmemory_cache_mb = 0\nowner_routing = false\n'), workers: 2, timeoutMs: 60_000 });
+    try {
+      await ready(s);
+      const answers = await fetchBlock(s);
+      for (const a of answers) assert.equal(a.status, 200);
+      assert.equal(answers.filter((a) => a.timing.includes('peer;')).length, 0);
+      const stats = await statsBySlot(s, 2);
+      assert.equal([...stats.values()].reduce((n, st) => n + st.forwarded, 0), 0);
+      assert.equal([...stats.values()].reduce((n, st) => n + st.rendered, 0), 4, 'four metatiles, each drawn once (the disk cache is shared)');
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it('an owner that is gone costs a local render, not an error, and its replacement takes the slot back', async () => {
+    const s = await startServer({ toml: osmLibertyToml('[render]\nmetatile = 2\nmemory_cache_mb = 0\n'), workers: 2, timeoutMs: 60_000 });
+    try {
+      await ready(s);
+      const owner = ownerSlot(6, 32, 20, 2);
+      // The owner is the worker whose environment names its slot (the primary gives each worker one).
+      let killed = false;
+      for (const pid of childrenOf(s.proc.pid!)) {
+        const env = readFileSync(`/proc/${pid}/environ`, 'utf8');
+        if (env.includes(`"slot":${owner},`)) {
+          process.kill(pid, 'SIGKILL');
+          killed = true;
+        }
+      }
+      assert.ok(killed, 'the owner process was found and killed');
+      // Until the replacement listens the surviving process draws the block itself; after, the replacement does.
+      const answers = await fetchBlock(s);
+      for (const a of answers) assert.equal(a.status, 200, a.body.toString());
+      await ready(s);
+      const stats = await statsBySlot(s, 2);
+      assert.ok(stats.has(owner), 'the replacement holds the dead owner’s slot');
+      assert.match(s.output(), /worker exited; starting a replacement/);
+    } finally {
+      await s.stop();
+    }
+  });
+});
