@@ -24,6 +24,8 @@ export interface PeerLink {
 export const PEER_ENV = 'TSTS_RENDER_PEERS';
 /** Header of a forwarded request: the cluster's token. */
 export const PEER_HEADER = 'x-tileserver-ts-peer';
+/** Header of a forwarded request: the client it was forwarded for (trusted only beside the token). */
+export const PEER_CLIENT_HEADER = 'x-tileserver-ts-client';
 /** Edge of an ownership block in tiles: a multiple of every metatile size (1, 2, 4). */
 export const OWNER_BLOCK = 4;
 
@@ -99,12 +101,12 @@ export class RenderPeers {
    * (a full queue, a timeout: the same answer the client would get here); resolves undefined when the owner cannot
    * be reached, so the caller draws it itself.
    */
-  forward(slot: number, path: string, signal: AbortSignal | undefined): Promise<PeerAnswer | undefined> {
+  forward(slot: number, path: string, signal: AbortSignal | undefined, client: string | undefined): Promise<PeerAnswer | undefined> {
     const until = this.down.get(slot);
     if (until !== undefined && until > Date.now()) return Promise.resolve(undefined);
     if (signal?.aborted) return Promise.reject(new RenderError('cancelled', 'the client went away'));
     return new Promise((resolve, reject) => {
-      const req = http.get({ socketPath: socketPath(this.link, slot), path, agent: this.agent, headers: { [PEER_HEADER]: this.link.token } }, (res) => {
+      const req = http.get({ socketPath: socketPath(this.link, slot), path, agent: this.agent, headers: { [PEER_HEADER]: this.link.token, ...(client ? { [PEER_CLIENT_HEADER]: client } : {}) } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', () => resolve(undefined));

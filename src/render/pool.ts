@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { GlStack } from './backends/gl-stack.js';
+import { FairQueue } from './fair-queue.js';
 import { killMarked } from './processes.js';
 import { RenderError, type BackendName, type Frame, type RenderedFrame, type RendererEvent, type ResourceFetcher, type StyleRef } from './renderer.js';
 import { threadMarkerPrefix, type ControlMessage, type PoolMessage, type ThreadConfig, type ThreadMessage, type ThreadResult, type ThreadTask } from './thread.js';
@@ -46,6 +47,8 @@ interface Waiter {
 export interface RenderCall {
   /** Aborted when no one wants the render any more: a waiting render is dropped, one already drawn finishes. */
   cancel?: AbortSignal;
+  /** Who asked (the client's address): waiting renders are handed renderers in turns per client (fair-queue.ts). */
+  client?: string;
   /** Called when a renderer begins the frame (after any browser start, page replacement or style load): the frame's time limit starts then. */
   onStart?: () => void;
 }
@@ -81,7 +84,7 @@ export class RenderPool {
    */
   private readonly capacity: number;
   private running = 0;
-  private readonly waiting: Waiter[] = [];
+  private readonly waiting = new FairQueue<Waiter>();
   /** Renders done, failed and dropped since the pool started (for /ping-style reports and the tests). */
   readonly counts = { rendered: 0, failed: 0, dropped: 0, expired: 0, retried: 0 };
 
@@ -134,7 +137,7 @@ export class RenderPool {
 
   /** Renders waiting for a renderer now. */
   get queued(): number {
-    return this.waiting.length;
+    return this.waiting.size;
   }
 
   /** Renders being drawn now (at most one per renderer). */
@@ -159,7 +162,7 @@ export class RenderPool {
    * 'queue_timeout' when the wait passes `queue_timeout_ms`, and 'cancelled' when `call.cancel` fires first.
    */
   async render(style: StyleRef, frame: Frame, call: RenderCall = {}): Promise<RenderedFrame> {
-    await this.admit(call.cancel);
+    await this.admit(call.cancel, call.client ?? '');
     try {
       try {
         const out = await this.renderOnce(style, frame, call);
@@ -186,22 +189,21 @@ export class RenderPool {
   }
 
   /** Waits for a free renderer, within the queue's bounds in length and time. */
-  private admit(cancel: AbortSignal | undefined): Promise<void> {
+  private admit(cancel: AbortSignal | undefined, client: string): Promise<void> {
     if (this.closed) return Promise.reject(new RenderError('unavailable', 'the renderer is shutting down'));
     if (cancel?.aborted) return Promise.reject(new RenderError('cancelled', 'no one waits for this render any more'));
-    if (this.running < this.capacity && this.waiting.length === 0) {
+    if (this.running < this.capacity && this.waiting.size === 0) {
       this.running++;
       return Promise.resolve();
     }
-    if (this.waiting.length >= this.o.maxQueue) {
-      return Promise.reject(new RenderError('overload', `${this.waiting.length} renders are waiting (render.max_queue = ${this.o.maxQueue})`));
+    if (this.waiting.size >= this.o.maxQueue) {
+      return Promise.reject(new RenderError('overload', `${this.waiting.size} renders are waiting (render.max_queue = ${this.o.maxQueue})`));
     }
     return new Promise<void>((resolve, reject) => {
       const done = () => {
         clearTimeout(timer);
         cancel?.removeEventListener('abort', onCancel);
-        const i = this.waiting.indexOf(waiter);
-        if (i >= 0) this.waiting.splice(i, 1);
+        this.waiting.remove(client, waiter);
       };
       const waiter: Waiter = {
         grant: () => {
@@ -222,14 +224,14 @@ export class RenderPool {
         waiter.fail(new RenderError('cancelled', 'no one waits for this render any more'));
       };
       cancel?.addEventListener('abort', onCancel, { once: true });
-      this.waiting.push(waiter);
+      this.waiting.push(client, waiter);
     });
   }
 
-  /** A renderer is free again: the longest-waiting render takes it. */
+  /** A renderer is free again: the next client in turn gives it to its longest-waiting render (fair-queue.ts). */
   private leave(): void {
-    const next = this.waiting[0];
-    if (next && !this.closed) return next.grant();
+    const next = this.closed ? undefined : this.waiting.shift();
+    if (next) return next.grant();
     this.running--;
   }
 
@@ -326,7 +328,7 @@ export class RenderPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const w of [...this.waiting]) w.fail(new RenderError('unavailable', 'the renderer is shutting down'));
+    for (const w of this.waiting.items()) w.fail(new RenderError('unavailable', 'the renderer is shutting down'));
     const threads = this.piscina.threads.length;
     const acks = new BroadcastChannel(this.control.name);
     acks.unref();

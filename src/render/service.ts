@@ -73,6 +73,8 @@ export interface RenderCaller {
   signal?: AbortSignal;
   /** Forwarded by another process of the cluster as this tile's owner: drawn here, never forwarded again. */
   fromPeer?: boolean;
+  /** Who asked (the client's address): the render queue gives clients turns (fair-queue.ts). */
+  client?: string;
 }
 
 interface DrawnFrame {
@@ -344,7 +346,7 @@ export class RenderService {
     // a second time (measured: fewer tiles per CPU-second when idle processes drew for themselves).
     const owner = caller.fromPeer || !state.config.render.owner_routing ? undefined : this.peers?.ownerOf(t.z, t.x, t.y);
     if (owner !== undefined) {
-      const got = await this.peers!.forward(owner, tilePath(style.id, t, format), caller.signal);
+      const got = await this.peers!.forward(owner, tilePath(style.id, t, format), caller.signal, caller.client);
       if (got) {
         const image: CachedImage = { body: got.body, etag: got.etag, contentType: got.contentType };
         cache.setMemory(key, image);
@@ -375,7 +377,7 @@ export class RenderService {
           release = (await cache.claim(metaKey, cfg.timeout_ms * 2)) ?? (async () => {});
         }
         try {
-          return await this.withinBudget(cfg.timeout_ms, signal, (budget, cancel) => this.renderMetatile(state, style, plan, cells, cellKey, format, started, budget, cancel));
+          return await this.withinBudget(cfg.timeout_ms, signal, (budget, cancel) => this.renderMetatile(state, style, plan, cells, cellKey, format, started, budget, cancel, caller.client));
         } finally {
           await release();
         }
@@ -398,9 +400,10 @@ export class RenderService {
     started: number,
     budget: Budget,
     cancel: AbortSignal,
+    client: string | undefined,
   ): Promise<Rendered> {
     const cache = this.cache!;
-    const drawn = await this.renderFrame(state, style, plan.frame, budget, cancel);
+    const drawn = await this.renderFrame(state, style, plan.frame, budget, cancel, client);
     const encodeStart = performance.now();
     const encode = this.encodeOptions(state);
     // Tiles are encoded concurrently: sharp runs each on a libvips thread.
@@ -440,7 +443,7 @@ export class RenderService {
       (signal) =>
         this.withinBudget(state.config.render.timeout_ms, signal, async (budget, cancel) => {
           const started = performance.now();
-          const drawn = await this.renderFrame(state, style, { ...cam, ratio }, budget, cancel);
+          const drawn = await this.renderFrame(state, style, { ...cam, ratio }, budget, cancel, caller.client);
           const encodeStart = performance.now();
           const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
           const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
@@ -524,10 +527,10 @@ export class RenderService {
   }
 
   /** Pixels of a frame of any size: parts drawn concurrently and joined, or a pitched view drawn smaller and scaled. */
-  private async renderFrame(state: AppState, style: LoadedStyle, frame: Frame, budget: Budget, signal: AbortSignal): Promise<DrawnFrame> {
+  private async renderFrame(state: AppState, style: LoadedStyle, frame: Frame, budget: Budget, signal: AbortSignal, client?: string): Promise<DrawnFrame> {
     const pool = await this.ready();
     const ref = this.styleRef(state, style);
-    const call = (cancel: AbortSignal) => ({ cancel, onStart: () => budget.start() });
+    const call = (cancel: AbortSignal) => ({ cancel, client, onStart: () => budget.start() });
     const drawnBy = (f: RenderedFrame) => {
       // A renderer draws again after failed starts: ready again.
       if (this.pool === pool) this.runtime.rendererState = 'ready';

@@ -7,7 +7,7 @@ import * as v from 'valibot';
 import { fitBounds, MAX_LATITUDE } from '../../render/camera.js';
 import type { RenderResult } from '../../render/service.js';
 import { RenderError } from '../../render/renderer.js';
-import { PEER_HEADER } from '../../render/peers.js';
+import { PEER_CLIENT_HEADER, PEER_HEADER } from '../../render/peers.js';
 import {
   imageFormat,
   parseDimension,
@@ -88,6 +88,11 @@ function renderProblem(c: Context, style: string, err: unknown): Response {
     default:
       return problem(c, 500, 'Render failed', 'render failed', { reason: e.reason });
   }
+}
+
+/** Who asked, for the render queue's turns (fair-queue.ts): the address the request came from. */
+function clientOf(c: Context): string | undefined {
+  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
 }
 
 /** `Server-Timing` of a rendered answer: where the render's time went, or which cache answered. */
@@ -173,7 +178,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       const cam = staticCamera(view.value, query.value, size.value.width, size.value.height);
       if (!cam.ok) return invalid(c, cam.problem);
       try {
-        const img = await b.render.image(b.state, b.style, cam.value, size.value.scale, size.value.format, query.value.overlays, requestKey(c), { signal: c.req.raw.signal });
+        const img = await b.render.image(b.state, b.style, cam.value, size.value.scale, size.value.format, query.value.overlays, requestKey(c), { signal: c.req.raw.signal, client: clientOf(c) });
         return send(c, img, b.state.config.server.tile_cache_control);
       } catch (err) {
         return renderProblem(c, b.style.id, err);
@@ -202,7 +207,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     if (tooLarge) return invalid(c, tooLarge);
     try {
       const fromPeer = b.render.isPeerRequest(c.req.header(PEER_HEADER));
-      const img = await b.render.tile(b.state, b.style, { ...coord.coord, base, scale: scale.value }, format, { signal: c.req.raw.signal, fromPeer });
+      const client = (fromPeer ? c.req.header(PEER_CLIENT_HEADER) : undefined) ?? clientOf(c);
+      const img = await b.render.tile(b.state, b.style, { ...coord.coord, base, scale: scale.value }, format, { signal: c.req.raw.signal, fromPeer, client });
       return send(c, img, b.state.config.server.tile_cache_control);
     } catch (err) {
       return renderProblem(c, b.style.id, err);
@@ -293,7 +299,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       const tooLarge = withinPixelBudget(width.value, height.value, 1, b.state.config.render.max_pixels, 'width');
       if (tooLarge) return invalid(c, tooLarge);
       try {
-        const img = await b.render.image(b.state, b.style, { ...cam, width: width.value, height: height.value }, 1, format, undefined, requestKey(c), { signal: c.req.raw.signal });
+        const img = await b.render.image(b.state, b.style, { ...cam, width: width.value, height: height.value }, 1, format, undefined, requestKey(c), { signal: c.req.raw.signal, client: clientOf(c) });
         return send(c, img, b.state.config.server.tile_cache_control);
       } catch (err) {
         return renderProblem(c, b.style.id, err);
