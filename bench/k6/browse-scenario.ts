@@ -1,4 +1,4 @@
-// The browse scenario: people looking at a city map, as a k6 test of a rendering host drives it. Shared by
+// The browse scenario: people looking at a city map, the way a k6 test of a rendering host would model them. Shared by
 // bench/browse.bench.ts (Node, `BENCH=browse make bench`) and bench/k6/browse.ts (k6, against any deployment), so
 // that the two measure the same thing. Plain TypeScript with no Node or k6 import: both runtimes load it.
 //
@@ -89,6 +89,8 @@ export function nextView(s: BrowseSettings, v: View, rnd: () => number): View {
   let zoom = 0;
   if (r >= 0.5) zoom = r < 0.75 ? 1 : -1;
   if (v.z + zoom > s.maxZoom || v.z + zoom < s.minZoom) zoom = -zoom;
+  // A single zoom level: every move is a pan.
+  if (v.z + zoom > s.maxZoom || v.z + zoom < s.minZoom) zoom = 0;
   if (zoom === 0) {
     const d = Math.floor(rnd() * 4);
     const dx = d === 0 ? 1 : d === 1 ? -1 : 0;
