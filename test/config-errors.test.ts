@@ -203,6 +203,8 @@ const INVALID_VALUES: [string, string][] = [
   ['render.webp_quality', '101'],
   ['render.flat_extrusions', '"yes"'],
   ['render.chromium_path', '""'],
+  ['render.gl', '"metal"'],
+  ['render.owner_routing', '"yes"'],
   ['server.tile_cache_control', '""'],
   ['server.tile_cache_control', '3600'],
   ['server.transcode_threads', '0'],

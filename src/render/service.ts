@@ -193,7 +193,11 @@ export class RenderService {
     const renderers = cfg.pool_size ?? poolShare(workerCount(this.workers ?? 'auto'));
     const choice = await backendCandidates(cfg);
     const reasons = [...choice.reasons];
-    for (const c of choice.candidates) {
+    /** GL stacks passed over because their canary failed (only these make a slower start worth a warning). */
+    const glPassedOver: string[] = [];
+    for (const [i, c] of choice.candidates.entries()) {
+      // A candidate with another after it is a trial: its failed starts are the next candidate's business.
+      const trial = i < choice.candidates.length - 1;
       const pages = c.backend === 'chromium' ? Math.min(cfg.pages_per_browser, renderers) : 1;
       const pool = new RenderPool({
         backend: c.backend,
@@ -209,7 +213,7 @@ export class RenderService {
         gl: c.gl,
         fetch: inProcessFetcher(fetcher),
         onThreadError: (err) => this.log.error({ err: err.message }, 'render thread error'),
-        onEvent: (e, thread) => this.onRendererEvent(e, thread),
+        onEvent: (e, thread) => this.onRendererEvent(e, thread, trial && this.pool !== pool),
       });
       this.warming = pool;
       try {
@@ -219,6 +223,7 @@ export class RenderService {
         await pool.close();
         if (generation !== this.generation) return;
         reasons.push(`${c.backend}${c.gl ? ` (${c.gl})` : ''}: ${(err as Error).message}`);
+        if (c.gl) glPassedOver.push(`${c.gl}: ${(err as Error).message}`);
         continue;
       } finally {
         if (this.warming === pool) this.warming = undefined;
@@ -232,7 +237,7 @@ export class RenderService {
       this.runtime.rendererGl = c.gl;
       this.runtime.rendererState = 'ready';
       // A GL stack passed over (its canary failed) is worth a warning: this host renders slower than it could.
-      if (reasons.length && c.gl) this.log.warn({ gl: c.gl, passed_over: reasons }, 'renderer started on a slower GL stack');
+      if (glPassedOver.length) this.log.warn({ gl: c.gl, passed_over: glPassedOver }, 'renderer started on a slower GL stack');
       this.log.info({ backend: c.backend, gl: c.gl, threads: Math.ceil(renderers / pages), pages }, 'renderer ready');
       return;
     }
@@ -243,8 +248,11 @@ export class RenderService {
   }
 
   /** Logs and counts what happened to a renderer; a crash loop is an error, routine recycling is info. */
-  private onRendererEvent(e: RendererEvent, thread: number): void {
+  private onRendererEvent(e: RendererEvent, thread: number, trial = false): void {
     const fields = { thread, reason: e.reason, failures: e.failures, backoff_ms: e.backoffMs };
+    // A GL stack (or backend) being tried that does not start: the next candidate starts at once, no back-off, and
+    // the outcome is logged once by startPool (a warning naming what was passed over).
+    if (trial && e.kind === 'renderer-start-failed') return this.log.info(fields, 'renderer candidate did not start; trying the next');
     switch (e.kind) {
       case 'page-replaced':
       case 'map-replaced':
