@@ -1,5 +1,5 @@
 // Rendering: uncached raster tiles of the showcase style (OSM Liberty), distinct 512 px tiles, with metatile 1, 2
-// and 4, on three workloads:
+// and 4 and "auto" (adaptive), on three workloads:
 //   planet:    the OpenMapTiles planet archive (z0-1) overzoomed to z5-z7 over Europe;
 //   city:      z14 tiles that each hold the real Paris z14 tile (the densest fixture);
 //   scattered: distinct z7 tiles in a shuffled order, as a load test with a random tile list sends them.
@@ -13,7 +13,7 @@
 //   node --import tsx bench/render.bench.ts        (make bench runs it; build first: node scripts/build.mjs)
 //
 // Environment: BENCH_RENDER_SECONDS (measured seconds per tile run, 30), BENCH_RENDER_CLIENTS (concurrent
-// connections; default two per core), BENCH_RENDER_METATILES (1,2,4), BENCH_RENDER_WORKLOADS
+// connections; default two per core), BENCH_RENDER_METATILES (1,2,4,auto), BENCH_RENDER_WORKLOADS
 // (planet,city,scattered; none: only static maps and cards), BENCH_RENDER_SAMPLES (static/og requests, 12), BENCH_WORKERS (worker processes;
 // default auto), BENCH_RENDER_EXTRA (extra TOML lines for the [render] section, e.g. "tile_buffer = 0"),
 // BENCH_RENDER_THREADS=1 (print CPU per tile by process kind and thread name: where the CPU goes),
@@ -28,7 +28,8 @@ import { ChildServer, cores, cpuTimes, processTree, statCpu, stealShare, threadC
 
 const SECONDS = envNumber('BENCH_RENDER_SECONDS', 30);
 const SAMPLES = envNumber('BENCH_RENDER_SAMPLES', 12);
-const METATILES = (process.env.BENCH_RENDER_METATILES ?? '1,2,4').split(',').map(Number);
+type Metatile = number | 'auto';
+const METATILES: Metatile[] = (process.env.BENCH_RENDER_METATILES ?? '1,2,4,auto').split(',').map((v) => (v.trim() === 'auto' ? 'auto' : Number(v)));
 const WORKLOADS = (process.env.BENCH_RENDER_WORKLOADS ?? 'planet,city,scattered').split(',').filter((w) => w && w !== 'none') as Workload[];
 const WORKERS = process.env.BENCH_WORKERS;
 /** Extra node arguments for the server (profiling: BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"). */
@@ -151,7 +152,7 @@ interface Server {
   sampler: NodeJS.Timeout;
 }
 
-async function start(metatile: number, workload: Workload, cityFile: string): Promise<Server> {
+async function start(metatile: Metatile, workload: Workload, cityFile: string): Promise<Server> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-render-bench-'));
   const port = await freePort();
   const toml = `fonts = "${fixture('fonts')}"
@@ -173,7 +174,7 @@ path = "${process.env.BENCH_STYLE ?? fixture('styles/osm-liberty/style.json')}"
 [cache]
 dir = "${dir}"
 [render]
-metatile = ${metatile}
+metatile = ${metatile === 'auto' ? '"auto"' : metatile}
 ${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
 `;
   writeFileSync(path.join(dir, 'config.toml'), toml);
@@ -202,7 +203,7 @@ async function stop(s: Server): Promise<void> {
 
 interface TileRun {
   workload: Workload;
-  metatile: number;
+  metatile: Metatile;
   tiles: number;
   seconds: number;
   cpu: number;
@@ -214,7 +215,7 @@ interface TileRun {
   steal: number;
 }
 
-async function tileRun(workload: Workload, metatile: number, cityFile: string): Promise<TileRun> {
+async function tileRun(workload: Workload, metatile: Metatile, cityFile: string): Promise<TileRun> {
   const s = await start(metatile, workload, cityFile);
   // Two connections per core already keep every renderer busy (the same tiles/s as four per core, measured), and
   // more only lengthen the queue: p99 "at saturation" is read at the smallest load that saturates.

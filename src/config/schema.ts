@@ -113,8 +113,11 @@ export const RenderSchema = v.object({
   max_pixels: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000_000)), 4096 * 4096),
   /** A renderer is recycled (browser or native map restarted) after this many renders. */
   max_renders: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 2000),
-  /** Raster style tiles are rendered in blocks of metatile x metatile tiles and cut. */
-  metatile: v.optional(v.picklist([1, 2, 4]), 2),
+  /**
+   * Raster style tiles are rendered in blocks of metatile x metatile tiles and cut. "auto": the tiles asked for
+   * together are drawn in one frame (a lone tile as a 2x2 metatile, a view's tiles up to 4x4; docs/rendering.md).
+   */
+  metatile: v.optional(v.union([v.literal('auto'), v.picklist([1, 2, 4])]), 'auto'),
   /** Pixels rendered around a metatile and cut away, so labels at tile edges are placed as their neighbours place them. */
   tile_buffer: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(256)), 32),
   /** Rendered tiles kept in memory by each process. */

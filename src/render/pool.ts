@@ -160,9 +160,18 @@ export class RenderPool {
   /**
    * Renders a frame once a renderer is free. Fails with 'overload' when `max_queue` renders are already waiting,
    * 'queue_timeout' when the wait passes `queue_timeout_ms`, and 'cancelled' when `call.cancel` fires first.
+   * A frame given as a function is decided when the renderer is granted: a batch of tiles keeps growing while it
+   * waits (service.ts, adaptive metatiles).
    */
-  async render(style: StyleRef, frame: Frame, call: RenderCall = {}): Promise<RenderedFrame> {
+  async render(style: StyleRef, frameOf: Frame | (() => Frame), call: RenderCall = {}): Promise<RenderedFrame> {
     await this.admit(call.cancel, call.client ?? '');
+    let frame: Frame;
+    try {
+      frame = typeof frameOf === 'function' ? frameOf() : frameOf;
+    } catch (err) {
+      this.leave();
+      throw err;
+    }
     try {
       try {
         const out = await this.renderOnce(style, frame, call);

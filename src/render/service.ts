@@ -27,12 +27,15 @@ import { RenderError, type Frame, type RenderedFrame, type RendererEvent, type S
 import { inProcessFetcher, type AppFetch } from './resources.js';
 import { CONTENT_TYPES, type ImageFormat } from './static-params.js';
 import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
-import { planMetatile, splitFrame, tileRect, type TileRequest } from './tile-render.js';
+import { batchEdge, planMetatile, splitFrame, tileRect, type TileRequest } from './tile-render.js';
+import { cells, TileBatches, type TileBatch } from './tile-batches.js';
 
 /** Largest frame edge a renderer draws at once (SwiftShader allows 8192; memory per frame stays bounded). */
 const MAX_FRAME = 4096;
 /** Overlap of the parts of a split frame, CSS pixels. */
 const SPLIT_BUFFER = 64;
+/** Adaptive metatiles: how long a new batch waits for the rest of a view's requests before asking for a renderer. */
+const GATHER_MS = 8;
 /** How long a request waits for renderers that are still starting. */
 const START_WAIT_MS = 60_000;
 
@@ -99,6 +102,8 @@ export class RenderService {
   private cacheKeyOfCache: string | undefined;
   private lastState: AppState | undefined;
   private readonly inflight = new Map<string, SharedRender>();
+  /** Adaptive metatiles: open batches per block and the tiles of batches being drawn (tile-batches.ts). */
+  private readonly batches = new TileBatches();
   /** The other worker processes, when this one is part of a cluster (tiles are drawn by their block's owner). */
   private peers: RenderPeers | undefined;
   /** Renderer replacements and failed starts since this process started (logged as they happen). */
@@ -362,6 +367,7 @@ export class RenderService {
       }
     }
     const cfg = state.config.render;
+    if (cfg.metatile === 'auto') return this.batchedTile(state, style, t, format, base, key, caller);
     const plan = planMetatile(t, cfg.metatile, cfg.tile_buffer, MAX_FRAME);
     const metaKey = `${base}/${t.z}/${plan.x0}/${plan.y0}/${plan.size}.${extOf(format)}`;
     const n = 2 ** t.z;
@@ -396,6 +402,99 @@ export class RenderService {
     const image = rendered.images.get(key);
     if (!image) throw new RenderError('failed', `the metatile render did not produce ${key}`);
     return { image, from: rendered.timing.wait !== undefined ? 'disk' : 'render', timing: rendered.timing };
+  }
+
+  /**
+   * A tile drawn with the other tiles of its block asked for by the time a renderer is free (tile-batches.ts): joins
+   * the batch already drawing it, or the block's open batch, or opens one.
+   */
+  private async batchedTile(state: AppState, style: LoadedStyle, t: TileRequest, format: ImageFormat, base: string, key: string, caller: RenderCaller): Promise<RenderResult> {
+    const cfg = state.config.render;
+    const ext = extOf(format);
+    const cellKey = (x: number, y: number) => `${base}/${t.z}/${x}/${y}.${ext}`;
+    const drawing = this.batches.coverOf(key);
+    let batchKey: string;
+    let work: (signal: AbortSignal) => Promise<Rendered>;
+    if (drawing !== undefined && this.inflight.has(drawing)) {
+      batchKey = drawing;
+      // Joining a render in progress: its work function is never called.
+      work = () => Promise.reject(new RenderError('failed', 'the batch drawing this tile ended before it was joined'));
+    } else {
+      const edge = batchEdge(t, cfg.tile_buffer, MAX_FRAME);
+      const bx = Math.floor(t.x / edge) * edge;
+      const by = Math.floor(t.y / edge) * edge;
+      const batch = this.batches.join(`${base}/${t.z}/${bx}/${by}.${ext}`, t, edge, cellKey);
+      batchKey = batch.key;
+      work = (signal) => this.renderBatch(state, style, batch, format, signal, caller.client);
+    }
+    const rendered = await this.shared(batchKey, work, style.id, caller.signal);
+    const image = rendered.images.get(key);
+    if (!image) throw new RenderError('failed', `the tile batch did not produce ${key}`);
+    return { image, from: rendered.timing.wait !== undefined ? 'disk' : 'render', timing: rendered.timing };
+  }
+
+  /** Draws a batch once a renderer is free; its frame is decided then (TileBatches.close). */
+  private async renderBatch(state: AppState, style: LoadedStyle, batch: TileBatch, format: ImageFormat, signal: AbortSignal, client: string | undefined): Promise<Rendered> {
+    const cache = this.cache!;
+    const cfg = state.config.render;
+    const started = performance.now();
+    try {
+      // A view's requests arrive within a few milliseconds of each other: let them join before asking for a renderer.
+      await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
+      // Worker processes share the disk cache: when another one is drawing in this block, take its tiles if they
+      // are all the batch wants.
+      let release = await cache.claim(batch.blockKey, cfg.timeout_ms * 2);
+      if (!release) {
+        await cache.awaitRelease(batch.blockKey, cfg.timeout_ms);
+        const found = new Map<string, CachedImage>();
+        let all = true;
+        for (const w of batch.wanted) {
+          const [ux, uy] = w.split(',').map(Number);
+          for (let y = uy; y < uy + batch.unit; y++)
+            for (let x = ux; x < ux + batch.unit; x++) {
+              if (x >= 2 ** batch.tile.z || y >= 2 ** batch.tile.z) continue;
+              const body = await cache.getDisk(batch.cellKey(x, y));
+              if (body) found.set(batch.cellKey(x, y), { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] });
+              else all = false;
+            }
+        }
+        if (all && !batch.plan) {
+          this.batches.finish(batch);
+          return { images: found, timing: { wait: performance.now() - started } };
+        }
+        release = (await cache.claim(batch.blockKey, cfg.timeout_ms * 2)) ?? (async () => {});
+      }
+      try {
+        return await this.withinBudget(cfg.timeout_ms, signal, async (budget, cancel) => {
+          const pool = await this.ready();
+          const f = await pool.render(this.styleRef(state, style), () => this.batches.close(batch, cfg.tile_buffer, MAX_FRAME).frame, { cancel, client, onStart: () => budget.start() });
+          if (this.pool === pool) this.runtime.rendererState = 'ready';
+          const plan = batch.plan!;
+          const encodeStart = performance.now();
+          const encode = this.encodeOptions(state);
+          const list = cells(plan);
+          const bodies = await Promise.all(list.map(([x, y]) => encodeRegion(f, tileRect(plan, x, y), format, encode)));
+          const images = new Map<string, CachedImage>();
+          await Promise.all(
+            list.map(async ([x, y], i) => {
+              const body = bodies[i];
+              const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
+              images.set(batch.cellKey(x, y), image);
+              cache.setMemory(batch.cellKey(x, y), image);
+              await cache.setDisk(batch.cellKey(x, y), body);
+            }),
+          );
+          const done = performance.now();
+          renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
+          return { images, timing: { ...f.timings, encode: done - encodeStart, tiles: list.length, total: done - started } };
+        });
+      } finally {
+        await release();
+      }
+    } finally {
+      // Drawn, failed or dropped, the batch is over: a tile asked for later starts a new one.
+      this.batches.finish(batch);
+    }
   }
 
   private async renderMetatile(

@@ -14,10 +14,12 @@ export interface TileRequest {
 
 export interface MetatilePlan {
   frame: Frame;
-  /** The block's first tile and its edge in tiles. */
+  /** The block's first tile and its edge in tiles (a block planned by planBlock may be wider than tall: cols, rows). */
   x0: number;
   y0: number;
   size: number;
+  cols?: number;
+  rows?: number;
   /** Pixel offset of tile (x0, y0) in the frame (the buffer), and the pixel edge of one tile. */
   offset: number;
   tilePixels: number;
@@ -42,6 +44,35 @@ export function planMetatile(t: TileRequest, metatile: number, buffer: number, m
     x0,
     y0,
     size,
+    offset: buf * t.scale,
+    tilePixels: t.base * t.scale,
+  };
+}
+
+/**
+ * Adaptive metatiles (render.metatile = "auto"): the tiles asked for at once are drawn together. Tiles are grouped
+ * by `batchEdge` x `batchEdge` block; within a block the frame covers the bounding box of the 2x2 metatiles that
+ * were asked for by the time a renderer is free (one metatile for a lone tile, up to the whole block for a view).
+ * The block edge is the largest of 4 and 2 (1 at z0) whose frame fits `maxFrame` at the tile's scale.
+ */
+export function batchEdge(t: TileRequest, buffer: number, maxFrame: number): number {
+  let edge = Math.min(4, 2 ** t.z);
+  while (edge > 1 && (edge * t.base + 2 * buffer) * t.scale > maxFrame) edge /= 2;
+  return edge;
+}
+
+/** The frame drawing tiles x0..x0+cols-1, y0..y0+rows-1 of zoom t.z with `buffer` px around them. */
+export function planBlock(t: TileRequest, x0: number, y0: number, cols: number, rows: number, buffer: number, maxFrame: number): MetatilePlan {
+  const buf = (Math.max(cols, rows) * t.base + 2 * buffer) * t.scale > maxFrame ? 0 : buffer;
+  const n = 2 ** t.z;
+  const center = unmercator((x0 + cols / 2) / n, (y0 + rows / 2) / n);
+  return {
+    frame: { width: cols * t.base + 2 * buf, height: rows * t.base + 2 * buf, ratio: t.scale, zoom: t.z + Math.log2(t.base / 512), center, bearing: 0, pitch: 0 },
+    x0,
+    y0,
+    size: Math.max(cols, rows),
+    cols,
+    rows,
     offset: buf * t.scale,
     tilePixels: t.base * t.scale,
   };
