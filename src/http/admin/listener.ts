@@ -16,7 +16,7 @@ export interface AdminListener {
 }
 
 /** The routes of the admin listener, with their methods (for 405 and `Allow`). */
-const ROUTES: Record<string, string[]> = { '/__admin/reload': ['POST'] };
+const ROUTES = new Map<string, string[]>([['/__admin/reload', ['POST']]]);
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
@@ -40,8 +40,8 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
 
   const handle = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://admin.invalid');
-    const methods = ROUTES[url.pathname];
-    if (!methods) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${Object.keys(ROUTES).join(', ')}`);
+    const methods = ROUTES.get(url.pathname);
+    if (!methods) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${[...ROUTES.keys()].join(', ')}`);
     if (!methods.includes(req.method ?? '')) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
     const flush = parseBoolean(url.searchParams.get('flush') ?? undefined, 'flush');
     if (!flush.ok) return sendProblem(res, 400, 'Invalid query parameter', flush.problem.detail);
