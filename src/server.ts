@@ -109,6 +109,8 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
       return { reloaded: true, figures: stateFigures(state, runtime.rendererEnabled) };
     },
     drain(timeoutMs = 30_000) {
+      // Uploads still arriving end now (503, their files removed): a slow client must not hold the stop open.
+      uploads.stop();
       return new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           http.closeAllConnections();
