@@ -29,6 +29,15 @@ function sendProblem(res: ServerResponse, status: number, title: string, detail:
 }
 
 /**
+ * The path and query of a request target, read as they are: `new URL(target, base)` would take a target such as
+ * `//host/x` for a host name (and throw on one that is not), where it is only a path this listener does not have.
+ */
+function splitTarget(target: string): { pathname: string; searchParams: URLSearchParams } {
+  const q = target.indexOf('?');
+  return { pathname: q < 0 ? target : target.slice(0, q), searchParams: new URLSearchParams(q < 0 ? '' : target.slice(q + 1)) };
+}
+
+/**
  * Binds the admin listener unless `bind`'s port is 0. `reloader` is asked per request: the listener is bound
  * before the processes it reloads have started (a taken address must stop start-up before anything else runs),
  * and answers 503 until they have.
@@ -39,7 +48,7 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
   if (parsed.address.port === 0) return undefined;
 
   const handle = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://admin.invalid');
+    const url = splitTarget(req.url ?? '/');
     const methods = ROUTES.get(url.pathname);
     if (!methods) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${[...ROUTES.keys()].join(', ')}`);
     if (!methods.includes(req.method ?? '')) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
