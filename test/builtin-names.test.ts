@@ -6,9 +6,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { request } from './helpers/foundation.js';
+import path from 'node:path';
+import { encodeMvt } from '../src/tiles/mvt-encode.js';
+import { request, tempDir, writeMbtiles } from './helpers/foundation.js';
 import { answerProblems, fillTemplate, QUERY_SAMPLES, startEveryRouteServer, type EveryRouteServer } from './helpers/every-route.js';
-import { multipartBody, postMultipart } from './helpers/upload.js';
+import { multipartBody, postMultipart, uploadFile } from './helpers/upload.js';
 
 /** Every property an ordinary object inherits from Object.prototype, and `prototype` (a function's). */
 const BUILTIN_NAMES = [...Object.getOwnPropertyNames(Object.prototype), 'prototype'];
@@ -95,4 +97,33 @@ test('built-in property names as an upload\'s file name, extension and field: 40
   }
   assert.deepEqual(problems, []);
   assert.deepEqual(readdirSync(every.uploadDir), []);
+});
+
+test('an uploaded tileset whose field and property names are built-in names: served under those names', async () => {
+  // Feature properties named __proto__, constructor and toString, and metadata declaring them (one with the type
+  // "constructor"): a plain object would drop the first and find a function for the last type.
+  const properties = Object.create(null) as Record<string, string | number>;
+  properties['__proto__'] = 'p';
+  properties['constructor'] = 'c';
+  properties['toString'] = 5;
+  const tile = encodeMvt([{ name: 'names', extent: 4096, version: 2, features: [{ id: 1, type: 1, geometry: [[100, 100]], properties }] }]);
+  const json = '{"vector_layers":[{"id":"names","fields":{"__proto__":"String","constructor":"constructor","toString":"Number"}}]}';
+  const file = writeMbtiles(path.join(tempDir('tsts-names-'), 'names.mbtiles'), { name: 'names', format: 'pbf', minzoom: '0', maxzoom: '0', json }, [{ z: 0, x: 0, y: 0, data: tile }]);
+  const up = await uploadFile(every.server.url, 'names.mbtiles', file);
+  assert.equal(up.status, 200, up.text);
+  const id = String(up.json.source_id);
+  try {
+    const schema = JSON.parse((await request(every.server.url, `/api/spatial/schema/${id}`)).body.toString('utf8')) as { layers: { fields: { name: string; type: string }[] }[] };
+    assert.deepEqual(schema.layers[0].fields, [
+      { name: '__proto__', type: 'String' },
+      { name: 'constructor', type: 'constructor' },
+      { name: 'toString', type: 'Number' },
+    ]);
+    const geojson = JSON.parse((await request(every.server.url, `/data/${id}/0/0/0.geojson`)).body.toString('utf8')) as { features: { properties: Record<string, unknown> }[] };
+    const props = geojson.features[0].properties;
+    assert.deepEqual([Object.hasOwn(props, '__proto__') && props['__proto__'], props['constructor'], props['toString']], ['p', 'c', 5]);
+    for (const ext of ['pbf', 'mlt']) assert.equal((await request(every.server.url, `/data/${id}/0/0/0.${ext}`)).status, 200, ext);
+  } finally {
+    await request(every.server.url, `/api/upload/${id}`, { method: 'DELETE' });
+  }
 });
