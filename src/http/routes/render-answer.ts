@@ -49,7 +49,8 @@ export function renderProblem(c: Context, style: string, err: unknown): Response
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   const request = { method: c.req.method, path: new URL(c.req.url).pathname, req_id: requestIdOf(incoming) };
   const fields = { style, reason: e.reason, err: e.message, ...request };
-  if (e.reason === 'cancelled') log.info(fields, 'render dropped: the client went away');
+  // A departed client is told once, by its access line (aborted, with the stage it reached); this is for debugging.
+  if (e.reason === 'cancelled') log.debug(fields, 'render dropped: the client went away');
   else if (e.reason === 'overload' || e.reason === 'queue_timeout') log.warn(fields, 'render refused: overload');
   else log.error(fields, 'render failed');
   // 503s carry Retry-After. Headers are given at construction: @hono/node-server's Response may not see later changes.
