@@ -77,7 +77,9 @@ export function registerUploadRoutes(r: Router, ctx: ServerContext, log: Logger)
         400: { description: 'unsupported type, invalid file, or not a multipart body with one file in `file`', content: PROBLEM },
         404: { description: 'server.upload_dir is not set', content: PROBLEM },
         413: { description: 'the file is larger than server.upload_max_size_mb', content: PROBLEM },
+        408: { description: 'the body did not arrive in full within server.request_timeout_ms', content: PROBLEM },
         500: { description: 'the file could not be written or registered', content: PROBLEM },
+        503: { description: 'the server is stopping: the upload was not kept (Retry-After)', content: PROBLEM },
       },
     },
     async (c) => {
