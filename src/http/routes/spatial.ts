@@ -107,8 +107,9 @@ export function registerSpatialRoutes(r: Router, ctx: ServerContext): void {
       let raw: unknown;
       try {
         raw = JSON.parse(text);
-      } catch (err) {
-        return problem(c, 400, 'Invalid JSON', `the body is not JSON: ${(err as Error).message}`);
+      } catch {
+        // The parser's own message is engine text, not the service's: the client is told what was expected.
+        return problem(c, 400, 'Invalid JSON', 'the body is not JSON: send one JSON object with at least "source"');
       }
       const parsed = parseQueryBody(raw);
       if (!parsed.ok) return problem(c, 400, 'Invalid query', parsed.problems.join('; '), { errors: parsed.problems });
