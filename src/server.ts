@@ -9,6 +9,7 @@ import { createApp } from './http/app.js';
 import type { ServerContext } from './http/context.js';
 import { initCodecs } from './tiles/encoding.js';
 import { answerConnect, front } from './http/front.js';
+import { answerClientErrors } from './http/client-errors.js';
 import { tileFastLane } from './http/tile-fast-lane.js';
 import { log } from './log.js';
 import type { RuntimeStatus } from './runtime.js';
@@ -98,9 +99,9 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
     // Every request is seen by the access log first, then by the metrics (telemetry/http.ts); tile requests go
     // through the fast lane in front of Hono (http/tile-fast-lane.ts); the rest through the front's checks (http/front.ts) to Hono. The CORS list and
     // the body timeout are not reloadable: read from the configuration the process started with.
-    const { cors_origins: corsOrigins, request_timeout_ms: bodyTimeoutMs } = loaded.config.server;
+    const { cors_origins: corsOrigins, request_timeout_ms: bodyTimeoutMs, max_header_bytes: maxHeaderSize } = loaded.config.server;
     const createServer = ((options: ServerOptions, honoListener: RequestListener) =>
-      createHttpServer(options, holdState(holder, accessLog(log, instrumentListener(telemetry, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener))))))) as typeof createHttpServer;
+      createHttpServer({ ...options, maxHeaderSize }, holdState(holder, accessLog(log, instrumentListener(telemetry, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener))))))) as typeof createHttpServer;
     const s = serve({ fetch: app.fetch, hostname: host, port, createServer }, () => resolve(s));
     s.once('error', reject);
   });
@@ -110,6 +111,9 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   http.requestTimeout = Math.max(http.requestTimeout, loaded.config.server.request_timeout_ms + 5_000);
   answerConnect(http, loaded.config.server.cors_origins, (req, id, status, bytes) =>
     log.info({ method: req.method, path: req.url, route: null, status, bytes, duration_ms: 0, req_id: id }, 'request'),
+  );
+  answerClientErrors(http, loaded.config.server.cors_origins, loaded.config.server.max_header_bytes, (a) =>
+    log.info({ method: null, path: null, route: null, status: a.status, bytes: a.bytes, duration_ms: 0, req_id: a.reqId, refused: a.code }, 'request'),
   );
 
   return {
@@ -125,6 +129,8 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
       return { reloaded: true, figures: stateFigures(state, runtime.rendererEnabled) };
     },
     drain(timeoutMs = 30_000) {
+      // Uploads still arriving end now (503, their files removed): a slow client must not hold the stop open.
+      uploads.stop();
       return new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           http.closeAllConnections();

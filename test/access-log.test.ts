@@ -4,7 +4,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
-import { request, waitFor } from './helpers/foundation.js';
+import { request, tempDir, waitFor } from './helpers/foundation.js';
+import net from 'node:net';
+import { readdirSync } from 'node:fs';
 import { rawGet } from './helpers/raw-http.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -15,7 +17,7 @@ interface AccessLine {
   method: string;
   path: string;
   route: string | null;
-  status: number;
+  status: number | null;
   bytes: number;
   duration_ms: number;
   req_id: string;
@@ -136,5 +138,53 @@ test('LOG_FORMAT=pretty: readable lines with the local time of the server\'s tim
     assert.ok(printed >= kolkata(before - 1000) && printed <= kolkata(afterMs + 1000), `${printed} is not Kolkata time between ${kolkata(before)} and ${kolkata(afterMs)}`);
   } finally {
     await server.stop();
+  }
+});
+
+describe('a client that hangs up', () => {
+  let server: TestServer;
+  let uploadDir: string;
+  before(async () => {
+    uploadDir = tempDir('tsts-departed-');
+    server = await startServer({
+      toml: `[server]\nupload_dir = "${uploadDir}"\n[[sources]]\nid = "cities"\ntype = "mbtiles"\npath = "${fixture('vector/world_cities.mbtiles')}"\n`,
+      env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' },
+    });
+  });
+  after(() => server?.stop());
+
+  /** Sends the head and part of a body of `length` bytes with request id `id`, then closes the connection. */
+  const hangUp = (path: string, id: string, contentType: string, part: string, length: number) =>
+    new Promise<void>((resolve, reject) => {
+      const socket = net.connect(server.port, '127.0.0.1', () => {
+        socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nX-Request-Id: ${id}\r\nContent-Type: ${contentType}\r\nContent-Length: ${length}\r\n\r\n${part}`);
+        setTimeout(() => socket.destroy(), 300);
+      });
+      socket.on('close', () => resolve());
+      socket.on('error', reject);
+    });
+
+  for (const c of [
+    { name: 'mid-way through a JSON body', path: '/api/spatial/query', route: '/api/spatial/query', type: 'application/json', part: '{"source": "cit' },
+    { name: 'mid-way through an upload', path: '/api/upload', route: '/api/upload', type: 'multipart/form-data; boundary=b', part: '--b\r\nContent-Disposition: form-data; name="file"; filename="a.mbtiles"\r\n\r\nSQLite format 3' },
+  ]) {
+    test(`${c.name}: one info line saying so, with the route and how far it got; no error, no stack`, async () => {
+      const id = `departed-${c.route.replace(/\W/g, '')}`;
+      await hangUp(c.path, id, c.type, c.part, 100_000);
+      const line = await waitFor(`access line of ${id}`, () => accessLines(server.output()).find((l) => l.req_id === id));
+      // Anything logged late about the same request would come within this time.
+      await new Promise((r) => setTimeout(r, 500));
+      const lines = server.output().split('\n').filter((l) => l.includes(id));
+      assert.equal(lines.length, 1, lines.join('\n'));
+      const record = line as AccessLine & { aborted?: boolean; stage?: string };
+      assert.equal(record.level, 30);
+      assert.equal(record.route, c.route);
+      assert.equal(record.aborted, true);
+      assert.equal(record.stage, 'request body');
+      assert.equal(record.status, null);
+      const errors = server.output().split('\n').filter((l) => /"level":(50|60)|Error: aborted|at abortIncoming/.test(l));
+      assert.deepEqual(errors, []);
+      assert.deepEqual(readdirSync(uploadDir), []);
+    });
   }
 });

@@ -90,7 +90,7 @@ describe('departed clients', () => {
   before(async () => {
     hold = await startHoldServer(fixture('vector/omt-planet-z0-1.pmtiles'));
     // A long queue deadline: the waiting renders leave because their clients do, not because time runs out.
-    s = await startServer({ toml: plainConfig('pool_size = 1\nqueue_timeout_ms = 120000\nmax_queue = 100') + stallToml(hold.url), workers: 1, env: { LOG_LEVEL: 'info' } });
+    s = await startServer({ toml: plainConfig('pool_size = 1\nqueue_timeout_ms = 120000\nmax_queue = 100') + stallToml(hold.url), workers: 1, env: { LOG_LEVEL: 'debug', LOG_FORMAT: 'json' } });
     await ready(s);
   });
   after(async () => {
@@ -125,6 +125,11 @@ describe('departed clients', () => {
     assert.equal(after.rendered - before.rendered, 2, JSON.stringify(after));
     assert.equal(after.expired - before.expired, 0);
     assert.match(s.output(), /render dropped: the client went away/);
+    // Each departed client is told at info once, by its access line, never as an error.
+    const lines = s.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; aborted?: boolean; stage?: string; status?: number | null });
+    assert.equal(lines.filter((l) => l.msg === 'request' && l.aborted && l.stage === 'handling' && l.status === null).length, 5);
+    assert.equal(lines.filter((l) => l.level >= 30 && /client went away/.test(l.msg)).length, 0, 'the drop itself is at debug');
+    assert.equal(lines.filter((l) => l.level >= 50).length, 0, 'no error line');
   });
 });
 

@@ -2,7 +2,8 @@
 // gdalinfo reads the layer from our document; gdal_translate then fetches a tile by the document's RESTful
 // template, with the key, from a recorder standing in for the raster tile route (server.public_url points at it);
 // and it fetches real rendered tiles from the server's own raster route through the document, whose pixels
-// show water and land where the world has them.
+// show water and land where the world has them; and a one-pixel cut across a tile seam (4 x 1 pixels read through
+// the document) whose pixels are the raster route's own, so a matrix off by one pixel shows.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -134,4 +135,25 @@ test('GDAL fetches real rendered tiles through the document and gets the world d
     checked++;
   }
   assert.equal(checked, probes.length);
+});
+
+test('a one-pixel cut through the document: GDAL\'s pixels across a tile seam are the raster route\'s own, none shifted', async () => {
+  await waitFor('renderer', async () => ((await (await fetch(`${server.url}/ping`)).json()) as { renderer_enabled: boolean }).renderer_enabled || undefined, 120_000);
+  // The two z1 tiles that meet at the prime meridian, as the raster route serves them.
+  const left = await decode(new Uint8Array(await (await fetch(`${server.url}/styles/osm-liberty/256/1/0/0.png`)).arrayBuffer()));
+  const right = await decode(new Uint8Array(await (await fetch(`${server.url}/styles/osm-liberty/256/1/1/0.png`)).arrayBuffer()));
+  /** The route's pixel at column `col` (0..511) of the z1 row of tiles. */
+  const routePixel = (col: number, row: number) => (col < 256 ? pixel(left, col, row) : pixel(right, col - 256, row));
+  // A row where the seam's neighbourhood is not one colour, so that a one-pixel shift would show.
+  const row = [...Array(254).keys()].map((r) => r + 1).find((r) => new Set([254, 255, 256, 257].map((c) => routePixel(c, r).join())).size > 1);
+  assert.ok(row !== undefined, 'no row with detail across the seam');
+  // One pixel of z1 in Web Mercator metres, and the window of 4 x 1 pixels around the seam on that row.
+  const ORIGIN = 20037508.342789244;
+  const res = (2 * ORIGIN) / 512;
+  const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'tsts-wmts-')), 'cut.png');
+  const projwin = [-ORIGIN + 254 * res, ORIGIN - row * res, -ORIGIN + 258 * res, ORIGIN - (row + 1) * res].map(String);
+  await run('gdal_translate', ['--config', 'GDAL_ENABLE_WMS_CACHE', 'NO', '-q', '-of', 'PNG', '-projwin', ...projwin, '-outsize', '4', '1', '-r', 'nearest', `WMTS:${capsUrl(server)},layer=osm-liberty`, out], { timeout: 180_000 });
+  const cut = await decode(readFileSync(out));
+  assert.deepEqual([cut.width, cut.height], [4, 1]);
+  for (let i = 0; i < 4; i++) assert.deepEqual(pixel(cut, i, 0), routePixel(254 + i, row), `column ${254 + i}, row ${row}`);
 });

@@ -6,7 +6,8 @@ const PATTERN = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
 export function expandString(value: string, env: NodeJS.ProcessEnv, where: string): string {
   return value.replace(PATTERN, (_, name: string) => {
-    const found = env[name];
+    // Own variables only: `${constructor}` names no variable, whatever process.env inherits.
+    const found = Object.hasOwn(env, name) ? env[name] : undefined;
     if (found === undefined) throw new ConfigError(`${where}: environment variable ${name} is not set`);
     return found;
   });
@@ -17,9 +18,9 @@ export function expandEnv(value: unknown, env: NodeJS.ProcessEnv, label: string,
   if (typeof value === 'string') return expandString(value, env, `${label}: ${keyPath || '(root)'}`);
   if (Array.isArray(value)) return value.map((item, i) => expandEnv(item, env, label, `${keyPath}[${i}]`));
   if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, item] of Object.entries(value)) out[k] = expandEnv(item, env, label, keyPath ? `${keyPath}.${k}` : k);
-    return out;
+    // fromEntries defines every key as an own property: a key `__proto__` stays a key (reported as unknown) instead of
+    // replacing the copy's prototype.
+    return Object.fromEntries(Object.entries(value).map(([k, item]) => [k, expandEnv(item, env, label, keyPath ? `${keyPath}.${k}` : k)]));
   }
   return value;
 }

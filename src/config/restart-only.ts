@@ -12,6 +12,7 @@ export const RESTART_ONLY_KEYS = [
   'server.cors_origins',
   'server.workers',
   'server.request_timeout_ms',
+  'server.max_header_bytes',
   'telemetry',
   'raster.pool_size',
   'raster.max_queue_per_thread',
@@ -36,10 +37,10 @@ export function restartOnlyChanges(running: Config, next: Config): string[] {
 
 /** `next` with the running values of every restart-only key: what a reload actually applies. */
 export function keepRestartOnly(running: Config, next: Config): Config {
-  const { host, port, admin_bind, cors_origins, workers, request_timeout_ms } = running.server;
+  const { host, port, admin_bind, cors_origins, workers, request_timeout_ms, max_header_bytes } = running.server;
   return {
     ...next,
-    server: { ...next.server, host, port, admin_bind, cors_origins, workers, request_timeout_ms },
+    server: { ...next.server, host, port, admin_bind, cors_origins, workers, request_timeout_ms, max_header_bytes },
     telemetry: running.telemetry,
     raster: { ...next.raster, pool_size: running.raster.pool_size, max_queue_per_thread: running.raster.max_queue_per_thread },
   };

@@ -38,6 +38,11 @@ export const ServerSchema = v.object({
   transcode_threads: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(256))),
   /** Time for a request's whole body to arrive, from its start; past it 408 and the connection ends. Not reloadable. */
   request_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(3_600_000)), 60_000),
+  /**
+   * Largest request line plus headers (node:http's maxHeaderSize); past it 431. Node's own default, 16 KiB, unless
+   * raised: a static map's overlays in its URL count against it (the POST form takes them in the body). Not reloadable.
+   */
+  max_header_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1_048_576)), 16_384),
 });
 
 /** GDAL's warp resampling methods (GDALResampleAlg names). */

@@ -61,6 +61,21 @@ function countBytes(res: ServerResponse): () => number {
   return () => bytes;
 }
 
+/**
+ * How far a request had got when its client went away: still sending its body, waiting for the answer, or
+ * reading an answer that was under way. This is all an operator needs of an ordinary hang-up (a phone losing
+ * its network), so it is told once, in the access line, never as an error.
+ */
+export function departedStage(req: IncomingMessage, res: ServerResponse): 'request body' | 'handling' | 'response' {
+  if (!req.complete) return 'request body';
+  return res.headersSent ? 'response' : 'handling';
+}
+
+/** Whether the client of `req` has gone: its connection is closed while the request is still being answered. */
+export function clientGone(req: IncomingMessage | undefined): boolean {
+  return req !== undefined && (req.socket === null || req.socket.destroyed);
+}
+
 /** One access-log record of a finished (or abandoned) request. */
 export function logAccess(log: Logger, req: IncomingMessage, res: ServerResponse, startNs: bigint, bytes: number): void {
   const durationMs = Number(process.hrtime.bigint() - startNs) / 1e6;
@@ -72,11 +87,12 @@ export function logAccess(log: Logger, req: IncomingMessage, res: ServerResponse
       method: req.method,
       path: targetPath(req.url),
       route: routes.get(res) ?? null,
-      status: res.statusCode,
+      // No answer had started: the status a handler may have set was never sent.
+      status: completed || res.headersSent ? res.statusCode : null,
       bytes: bodyless ? 0 : bytes,
       duration_ms: Math.round(durationMs * 10) / 10,
       req_id: ids.get(req),
-      ...(completed ? {} : { aborted: true }),
+      ...(completed ? {} : { aborted: true, stage: departedStage(req, res) }),
     },
     'request',
   );

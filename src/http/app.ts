@@ -1,7 +1,7 @@
 // The Hono application: middleware (CORS, errors) and one module of routes per area.
 import type { IncomingMessage } from 'node:http';
 import { Hono } from 'hono';
-import { requestIdOf } from './access-log.js';
+import { clientGone, requestIdOf } from './access-log.js';
 import type { ServerContext } from './context.js';
 import { corsMiddleware } from './cors.js';
 import { headContentLength } from './head.js';
@@ -35,7 +35,14 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
     if (err instanceof TileUnavailableError) {
       return problem(c, err.status, err.title, err.detail, {}, err.retryAfter !== undefined ? { 'Retry-After': String(err.retryAfter) } : {});
     }
-    log.error({ err, path: c.req.path, req_id: requestIdOf((c.env as { incoming?: IncomingMessage } | undefined)?.incoming) }, 'request failed');
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    // A client that hung up makes its body read fail ("aborted"): not a fault of the server, and its access line
+    // (aborted, with the stage it reached) already says so. An error alert must not fire for every lost phone.
+    if (clientGone(incoming)) {
+      log.debug({ err: (err as Error).message, path: c.req.path, req_id: requestIdOf(incoming) }, 'request ended: the client went away');
+      return problem(c, 400, 'Request incomplete', 'the client closed the connection before the request was complete');
+    }
+    log.error({ err, path: c.req.path, req_id: requestIdOf(incoming) }, 'request failed');
     return problem(c, 500, 'Internal error', 'the request could not be completed; the error is in the server log');
   });
   app.notFound((c) => problem(c, 404, 'Not found', `no route for ${c.req.method} ${c.req.path}`));

@@ -94,6 +94,24 @@ export function front(opts: FrontOptions, next: RequestListener): RequestListene
   };
 }
 
+/**
+ * Marks `res` as answered by the front. The route still holds the request (an upload ends once its response
+ * closes, src/http/routes/uploads.ts) and answers it in the end; that answer reaches nobody, and a second head
+ * on one response would make node:http throw, which @hono/node-server reports with a stack trace. So later
+ * writes are dropped.
+ */
+function answeredHere(res: ServerResponse): void {
+  res.writeHead = function (this: ServerResponse) {
+    return this;
+  } as typeof res.writeHead;
+  res.write = () => true;
+  res.end = function (this: ServerResponse, ...args: unknown[]) {
+    const done = args.find((a) => typeof a === 'function') as (() => void) | undefined;
+    done?.();
+    return this;
+  } as typeof res.end;
+}
+
 function watchBody(req: IncomingMessage, res: ServerResponse, timeoutMs: number, corsFor: CorsFor): void {
   const timer = setTimeout(() => {
     if (req.complete) return;
@@ -103,6 +121,7 @@ function watchBody(req: IncomingMessage, res: ServerResponse, timeoutMs: number,
       return;
     }
     sendProblem(req, res, corsFor, 408, 'Request timeout', detail, true);
+    answeredHere(res);
     // Whatever still trickles in is not read: the connection ends once the answer is out.
     res.once('finish', () => req.socket.destroySoon());
   }, timeoutMs);

@@ -101,7 +101,8 @@ export function parseVectorLayers(value: unknown): VectorLayer[] | undefined {
     const layer = l as Record<string, unknown>;
     const entry: VectorLayer = { id: layer.id as string, fields: {} };
     if (layer.fields && typeof layer.fields === 'object') {
-      for (const [k, t] of Object.entries(layer.fields as Record<string, unknown>)) entry.fields[k] = String(t);
+      // fromEntries defines own properties: a field named `__proto__` (an upload's metadata is anyone's) stays a field.
+      entry.fields = Object.fromEntries(Object.entries(layer.fields as Record<string, unknown>).map(([k, t]) => [k, String(t)]));
     }
     if (typeof layer.minzoom === 'number') entry.minzoom = layer.minzoom;
     if (typeof layer.maxzoom === 'number') entry.maxzoom = layer.maxzoom;

@@ -14,13 +14,18 @@ export interface SchemaLayer {
   fields: SchemaField[];
 }
 
-const TYPE_NAMES: Record<string, string> = { string: 'String', number: 'Number', boolean: 'Boolean' };
+// A Map: the declared type is any text of the tileset's metadata, and `constructor` must not find a function.
+const TYPE_NAMES = new Map([
+  ['string', 'String'],
+  ['number', 'Number'],
+  ['boolean', 'Boolean'],
+]);
 
 /**
  * A field's type as TileJSON metadata gives it. OpenMapTiles-style metadata says "String" / "Number" /
  * "Boolean" (any case: normalised); other tilesets put a description there, which is passed on unchanged.
  */
-const fieldType = (declared: string) => TYPE_NAMES[declared.toLowerCase()] ?? declared;
+const fieldType = (declared: string) => TYPE_NAMES.get(declared.toLowerCase()) ?? declared;
 
 export function spatialSchema(info: SourceInfo) {
   const layers: SchemaLayer[] = (info.vectorLayers ?? []).map((l) => ({

@@ -55,7 +55,8 @@ function pinnedTypes(features: readonly TileFeature[]): Record<string, PropertyT
       if (t === 'number' && !Number.isSafeInteger(v)) k.frac = true;
     }
   }
-  const pinned: Record<string, PropertyType> = {};
+  // Property names come from the tiles (an upload's too): `__proto__` must be a key like any other.
+  const pinned: Record<string, PropertyType> = Object.create(null) as Record<string, PropertyType>;
   for (const [key, k] of kinds) {
     if (k.types.size > 1) pinned[key] = 'map';
     else if (k.big) pinned[key] = k.frac || (k.huge && k.neg) ? 'map' : k.huge ? 'uint64' : 'int64';

@@ -37,6 +37,12 @@ export function receiveUpload(
   maxBytes: number,
   /** Asked with the client's file name before anything is written: a reason to refuse it, or undefined. */
   refuse: (fileName: string) => string | undefined = () => undefined,
+  /**
+   * Ends the upload as `aborted` from outside: its answer went out without it (the body timeout's 408), its
+   * response closed, or the server is stopping. The request stream alone does not always say so: once node:http
+   * has finished the response it no longer reports the request's end, and a client may hold its side open.
+   */
+  signal?: AbortSignal,
 ): Promise<Received> {
   return new Promise((resolve) => {
     let parser: busboy.Busboy;
@@ -60,6 +66,7 @@ export function receiveUpload(
       settled = true;
       input.unpipe(parser);
       input.off('close', onInputClose);
+      signal?.removeEventListener('abort', onAbort);
       if (result.kind === 'file') return resolve(result);
       // busboy may still report errors of the half-parsed body: expected now. It is destroyed on the next turn,
       // not from inside one of its own events (it goes on using its state after emitting `limit`).
@@ -87,6 +94,9 @@ export function receiveUpload(
     };
     input.once('close', onInputClose);
     input.once('error', () => settle({ kind: 'aborted' }));
+    const onAbort = () => settle({ kind: 'aborted' });
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
 
     parser.on('file', (field, file, info) => {
       // Destroying the parser (any early outcome) destroys the file stream with an error: it is expected.

@@ -24,12 +24,18 @@ export type UploadOutcome =
   | { kind: 'bad-request'; detail: string }
   | { kind: 'too-large' }
   | { kind: 'aborted' }
+  /** The server is stopping: the upload was ended (its file removed) so that the stop need not wait for it. */
+  | { kind: 'stopped' }
   /** A write or registration failure; `error` is for the log only. */
   | { kind: 'failed'; error: Error };
 
 export const BYTES_PER_MB = 1024 * 1024;
 
 export class Uploads {
+  /** Uploads still receiving their body, each ended by its controller when the server stops. */
+  private readonly receiving = new Set<AbortController>();
+  private stopping = false;
+
   constructor(
     readonly registry: UploadRegistry,
     private readonly log: Logger,
@@ -37,8 +43,33 @@ export class Uploads {
     private readonly peers?: UploadPeers,
   ) {}
 
-  /** Receives the upload in `body` into `dir` and serves it; `maxMb` is the size limit. */
-  async upload(body: Readable, headers: IncomingHttpHeaders, dir: string, maxMb: number): Promise<UploadOutcome> {
+  /**
+   * Receives the upload in `body` into `dir` and serves it; `maxMb` is the size limit. `signal` ends it as
+   * aborted (the request's answer went out or its connection closed), its partial file removed.
+   */
+  async upload(body: Readable, headers: IncomingHttpHeaders, dir: string, maxMb: number, signal?: AbortSignal): Promise<UploadOutcome> {
+    if (this.stopping) return { kind: 'stopped' };
+    const stop = new AbortController();
+    this.receiving.add(stop);
+    try {
+      const ended = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+      const outcome = await this.receiveAndServe(body, headers, dir, maxMb, ended);
+      return outcome.kind === 'aborted' && stop.signal.aborted ? { kind: 'stopped' } : outcome;
+    } finally {
+      this.receiving.delete(stop);
+    }
+  }
+
+  /**
+   * Ends every upload still receiving its body (each removes its partial file) and refuses new ones: a server
+   * that is stopping does not wait for clients that may take minutes, nor leaves their files behind.
+   */
+  stop(): void {
+    this.stopping = true;
+    for (const c of this.receiving) c.abort();
+  }
+
+  private async receiveAndServe(body: Readable, headers: IncomingHttpHeaders, dir: string, maxMb: number, signal: AbortSignal): Promise<UploadOutcome> {
     try {
       await mkdir(dir, { recursive: true });
     } catch (err) {
@@ -48,6 +79,7 @@ export class Uploads {
     const part = partPath(dir, id);
     const received = await receiveUpload(body, headers, part, Math.floor(maxMb * BYTES_PER_MB), (name) =>
       uploadKind(name) ? undefined : `unsupported file type ${JSON.stringify(displayName(name))}: allowed are ${ALLOWED_EXTENSIONS_TEXT}`,
+      signal,
     );
     if (received.kind === 'write-failed') return { kind: 'failed', error: received.error };
     if (received.kind !== 'file') return received;

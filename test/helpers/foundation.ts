@@ -27,7 +27,7 @@ export interface RawResponse {
 export function request(
   base: string,
   pathAndQuery: string,
-  opts: { method?: string; headers?: Record<string, string>; timeoutMs?: number } = {},
+  opts: { method?: string; headers?: Record<string, string>; timeoutMs?: number; body?: string | Uint8Array } = {},
 ): Promise<RawResponse> {
   const url = new URL(base);
   const method = opts.method ?? 'GET';
@@ -44,7 +44,7 @@ export function request(
     req.on('error', reject);
     // A hung answer fails the test that waits for it instead of stalling the whole run.
     req.setTimeout(opts.timeoutMs ?? 30_000, () => req.destroy(new Error(`no answer to ${method} ${pathAndQuery} within ${opts.timeoutMs ?? 30_000} ms`)));
-    req.end();
+    req.end(opts.body);
   });
 }
 

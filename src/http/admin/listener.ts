@@ -16,7 +16,7 @@ export interface AdminListener {
 }
 
 /** The routes of the admin listener, with their methods (for 405 and `Allow`). */
-const ROUTES: Record<string, string[]> = { '/__admin/reload': ['POST'] };
+const ROUTES = new Map<string, string[]>([['/__admin/reload', ['POST']]]);
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
@@ -26,6 +26,15 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 
 function sendProblem(res: ServerResponse, status: number, title: string, detail: string, headers: Record<string, string> = {}): void {
   send(res, status, problemBody(status, title, detail), { ...headers, 'content-type': 'application/problem+json' });
+}
+
+/**
+ * The path and query of a request target, read as they are: `new URL(target, base)` would take a target such as
+ * `//host/x` for a host name (and throw on one that is not), where it is only a path this listener does not have.
+ */
+function splitTarget(target: string): { pathname: string; searchParams: URLSearchParams } {
+  const q = target.indexOf('?');
+  return { pathname: q < 0 ? target : target.slice(0, q), searchParams: new URLSearchParams(q < 0 ? '' : target.slice(q + 1)) };
 }
 
 /**
@@ -39,9 +48,9 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
   if (parsed.address.port === 0) return undefined;
 
   const handle = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://admin.invalid');
-    const methods = ROUTES[url.pathname];
-    if (!methods) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${Object.keys(ROUTES).join(', ')}`);
+    const url = splitTarget(req.url ?? '/');
+    const methods = ROUTES.get(url.pathname);
+    if (!methods) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${[...ROUTES.keys()].join(', ')}`);
     if (!methods.includes(req.method ?? '')) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
     const flush = parseBoolean(url.searchParams.get('flush') ?? undefined, 'flush');
     if (!flush.ok) return sendProblem(res, 400, 'Invalid query parameter', flush.problem.detail);

@@ -23,17 +23,20 @@ interface AssetFile {
   type: string;
 }
 
-/** Every file the pages load, by the name it has under /assets/{name}; nothing else of node_modules is reachable. */
-const FILES: Record<string, AssetFile> = {
-  'maplibre-gl.mjs': { pkg: 'maplibre-gl', file: 'dist/maplibre-gl.mjs', type: 'text/javascript; charset=utf-8' },
-  'maplibre-gl-worker.mjs': { pkg: 'maplibre-gl', file: 'dist/maplibre-gl-worker.mjs', type: 'text/javascript; charset=utf-8' },
-  'maplibre-gl.css': { pkg: 'maplibre-gl', file: 'dist/maplibre-gl.css', type: 'text/css; charset=utf-8' },
-  'maplibre-gl-inspect.mjs': { pkg: '@maplibre/maplibre-gl-inspect', file: 'dist/maplibre-gl-inspect.mjs', type: 'text/javascript; charset=utf-8' },
-  'maplibre-gl-inspect.css': { pkg: '@maplibre/maplibre-gl-inspect', file: 'dist/maplibre-gl-inspect.css', type: 'text/css; charset=utf-8' },
-};
+/**
+ * Every file the pages load, by the name it has under /assets/{name}; nothing else of node_modules is reachable.
+ * A Map, since the name comes from the URL: `__proto__` or `toString` must find nothing.
+ */
+const FILES = new Map<string, AssetFile>([
+  ['maplibre-gl.mjs', { pkg: 'maplibre-gl', file: 'dist/maplibre-gl.mjs', type: 'text/javascript; charset=utf-8' }],
+  ['maplibre-gl-worker.mjs', { pkg: 'maplibre-gl', file: 'dist/maplibre-gl-worker.mjs', type: 'text/javascript; charset=utf-8' }],
+  ['maplibre-gl.css', { pkg: 'maplibre-gl', file: 'dist/maplibre-gl.css', type: 'text/css; charset=utf-8' }],
+  ['maplibre-gl-inspect.mjs', { pkg: '@maplibre/maplibre-gl-inspect', file: 'dist/maplibre-gl-inspect.mjs', type: 'text/javascript; charset=utf-8' }],
+  ['maplibre-gl-inspect.css', { pkg: '@maplibre/maplibre-gl-inspect', file: 'dist/maplibre-gl-inspect.css', type: 'text/css; charset=utf-8' }],
+]);
 
-export type AssetName = keyof typeof FILES;
-export const ASSET_NAMES = Object.keys(FILES);
+export type AssetName = string;
+export const ASSET_NAMES = [...FILES.keys()];
 
 export interface LoadedAsset {
   bytes: Buffer;
@@ -62,7 +65,7 @@ function packageDir(pkg: string): { dir: string; version: string } {
 
 /** One asset, read and hashed once per process (the files of an installed package do not change under it). */
 export function asset(name: string): LoadedAsset | undefined {
-  const spec = FILES[name];
+  const spec = FILES.get(name);
   if (!spec) return undefined;
   let a = loaded.get(name);
   if (!a) {

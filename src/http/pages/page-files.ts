@@ -3,15 +3,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const TYPES: Record<string, string> = {
-  'common.js': 'text/javascript; charset=utf-8',
-  'embed.js': 'text/javascript; charset=utf-8',
-  'home.js': 'text/javascript; charset=utf-8',
-  'viewer.js': 'text/javascript; charset=utf-8',
-  'data.js': 'text/javascript; charset=utf-8',
-  'pages.css': 'text/css; charset=utf-8',
-};
-export const PAGE_FILES = Object.keys(TYPES);
+// A Map, not an object literal: the name comes from the URL, and `valueOf` or `constructor` must find nothing.
+const TYPES = new Map<string, string>([
+  ['common.js', 'text/javascript; charset=utf-8'],
+  ['embed.js', 'text/javascript; charset=utf-8'],
+  ['home.js', 'text/javascript; charset=utf-8'],
+  ['viewer.js', 'text/javascript; charset=utf-8'],
+  ['data.js', 'text/javascript; charset=utf-8'],
+  ['pages.css', 'text/css; charset=utf-8'],
+]);
+export const PAGE_FILES = [...TYPES.keys()];
 
 /** dist/cli.js finds dist/client/ (copied by scripts/build.mjs); src/http/pages/page-files.ts finds its folder. */
 function clientDir(): string {
@@ -26,7 +27,7 @@ function clientDir(): string {
 const cache = new Map<string, { bytes: Buffer; type: string }>();
 
 export function pageFile(name: string): { bytes: Buffer; type: string } | undefined {
-  const type = TYPES[name];
+  const type = TYPES.get(name);
   if (!type) return undefined;
   let f = cache.get(name);
   if (!f) {

@@ -9,26 +9,27 @@ import type { ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import type { Router } from '../router.js';
 
-const TYPES: Record<string, string> = {
-  '.json': 'application/json; charset=utf-8',
-  '.geojson': 'application/geo+json',
-  '.html': 'text/html; charset=utf-8',
-  '.txt': 'text/plain; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.webp': 'image/webp',
-  '.pbf': 'application/x-protobuf',
-  '.mvt': 'application/vnd.mapbox-vector-tile',
-  '.pmtiles': 'application/vnd.pmtiles',
-  '.csv': 'text/csv; charset=utf-8',
-  '.xml': 'application/xml',
-};
+// A Map: the extension comes from the URL (`x.constructor` must be octet-stream, not a lookup of a function).
+const TYPES = new Map<string, string>([
+  ['.json', 'application/json; charset=utf-8'],
+  ['.geojson', 'application/geo+json'],
+  ['.html', 'text/html; charset=utf-8'],
+  ['.txt', 'text/plain; charset=utf-8'],
+  ['.css', 'text/css; charset=utf-8'],
+  ['.js', 'text/javascript; charset=utf-8'],
+  ['.svg', 'image/svg+xml'],
+  ['.png', 'image/png'],
+  ['.jpg', 'image/jpeg'],
+  ['.jpeg', 'image/jpeg'],
+  ['.webp', 'image/webp'],
+  ['.pbf', 'application/x-protobuf'],
+  ['.mvt', 'application/vnd.mapbox-vector-tile'],
+  ['.pmtiles', 'application/vnd.pmtiles'],
+  ['.csv', 'text/csv; charset=utf-8'],
+  ['.xml', 'application/xml'],
+]);
 
-export const contentTypeFor = (file: string) => TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
+export const contentTypeFor = (file: string) => TYPES.get(path.extname(file).toLowerCase()) ?? 'application/octet-stream';
 
 /**
  * Resolves a URL sub-path inside `root`; undefined when it is not a regular file inside it.

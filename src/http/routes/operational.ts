@@ -212,10 +212,11 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
 
   // The reference UI is swagger-ui from the npm package, served from here: it works with no internet.
   const uiDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-  const assets: Record<string, string> = {
-    'swagger-ui.css': 'text/css; charset=utf-8',
-    'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-  };
+  // A Map: the asset name comes from the URL, and `constructor` must find nothing (not a file to read).
+  const assets = new Map<string, string>([
+    ['swagger-ui.css', 'text/css; charset=utf-8'],
+    ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
+  ]);
   r.add(
     {
       method: 'get',
@@ -234,12 +235,12 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
       hono: '/_openapi/:asset',
       summary: 'Assets of the API reference page',
       tag: 'Operational',
-      params: { asset: { schema: v.picklist(Object.keys(assets)) } },
+      params: { asset: { schema: v.picklist([...assets.keys()]) } },
       responses: { 200: { description: 'asset' }, 404: { description: 'unknown asset' } },
     },
     async (c) => {
       const name = param(c, 'asset');
-      const type = assets[name];
+      const type = assets.get(name);
       if (!type) return problem(c, 404, 'Not found', `no asset "${name}"`);
       const bytes = await readFile(path.join(uiDir, name));
       return c.body(bytes, 200, { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' });

@@ -7,6 +7,7 @@ import { runQuery } from '../../spatial/query.js';
 import { parseQueryBody, QueryBodySchema } from '../../spatial/query-body.js';
 import type { ServerContext } from '../context.js';
 import { problem } from '../problem.js';
+import { readBoundedText } from '../body.js';
 import { sendJson } from '../respond.js';
 import { param, type Router } from '../router.js';
 
@@ -53,20 +54,6 @@ const QueryResponseDoc = v.object({
   total: v.number(),
   truncated: v.boolean(),
 });
-
-/** Reads at most MAX_BODY_BYTES of the request body; undefined when it is longer. */
-async function boundedText(c: Context): Promise<string | undefined> {
-  const stream = c.req.raw.body;
-  if (!stream) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) return undefined;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 export function registerSpatialRoutes(r: Router, ctx: ServerContext): void {
   for (const [kind, doc, describe] of [
@@ -115,13 +102,14 @@ export function registerSpatialRoutes(r: Router, ctx: ServerContext): void {
     },
     async (c) => {
       const state = ctx.holder.current;
-      const text = await boundedText(c);
+      const text = await readBoundedText(c, MAX_BODY_BYTES);
       if (text === undefined) return problem(c, 413, 'Body too large', `a query body is at most ${MAX_BODY_BYTES} bytes`);
       let raw: unknown;
       try {
         raw = JSON.parse(text);
-      } catch (err) {
-        return problem(c, 400, 'Invalid JSON', `the body is not JSON: ${(err as Error).message}`);
+      } catch {
+        // The parser's own message is engine text, not the service's: the client is told what was expected.
+        return problem(c, 400, 'Invalid JSON', 'the body is not JSON: send one JSON object with at least "source"');
       }
       const parsed = parseQueryBody(raw);
       if (!parsed.ok) return problem(c, 400, 'Invalid query', parsed.problems.join('; '), { errors: parsed.problems });

@@ -1,7 +1,7 @@
 // Uploads: POST /api/upload (multipart, one field `file`), GET /api/upload, DELETE /api/upload/{id}. The body is
 // streamed to disk by src/uploads/; this module maps outcomes to answers. Without server.upload_dir the routes
 // are not mounted (404 naming the setting, decisions.md).
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Context } from 'hono';
 import * as v from 'valibot';
@@ -27,6 +27,8 @@ const ID_PARAM = { id: { schema: v.string(), description: 'the upload id (UUID) 
 
 /** The incoming request of a Hono context, when it came from the network. */
 const incomingOf = (c: Context) => (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+/** Its response on the socket. */
+const outgoingOf = (c: Context) => (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
 
 /**
  * The body as a node stream and its headers: the socket's own request when there is one (backpressure all the
@@ -42,12 +44,12 @@ function bodyOf(c: Context): { stream: Readable; headers: IncomingHttpHeaders } 
 }
 
 /** A problem answered before the body has all arrived also ends the connection, so the rest is not kept. */
-function early(c: Context, status: number, title: string, detail: string, extra: Record<string, unknown> = {}): Response {
+function early(c: Context, status: number, title: string, detail: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): Response {
   const incoming = incomingOf(c);
   const unfinished = incoming?.complete === false && !incoming.destroyed;
   // The client gets to read the answer before the connection goes (src/http/linger.ts).
   if (unfinished) lingerAfterEarlyAnswer(incoming);
-  return problem(c, status, title, detail, extra, unfinished ? { Connection: 'close' } : {});
+  return problem(c, status, title, detail, extra, unfinished ? { ...headers, Connection: 'close' } : headers);
 }
 
 function listed(r: UploadRecord) {
@@ -75,14 +77,20 @@ export function registerUploadRoutes(r: Router, ctx: ServerContext, log: Logger)
         400: { description: 'unsupported type, invalid file, or not a multipart body with one file in `file`', content: PROBLEM },
         404: { description: 'server.upload_dir is not set', content: PROBLEM },
         413: { description: 'the file is larger than server.upload_max_size_mb', content: PROBLEM },
+        408: { description: 'the body did not arrive in full within server.request_timeout_ms', content: PROBLEM },
         500: { description: 'the file could not be written or registered', content: PROBLEM },
+        503: { description: 'the server is stopping: the upload was not kept (Retry-After)', content: PROBLEM },
       },
     },
     async (c) => {
       const state = ctx.holder.current;
       const { upload_dir: dir, upload_max_size_mb: maxMb } = state.config.server;
       const body = bodyOf(c);
-      const outcome = await uploads.upload(body.stream, body.headers, dir!, maxMb);
+      // The response can close before the route answers: the body timeout's 408 (http/front.ts) or the client
+      // gone. The upload must end then, and remove its file, even while the client holds its connection open.
+      const ended = new AbortController();
+      outgoingOf(c)?.once('close', () => ended.abort());
+      const outcome = await uploads.upload(body.stream, body.headers, dir!, maxMb, ended.signal);
       switch (outcome.kind) {
         case 'ok': {
           const { record } = outcome;
@@ -99,8 +107,10 @@ export function registerUploadRoutes(r: Router, ctx: ServerContext, log: Logger)
         case 'too-large':
           return early(c, 413, 'Upload too large', `the file is larger than the upload limit of ${maxMb} MB (server.upload_max_size_mb)`, { limit_mb: maxMb });
         case 'aborted':
-          // The client is gone; this answer reaches nobody but the access log.
+          // The client is gone, or the request was answered already (408); this answer reaches nobody.
           return early(c, 400, 'Upload incomplete', 'the request body ended before the upload was complete');
+        case 'stopped':
+          return early(c, 503, 'Server stopping', 'the server is stopping: the upload was not kept; send it again', {}, { 'Retry-After': '5' });
         case 'failed':
           log.error({ err: outcome.error, req_id: requestIdOf(incomingOf(c)) }, 'upload failed');
           return early(c, 500, 'Upload failed', 'the file could not be stored or registered; the error is in the server log');
