@@ -49,7 +49,7 @@ const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   queue_timeout_ms: { kind: { int: [1, 600_000] }, default: 10_000 },
   max_pixels: { kind: { int: [1, 1_000_000_000] }, default: 16_777_216 },
   max_renders: { kind: { int: [1, Number.MAX_SAFE_INTEGER] }, default: 2000 },
-  metatile: { kind: { oneOf: [1, 2, 4] }, default: 2 },
+  metatile: { kind: { oneOf: ['auto', 1, 2, 4] }, default: 'auto' },
   tile_buffer: { kind: { int: [0, 256] }, default: 32 },
   memory_cache_mb: { kind: { num: [0, Number.MAX_SAFE_INTEGER] }, default: 64 },
   disk_cache_mb: { kind: { num: [0, Number.MAX_SAFE_INTEGER] }, default: 1024 },
@@ -57,6 +57,8 @@ const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   jpeg_quality: { kind: { int: [1, 100] }, default: 85 },
   webp_quality: { kind: { int: [1, 100] }, default: 85 },
   flat_extrusions: { kind: { bool: true }, default: true },
+  gl: { kind: { oneOf: ['auto', 'lavapipe', 'egl', 'swiftshader'] }, default: 'auto' },
+  owner_routing: { kind: { bool: true }, default: true },
   chromium_path: { kind: { path: true }, default: undefined },
 };
 const KEYS = Object.keys(RENDER);

@@ -67,7 +67,8 @@ async function fetchBlock(s: TestServer): Promise<Answer[]> {
 
 describe('render ownership across worker processes', { timeout: 300_000 }, () => {
   it('every tile of a block is drawn by its owner process, whichever process the client reached', async () => {
-    const s = await startServer({ toml: osmLibertyToml('[render]\nmetatile = 2\nmemory_cache_mb = 0\n'), workers: 2, timeoutMs: 60_000 });
+    // No caches: every answer is drawn, so where each was drawn shows (the cluster's connections alternate).
+    const s = await startServer({ toml: osmLibertyToml('[render]\nmetatile = 2\nmemory_cache_mb = 0\ndisk_cache_mb = 0\n'), workers: 2, timeoutMs: 60_000 });
     try {
       await ready(s);
       const answers = await fetchBlock(s);
@@ -80,10 +81,10 @@ describe('render ownership across worker processes', { timeout: 300_000 }, () =>
       assert.ok(viaPeer >= 4, `answers forwarded to the owner: ${viaPeer} of 16`);
       const owner = ownerSlot(6, 32, 20, 2);
       const stats = await statsBySlot(s, 2);
-      // Four metatiles of 2x2, every one drawn by the owner, none by the other process.
-      assert.equal(stats.get(owner)!.rendered, 4, JSON.stringify([...stats]));
+      // Every frame drawn by the owner (16 requests, no cache), none by the other process, which forwarded its share.
+      assert.equal(stats.get(owner)!.rendered, 16, JSON.stringify([...stats]));
       assert.equal(stats.get(1 - owner)!.rendered, 0, JSON.stringify([...stats]));
-      assert.ok(stats.get(1 - owner)!.forwarded >= 4, JSON.stringify([...stats]));
+      assert.equal(stats.get(1 - owner)!.forwarded, viaPeer, JSON.stringify([...stats]));
       assert.equal(stats.get(owner)!.forwarded, 0);
     } finally {
       await s.stop();
@@ -91,7 +92,7 @@ describe('render ownership across worker processes', { timeout: 300_000 }, () =>
   });
 
   it('with render.owner_routing = false each process draws what it is asked for', async () => {
-    const s = await startServer({ toml: osmLibertyToml('[render]\nmetatile = 2\nmemory_cache_mb = 0\nowner_routing = false\n'), workers: 2, timeoutMs: 60_000 });
+    const s = await startServer({ toml: osmLibertyToml('[render]\nmetatile = 2\nmemory_cache_mb = 0\ndisk_cache_mb = 0\nowner_routing = false\n'), workers: 2, timeoutMs: 60_000 });
     try {
       await ready(s);
       const answers = await fetchBlock(s);
@@ -99,7 +100,9 @@ describe('render ownership across worker processes', { timeout: 300_000 }, () =>
       assert.equal(answers.filter((a) => a.timing.includes('peer;')).length, 0);
       const stats = await statsBySlot(s, 2);
       assert.equal([...stats.values()].reduce((n, st) => n + st.forwarded, 0), 0);
-      assert.equal([...stats.values()].reduce((n, st) => n + st.rendered, 0), 4, 'four metatiles, each drawn once (the disk cache is shared)');
+      // Each process drew the answers of the connections it took.
+      assert.equal([...stats.values()].reduce((n, st) => n + st.rendered, 0), 16);
+      for (const st of stats.values()) assert.ok(st.rendered >= 4, JSON.stringify([...stats]));
     } finally {
       await s.stop();
     }

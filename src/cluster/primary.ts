@@ -161,7 +161,10 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
     return worker;
   };
 
-  cluster.on('listening', () => {
+  // Only the service's own TCP listener counts: each worker also listens on a Unix socket for its render peers
+  // (render/peers.ts, address type -1), which says nothing about whether the service's port could be bound.
+  cluster.on('listening', (_worker, address) => {
+    if ((address.addressType as unknown) === -1) return;
     if (up) return;
     up = true;
     started.resolve();

@@ -80,7 +80,9 @@ export class RenderPeers {
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(socketPath(this.link, this.link.slot), () => resolve());
+      // Exclusive: bound by this worker itself, not shared through the cluster's primary (a socket the primary held
+      // would outlive a crashed owner and take connections no one answers).
+      server.listen({ path: socketPath(this.link, this.link.slot), exclusive: true }, () => resolve());
     });
     this.server = server;
   }
