@@ -103,7 +103,7 @@ export class RenderPeers {
    * (a full queue, a timeout: the same answer the client would get here); resolves undefined when the owner cannot
    * be reached, so the caller draws it itself.
    */
-  forward(slot: number, path: string, signal: AbortSignal | undefined, client: string | undefined): Promise<PeerAnswer | undefined> {
+  forward(slot: number, path: string, signal: AbortSignal | undefined, client: string | undefined, timeoutMs: number): Promise<PeerAnswer | undefined> {
     const until = this.down.get(slot);
     if (until !== undefined && until > Date.now()) return Promise.resolve(undefined);
     if (signal?.aborted) return Promise.reject(new RenderError('cancelled', 'the client went away'));
@@ -130,6 +130,13 @@ export class RenderPeers {
           }
           reject(renderErrorFrom({ reason: reason ?? 'failed', message: detail }));
         });
+      });
+      // An owner that takes a connection and never answers (stopped, or wedged) must not hold the client forever:
+      // past the owner's own limits the answer is a timeout, and the owner is left alone for a moment.
+      req.setTimeout(timeoutMs, () => {
+        this.down.set(slot, Date.now() + 2_000);
+        this.log.warn({ slot, timeout_ms: timeoutMs }, 'render owner did not answer in time');
+        req.destroy(new RenderError('timeout', 'the process drawing this tile did not answer in time'));
       });
       const onAbort = () => req.destroy(new RenderError('cancelled', 'the client went away'));
       signal?.addEventListener('abort', onAbort, { once: true });

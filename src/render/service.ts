@@ -359,7 +359,9 @@ export class RenderService {
     // a second time (measured: fewer tiles per CPU-second when idle processes drew for themselves).
     const owner = caller.fromPeer || !state.config.render.owner_routing ? undefined : this.peers?.ownerOf(t.z, t.x, t.y);
     if (owner !== undefined) {
-      const got = await this.peers!.forward(owner, tilePath(style.id, t, format), caller.signal, caller.client);
+      // The owner's own bounds (queue wait, render time, renderer start) come first; this is the backstop.
+      const limit = state.config.render.queue_timeout_ms + state.config.render.timeout_ms + START_WAIT_MS;
+      const got = await this.peers!.forward(owner, tilePath(style.id, t, format), caller.signal, caller.client, limit);
       if (got) {
         const image: CachedImage = { body: got.body, etag: got.etag, contentType: got.contentType };
         cache.setMemory(key, image);
