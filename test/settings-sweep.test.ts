@@ -8,7 +8,8 @@
 // held by a slow query: the next tile is 503 "Database busy" within the wait), `ssl_mode` and `ssl_root_cert`
 // (with TLS turned on in the test cluster: require connects over TLS, seen in pg_stat_ssl; verify-ca connects
 // with the server's certificate as ssl_root_cert and stops start-up with another one), and of a table: `geometry_column`, `max_features`, `buffer` and `extent`,
-// read from the tiles. docs/test-evidence/21.md lists every setting and where it is shown.
+// read from the tiles, and the schema, name, zooms and bounds of a function and an out-of-database raster
+// catalogue. docs/test-evidence/21.md lists every setting and where it is shown.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -228,6 +229,9 @@ describe('[postgres] pool and table settings', () => {
         SELECT id, name, ST_AsMVTGeom(ST_Transform(geom, 3857), ST_TileEnvelope(z, x, y), 4096, 64, true) AS geom
         FROM public.places WHERE geom && ST_Transform(ST_TileEnvelope(z, x, y, margin => 64.0 / 4096), 4326)
       ) AS t WHERE geom IS NOT NULL $$`);
+    // An out-of-database raster catalogue in schema parks: every tile is covered by one file (lon -122.5..-122.3, lat 37.7..37.9).
+    await db.sql(`CREATE FUNCTION parks.rgb_files(z integer, x integer, y integer, tile_bbox geometry, params json)
+      RETURNS TABLE(filepath text) LANGUAGE sql STABLE AS $$ SELECT '${fixture('cog/test-rgb.cog.tif')}'::text $$`);
     server = await startServer({
       toml: `[cache]
 enabled = false
@@ -271,6 +275,15 @@ description = "function description"
 minzoom = 3
 maxzoom = 13
 bounds = [-123, 37, -122, 38]
+
+[[postgres.outdb_rasters]]
+id = "rgbdb"
+schema = "parks"
+function = "rgb_files"
+name = "Catalogue of another schema"
+minzoom = 10
+maxzoom = 13
+bounds = [-122.5, 37.7, -122.4, 37.9]
 `,
     });
   });
@@ -338,6 +351,22 @@ bounds = [-123, 37, -122, 38]
     assert.equal((await request(server.url, at(-122.3937, 37.7955, 3))).status, 200, 'at minzoom');
     assert.equal((await request(server.url, at(-122.3937, 37.7955, 14))).status, 204, 'above maxzoom');
     assert.equal((await request(server.url, at(151.2153, -33.8568, 5))).status, 204, 'outside the bounds');
+  });
+
+  test('an out-of-database catalogue\'s schema, name, zooms and bounds', async () => {
+    const tj = JSON.parse((await request(server.url, '/data/rgbdb.json')).body.toString('utf8')) as Record<string, unknown>;
+    assert.equal(tj.name, 'Catalogue of another schema');
+    assert.equal(tj.minzoom, 10);
+    assert.equal(tj.maxzoom, 13);
+    assert.deepEqual(tj.bounds, [-122.5, 37.7, -122.4, 37.9]);
+    const at = (lon: number, lat: number, z: number) => { const t = tileAt(lon, lat, z); return `/data/rgbdb/${t.z}/${t.x}/${t.y}.png`; };
+    const inside = await request(server.url, at(-122.47, 37.8, 12));
+    assert.equal(inside.status, 200, 'the function in schema parks names the file');
+    assert.equal(inside.headers['content-type'], 'image/png');
+    assert.equal((await request(server.url, at(-122.47, 37.8, 9))).status, 204, 'below minzoom');
+    assert.equal((await request(server.url, at(-122.47, 37.8, 14))).status, 204, 'above maxzoom');
+    // The file has pixels here too, east of the configured bounds.
+    assert.equal((await request(server.url, at(-122.32, 37.8, 12))).status, 204, 'outside the bounds');
   });
 
   test('pool_size 1 and pool_wait_timeout_ms: while a slow query holds the one connection, a tile is 503 within the wait', async () => {
