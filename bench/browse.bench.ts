@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { areaAt, BROWSE, percentile, userWalk, viewTiles } from './k6/browse-scenario.js';
-import { ChildServer, cores, envNumber, fmt, freePort, httpGet, processTree, ROOT, statCpu, table } from './lib.js';
+import { ChildServer, cores, envNumber, fmt, freePort, httpGet, processTree, ROOT, serverTimings, statCpu, table, treePss } from './lib.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
@@ -75,31 +75,6 @@ function treeCpu(root: number): number {
   return cpu;
 }
 
-/** Proportional set size of the server and everything it started (browsers' shared pages counted once). */
-function treePss(root: number): number {
-  let total = 0;
-  for (const pid of processTree(root).keys()) {
-    try {
-      const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-      if (m) total += Number(m[1]) * 1024;
-    } catch {
-      /* ended meanwhile */
-    }
-  }
-  return total;
-}
-
-/** Server-Timing "name;dur=12.3" entries of a rendered answer (a cached one says "cache;desc=…"). */
-function serverTiming(header: string | string[] | undefined): Record<string, number> | undefined {
-  if (typeof header !== 'string' || header.startsWith('cache')) return undefined;
-  const out: Record<string, number> = {};
-  for (const part of header.split(',')) {
-    const m = /^\s*([a-z]+);dur=([\d.]+)/.exec(part);
-    if (m) out[m[1]] = Number(m[2]);
-  }
-  return out;
-}
-
 interface Answer {
   status: number;
   ms: number;
@@ -111,7 +86,7 @@ function get(agent: http.Agent, url: string): Promise<Answer> {
   return new Promise((resolve) => {
     const req = http.get(url, { agent, timeout: 120_000 }, (res) => {
       res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t, timing: serverTiming(res.headers['server-timing']) }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t, timing: serverTimings(res.headers['server-timing']) }));
       res.on('error', () => resolve({ status: 0, ms: performance.now() - t, timing: undefined }));
     });
     req.on('timeout', () => req.destroy(new Error('timed out')));

@@ -288,3 +288,28 @@ export function cpuTimes(): { total: number; steal: number } {
 
 /** Share of the machine's CPU time the hypervisor took between two readings (a noisy neighbour's mark). */
 export const stealShare = (a: { total: number; steal: number }, b: { total: number; steal: number }) => (b.steal - a.steal) / Math.max(1, b.total - a.total);
+
+/** Proportional set size of a process tree: pages the processes share (Chromium's do) counted once across them. */
+export function treePss(root: number): number {
+  let total = 0;
+  for (const pid of processTree(root).keys()) {
+    try {
+      const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+      if (m) total += Number(m[1]) * 1024;
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  return total;
+}
+
+/** The "name;dur=12.3" entries of a rendered answer's Server-Timing; undefined for a cached answer ("cache;desc=…"). */
+export function serverTimings(header: string | string[] | undefined): Record<string, number> | undefined {
+  if (typeof header !== 'string' || header.startsWith('cache')) return undefined;
+  const out: Record<string, number> = {};
+  for (const part of header.split(',')) {
+    const m = /^\s*([a-z]+);dur=([\d.]+)/.exec(part);
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
+}

@@ -13,26 +13,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { osmLibertyToml } from '../test/helpers/server.js';
-import { ChildServer, cores, envNumber, fmt, freePort, httpGet, processTree, ROOT, table } from './lib.js';
+import { ChildServer, cores, envNumber, fmt, freePort, httpGet, ROOT, table, treePss } from './lib.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 const RENDERS = envNumber('BENCH_SOAK_RENDERS', 1000);
 const MAX_QUEUE = envNumber('BENCH_FLOOD_QUEUE', 32);
 const HANGUP_MS = envNumber('BENCH_FLOOD_HANGUP_MS', 1000);
-
-/** PSS of a process tree: shared pages (Chromium's processes share many) counted once. */
-function treePss(root: number): number {
-  let total = 0;
-  for (const pid of processTree(root).keys()) {
-    try {
-      const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-      if (m) total += Number(m[1]) * 1024;
-    } catch {
-      /* ended meanwhile */
-    }
-  }
-  return total;
-}
 
 interface RenderStats {
   rendered: number;

@@ -24,7 +24,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { ChildServer, cores, cpuTimes, processTree, statCpu, stealShare, threadCpu, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+import { ChildServer, cores, cpuTimes, processTree, statCpu, stealShare, threadCpu, envNumber, fmt, freePort, httpGet, ROOT, serverTimings, table, treePss } from './lib.js';
 
 const SECONDS = envNumber('BENCH_RENDER_SECONDS', 30);
 const SAMPLES = envNumber('BENCH_RENDER_SAMPLES', 12);
@@ -40,36 +40,11 @@ const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
 /** CPU seconds and proportional memory of the server and everything it started. */
 function tree(root: number, withMemory = false): { cpu: number; rss: number } {
   let cpu = 0;
-  let rss = 0;
-  for (const [pid, st] of processTree(root)) {
-    cpu += statCpu(st);
-    if (withMemory) rss += pss(pid);
-  }
-  return { cpu, rss };
-}
-
-/** Proportional set size: shared pages (Chromium's processes share many) counted once across processes. */
-function pss(pid: number): number {
-  try {
-    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
+  for (const st of processTree(root).values()) cpu += statCpu(st);
+  return { cpu, rss: withMemory ? treePss(root) : 0 };
 }
 
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
-
-/** Server-Timing "name;dur=12.3" entries of a response. */
-function timings(header: string | string[] | undefined): Record<string, number> | undefined {
-  if (typeof header !== 'string' || header.startsWith('cache')) return undefined;
-  const out: Record<string, number> = {};
-  for (const part of header.split(',')) {
-    const m = /^\s*([a-z]+);dur=([\d.]+)/.exec(part);
-    if (m) out[m[1]] = Number(m[2]);
-  }
-  return out;
-}
 
 /**
  * Tiles in blocks of 4x4 over an area, block after block, as a map client fills its view. Blocks are aligned to
@@ -247,7 +222,7 @@ async function tileRun(workload: Workload, metatile: Metatile, cityFile: string)
           continue;
         }
         lat.push(performance.now() - started);
-        const tm = timings(r.headers['server-timing']);
+        const tm = serverTimings(r.headers['server-timing']);
         if (tm) rendered.push(tm);
       }
     }),
@@ -272,7 +247,7 @@ async function sequential(paths: string[], s: Server): Promise<{ lat: number[]; 
     const r = await httpGet(`${s.url}${p}`, {}, 60_000);
     if (r.status !== 200) throw new Error(`${p}: ${r.status} ${r.body.toString().slice(0, 200)}`);
     lat.push(performance.now() - started);
-    const tm = timings(r.headers['server-timing']);
+    const tm = serverTimings(r.headers['server-timing']);
     if (tm) rendered.push(tm);
   }
   return { lat: lat.sort((a, b) => a - b), rendered };

@@ -200,7 +200,6 @@ describe('render.gl: the software GL stack under Chromium', () => {
       const s = await startServer({ toml: osmLibertyToml(), timeoutMs: 60_000 });
       try {
         const p = await settled(s);
-        if (p.renderer === 'native') return t.skip('MapLibre Native renders here');
         assert.deepEqual([p.renderer_state, p.renderer, p.renderer_gl], ['ready', 'chromium', 'lavapipe'], s.output().slice(-3000));
         assert.doesNotMatch(s.output(), /renderer started on a slower GL stack/);
       } finally {

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { CLI, fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
+import { CLI, fixture, freePort, osmLibertyToml, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { request, tempDir, waitFor } from './helpers/foundation.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { readMvt } from './helpers/vector-tiles.js';
@@ -39,22 +39,14 @@ describe('server.host from the file, render.chromium_path', () => {
   before(async () => {
     port = await freePort();
     // Started without --host (the test helper always passes one): the address must come from the file.
-    const file = writeTempConfig(`fonts = "${fixture('fonts')}"
-[server]
+    const file = writeTempConfig(osmLibertyToml(`[server]
 host = "${HOST}"
 port = ${port}
 workers = 1
 [render]
 backend = "chromium"
 chromium_path = "${BOGUS}"
-[[sources]]
-id = "openmaptiles"
-type = "pmtiles"
-path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
-[[styles]]
-id = "osm-liberty"
-path = "${fixture('styles/osm-liberty/style.json')}"
-`);
+`));
     proc = spawn(process.execPath, [CLI, '--config', file], { env: { ...process.env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
     proc.stdout!.on('data', (d) => (out += d));
     proc.stderr!.on('data', (d) => (out += d));
@@ -99,17 +91,7 @@ path = "${fixture('styles/osm-liberty/style.json')}"
 describe('render.backend = "native" where MapLibre Native is not installed', () => {
   let server: TestServer;
   before(async () => {
-    server = await startServer({ toml: `fonts = "${fixture('fonts')}"
-[render]
-backend = "native"
-[[sources]]
-id = "openmaptiles"
-type = "pmtiles"
-path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
-[[styles]]
-id = "osm-liberty"
-path = "${fixture('styles/osm-liberty/style.json')}"
-` });
+    server = await startServer({ toml: osmLibertyToml('[render]\nbackend = "native"\n') });
   });
   after(() => server?.stop());
 

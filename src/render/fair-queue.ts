@@ -37,12 +37,6 @@ export class FairQueue<T> {
     return item;
   }
 
-  /** The item `shift` would return, left in place. */
-  peek(): T | undefined {
-    const client = this.order[0];
-    return client === undefined ? undefined : this.byClient.get(client)![0];
-  }
-
   /** Takes an item out (a render whose client went away, or whose wait expired); false when it was not queued. */
   remove(client: string, item: T): boolean {
     const list = this.byClient.get(client);

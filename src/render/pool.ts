@@ -27,9 +27,8 @@ export interface PoolOptions {
   maxFrame: number;
   chromiumPath: string | undefined;
   flatExtrusions: boolean;
-  /** Chromium: the GL stack (gl-stack.ts) and the parsed source tiles each page keeps (0: MapLibre's default). */
+  /** Chromium: the GL stack (gl-stack.ts). */
   gl?: GlStack;
-  pageTileCache?: number;
   /** Answers the threads' resource requests (in-process, src/render/resources.ts). */
   fetch: ResourceFetcher;
   onThreadError?: (err: Error) => void;
@@ -98,7 +97,6 @@ export class RenderPool {
       chromiumPath: o.chromiumPath,
       flatExtrusions: o.flatExtrusions,
       gl: o.gl,
-      pageTileCache: o.pageTileCache ?? 0,
       markerPrefix: this.markerPrefix,
       controlChannel: `tileserver-ts-render-${this.markerPrefix}`,
     };

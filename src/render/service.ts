@@ -27,7 +27,7 @@ import { RenderError, type Frame, type RenderedFrame, type RendererEvent, type S
 import { inProcessFetcher, type AppFetch } from './resources.js';
 import { CONTENT_TYPES, type ImageFormat } from './static-params.js';
 import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
-import { batchEdge, planMetatile, splitFrame, tileRect, type TileRequest } from './tile-render.js';
+import { batchEdge, planMetatile, splitFrame, tileRect, type MetatilePlan, type TileRequest } from './tile-render.js';
 import { cells, TileBatches, type TileBatch } from './tile-batches.js';
 
 /** Largest frame edge a renderer draws at once (SwiftShader allows 8192; memory per frame stays bounded). */
@@ -472,23 +472,7 @@ export class RenderService {
           const f = await pool.render(this.styleRef(state, style), () => this.batches.close(batch, cfg.tile_buffer, MAX_FRAME).frame, { cancel, client, onStart: () => budget.start() });
           if (this.pool === pool) this.runtime.rendererState = 'ready';
           const plan = batch.plan!;
-          const encodeStart = performance.now();
-          const encode = this.encodeOptions(state);
-          const list = cells(plan);
-          const bodies = await Promise.all(list.map(([x, y]) => encodeRegion(f, tileRect(plan, x, y), format, encode)));
-          const images = new Map<string, CachedImage>();
-          await Promise.all(
-            list.map(async ([x, y], i) => {
-              const body = bodies[i];
-              const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
-              images.set(batch.cellKey(x, y), image);
-              cache.setMemory(batch.cellKey(x, y), image);
-              await cache.setDisk(batch.cellKey(x, y), body);
-            }),
-          );
-          const done = performance.now();
-          renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
-          return { images, timing: { ...f.timings, encode: done - encodeStart, tiles: list.length, total: done - started } };
+          return this.storeTiles(state, style, f, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), format, started, { ...f.timings });
         });
       } finally {
         await release();
@@ -511,12 +495,27 @@ export class RenderService {
     cancel: AbortSignal,
     client: string | undefined,
   ): Promise<Rendered> {
-    const cache = this.cache!;
     const drawn = await this.renderFrame(state, style, plan.frame, budget, cancel, client);
+    return this.storeTiles(state, style, drawn.raw, plan, cells, cellKey, format, started, drawn.timing);
+  }
+
+  /** Cuts the tiles of a drawn metatile or batch out of its pixels, encodes them and caches them. */
+  private async storeTiles(
+    state: AppState,
+    style: LoadedStyle,
+    raw: RawImage,
+    plan: MetatilePlan,
+    cells: [number, number][],
+    cellKey: (c: [number, number]) => string,
+    format: ImageFormat,
+    started: number,
+    timing: Record<string, number>,
+  ): Promise<Rendered> {
+    const cache = this.cache!;
     const encodeStart = performance.now();
     const encode = this.encodeOptions(state);
     // Tiles are encoded concurrently: sharp runs each on a libvips thread.
-    const bodies = await Promise.all(cells.map(([x, y]) => encodeRegion(drawn.raw, tileRect(plan, x, y), format, encode)));
+    const bodies = await Promise.all(cells.map(([x, y]) => encodeRegion(raw, tileRect(plan, x, y), format, encode)));
     const images = new Map<string, CachedImage>();
     await Promise.all(
       cells.map(async (c, i) => {
@@ -530,7 +529,7 @@ export class RenderService {
     );
     const done = performance.now();
     renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
-    return { images, timing: { ...drawn.timing, encode: done - encodeStart, tiles: cells.length, total: done - started } };
+    return { images, timing: { ...timing, encode: done - encodeStart, tiles: cells.length, total: done - started } };
   }
 
   /** A static map or social card: one frame (in parts when large), overlays drawn over it, encoded. */

@@ -16,7 +16,6 @@ export interface ThreadConfig {
   chromiumPath: string | undefined;
   flatExtrusions: boolean;
   gl: GlStack | undefined;
-  pageTileCache: number;
   /** Prefix of the browser markers of this pool (processes.ts); the thread adds its id and a sequence number. */
   markerPrefix: string;
   /** BroadcastChannel name the pool uses to tell every thread to close its renderer. */
@@ -175,7 +174,6 @@ export class RenderThread {
         maxFrame: c.maxFrame,
         flatExtrusions: c.flatExtrusions,
         gl: c.gl,
-        tileCache: c.pageTileCache,
         onEvent: (e) => this.report(e),
       });
     } catch (err) {

@@ -17,11 +17,6 @@ export interface PageOptions {
   workers: number;
   /** Largest canvas edge in pixels. */
   maxCanvas: number;
-  /**
-   * Source tiles the map keeps parsed after they leave the view; 0: MapLibre's own choice (five views' worth). Only
-   * both options together set it: MapLibre takes the smaller of maxTileCacheSize and tiles-in-view x zoom levels.
-   */
-  tileCache?: number;
 }
 
 export function pageHtml(o: PageOptions): string {
@@ -125,7 +120,6 @@ async function load(url, key) {
       maxPitch: 85,
       pixelRatio: 1,
       maxCanvasSize: [${o.maxCanvas}, ${o.maxCanvas}],
-      ${(o.tileCache ?? 0) > 0 ? `maxTileCacheSize: ${Math.floor(o.tileCache!)}, maxTileCacheZoomLevels: 1000,` : ''}
       canvasContextAttributes: { preserveDrawingBuffer: true, antialias: false },
       // Frames may extend beyond the world's edges (tile buffers at z0): never move the camera to avoid that.
       transformConstrain: (center, zoom) => ({ center, zoom }),

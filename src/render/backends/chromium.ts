@@ -32,8 +32,6 @@ export interface ChromiumOptions {
   flatExtrusions?: boolean;
   /** The software GL stack under WebGL (gl-stack.ts); swiftshader when not given. */
   gl?: GlStack;
-  /** Source tiles each page's map keeps parsed after they leave its view (render.page_tile_cache). */
-  tileCache?: number;
   launchTimeoutMs?: number;
   /** Told when a page is replaced. */
   onEvent?: RendererEventSink;
@@ -115,7 +113,6 @@ export class ChromiumRenderer implements Renderer {
     private readonly marker: string,
     private readonly onEvent: RendererEventSink,
     private readonly rendererPattern: RegExp,
-    readonly gl: GlStack,
   ) {
     this.maxFrame = maxFrame;
     browser.on('disconnected', () => (this.broken ??= 'the browser exited'));
@@ -126,7 +123,7 @@ export class ChromiumRenderer implements Renderer {
     const maxFrame = o.maxFrame ?? 4096;
     const gl = o.gl ?? 'swiftshader';
     const launch = glLaunch(gl);
-    const server = new LocalServer({ workers: 1, maxCanvas: maxFrame, tileCache: o.tileCache ?? 0 });
+    const server = new LocalServer({ workers: 1, maxCanvas: maxFrame });
     await server.listen();
     let browser: Browser | undefined;
     try {
@@ -145,7 +142,7 @@ export class ChromiumRenderer implements Renderer {
       });
       const slots: Slot[] = [];
       for (let i = 0; i < o.pages; i++) slots.push({ page: await openPage(browser, server, launch.renderer), busy: false, styleKey: undefined, broken: undefined });
-      return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true, o.marker, o.onEvent ?? (() => {}), launch.renderer, gl);
+      return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true, o.marker, o.onEvent ?? (() => {}), launch.renderer);
     } catch (err) {
       await browser?.close().catch(() => {});
       await killMarked(o.marker, true);
