@@ -5,9 +5,13 @@
 // six views each. The server runs its default settings (worker processes auto, metatile 2, caches on) with cold
 // caches: a fresh server per run.
 //
-// Data: an MBTiles archive over central Paris in which every tile of z12, z13 and z14 holds a real OpenMapTiles
-// tile of that zoom (Paris at z14, 900 KB; Dortmund at z13; z12 from the same fixture set), so each rendered tile
-// is as dense as a city centre; z15 is drawn from the z14 tiles (overzoom), as with any OpenMapTiles archive.
+// Data (BENCH_BROWSE_DATA): an MBTiles archive over the browse area in which every position of a zoom holds the
+// same real OpenMapTiles tile of that zoom, so each rendered tile is as dense as a city centre.
+// - "paris" (default): central Paris at z14 (900 KB, the densest fixture tile: a worst case), Dortmund's centre at
+//   z13 (125 KB) and at z12 (285 KB); z15 is drawn from the z14 tiles (overzoom), as with any OpenMapTiles archive.
+// - "dortmund": Dortmund's centre at z12 and z13 only, a European old town like the one issue 20 was measured on;
+//   z14 and z15 are drawn from the z13 tile (overzoom: each z14 frame lays out a whole z13 tile, so this is
+//   heavier per tile than a real z14 archive of the same town).
 //
 // Prints per run: screen fill p50/p95/max, tile p50/p95/p99, distinct tiles, distinct tiles/s per core and per
 // CPU-second (every process of the server, browsers included), peak PSS, errors, and the mean time per phase of
@@ -16,7 +20,7 @@
 // Environment: BENCH_BROWSE_USERS (runs, by user count; "1,4"), BENCH_BROWSE_SEED (1), BENCH_BROWSE_REPEAT (runs
 // of each user count, 1), BENCH_CPUS (a taskset CPU list for the server, e.g. "0" for one core; per-core figures
 // then count those cores), BENCH_WORKERS (server.workers), BENCH_RENDER_EXTRA (extra [render] lines, ";"-separated),
-// BENCH_STYLE (another style file).
+// BENCH_STYLE (another style file), BENCH_BROWSE_DATA ("paris" or "dortmund").
 import Database from 'better-sqlite3';
 import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,8 +38,21 @@ const REPEAT = envNumber('BENCH_BROWSE_REPEAT', 1);
 const CPUS = process.env.BENCH_CPUS;
 const STYLE_ID = 'osm-liberty';
 
-/** The real tile of each zoom that fills the archive at that zoom. */
-const DENSE: Record<number, string> = { 12: '12_2130_2733.mvt', 13: '13_4265_5468.mvt', 14: '14_8298_10748.mvt' };
+/** The data sets: the real tile of each zoom that fills the archive at that zoom (file names use TMS rows). */
+const DATA_SETS: Record<string, { describe: string; tiles: Record<number, string> }> = {
+  paris: {
+    describe: 'central Paris at z14 (900 KB per tile), Dortmund at z13 (125 KB) and z12 (285 KB); z15 from z14',
+    tiles: { 12: '12_2130_2733.mvt', 13: '13_4265_5468.mvt', 14: '14_8298_10748.mvt' },
+  },
+  dortmund: {
+    describe: "Dortmund's centre at z13 (125 KB per tile) and z12 (285 KB); z14-15 from z13",
+    tiles: { 12: '12_2130_2733.mvt', 13: '13_4265_5468.mvt' },
+  },
+};
+const DATA_NAME = process.env.BENCH_BROWSE_DATA ?? 'paris';
+const DATA = DATA_SETS[DATA_NAME];
+if (!DATA) throw new Error(`BENCH_BROWSE_DATA must be one of ${Object.keys(DATA_SETS).join(', ')}`);
+const DENSE = DATA.tiles;
 
 /**
  * The city archive: every tile of the browse area (and two tiles around it, which metatile buffers reach) at z12-14.
@@ -49,7 +66,7 @@ function writeCityArchive(file: string): number {
     CREATE UNIQUE INDEX map_index ON map (zoom_level, tile_column, tile_row);
     CREATE VIEW tiles AS SELECT map.zoom_level, map.tile_column, map.tile_row, images.tile_data FROM map JOIN images ON images.tile_id = map.tile_id;`);
   const meta = db.prepare('INSERT INTO metadata VALUES (?, ?)');
-  for (const [k, v] of Object.entries({ name: 'city', format: 'pbf', minzoom: '12', maxzoom: '14' })) meta.run(k, v);
+  for (const [k, v] of Object.entries({ name: 'city', format: 'pbf', minzoom: '12', maxzoom: String(Math.max(...Object.keys(DENSE).map(Number))) })) meta.run(k, v);
   const img = db.prepare('INSERT INTO images VALUES (?, ?)');
   const map = db.prepare('INSERT INTO map VALUES (?, ?, ?, ?)');
   let n = 0;
@@ -100,6 +117,8 @@ interface RunResult {
   tiles: number[];
   distinct: number;
   errors: number;
+  /** Failed answers by status (0: no answer). */
+  statuses: Record<number, number>;
   seconds: number;
   cpu: number;
   peak: number;
@@ -121,7 +140,10 @@ async function user(base: string, u: number, out: RunResult, distinct: Set<strin
           while (next < wanted.length) {
             const t = wanted[next++];
             const a = await get(agent, `${base}/styles/${STYLE_ID}/${t}`);
-            if (a.status !== 200) out.errors++;
+            if (a.status !== 200) {
+              out.errors++;
+              out.statuses[a.status] = (out.statuses[a.status] ?? 0) + 1;
+            }
             else seen.add(t);
             distinct.add(t);
             out.tiles.push(a.ms);
@@ -176,7 +198,7 @@ ${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
   }
   await new Promise((r) => setTimeout(r, 2_000));
   const pid = child.proc.pid!;
-  const out: RunResult = { users, fills: [], tiles: [], distinct: 0, errors: 0, seconds: 0, cpu: 0, peak: 0, renders: [] };
+  const out: RunResult = { users, fills: [], tiles: [], distinct: 0, errors: 0, statuses: {}, seconds: 0, cpu: 0, peak: 0, renders: [] };
   const sampler = setInterval(() => (out.peak = Math.max(out.peak, treePss(pid))), 500);
   const distinct = new Set<string>();
   const cpu0 = treeCpu(pid);
@@ -207,7 +229,7 @@ async function main(): Promise<void> {
     `machine: ${cores()} cores${CPUS ? `, server on CPUs ${CPUS} (${n})` : ''}; style ${STYLE_ID}; ${BROWSE.cols}x${BROWSE.rows} tiles of 512 px per screen, ` +
       `${BROWSE.connections} connections per user, ${BROWSE.thinkMs} ms think time, ${BROWSE.views} views per user, z${BROWSE.minZoom}-${BROWSE.maxZoom}, every ${BROWSE.hiDpiEvery}th user @2x; seed ${SEED}`,
   );
-  console.log(`data: ${stored} tile positions over central Paris, each a real OpenMapTiles tile of its zoom (z14: 900 KB)`);
+  console.log(`data "${DATA_NAME}": ${stored} tile positions, each a real OpenMapTiles tile: ${DATA.describe}`);
   const results: RunResult[] = [];
   for (const u of USERS) for (let r = 0; r < REPEAT; r++) results.push(await run(u, cityFile));
   const rows = [['users', 'fills', 'fill p50', 'fill p95', 'fill max', 'tile p50', 'tile p95', 'tile p99', 'distinct', 'tiles/s/core', 'tiles/CPU-s', 'peak PSS MB', 'errors']];
@@ -232,7 +254,11 @@ async function main(): Promise<void> {
   }
   console.log(table(rows));
   console.log('(times in ms; distinct tiles/s over the whole run, think time included; CPU of every server process, browsers included)');
-  for (const r of results) console.log(`${r.users} user(s): per render: ${phases(r.renders)}`);
+  for (const r of results) {
+    console.log(`${r.users} user(s): per render: ${phases(r.renders)}`);
+    // 503 is the queue's answer under overload (render.queue_timeout_ms): the client is told to retry, nothing broke.
+    if (r.errors) console.log(`${r.users} user(s): failed answers by status: ${Object.entries(r.statuses).map(([k, v]) => `${k === '0' ? 'no answer' : k} x${v}`).join(', ')}`);
+  }
   rmSync(work, { recursive: true, force: true });
 }
 
