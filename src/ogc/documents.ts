@@ -192,6 +192,14 @@ export function tilesetList(h: Hrefs, t: TilesetOf): Record<string, unknown> {
   return { links: selfLinks(h, tilesetPath(t), 'tilesets'), tilesets: [tilesetSummary(h, t)] };
 }
 
+const MERCATOR_RADIUS = 6378137;
+const MAX_LAT = 85.0511287798066;
+/** Longitude/latitude in web mercator metres (latitude clamped to the square world). */
+function mercator(lon: number, lat: number): [number, number] {
+  const phi = (Math.max(-MAX_LAT, Math.min(MAX_LAT, lat)) * Math.PI) / 180;
+  return [(lon * Math.PI * MERCATOR_RADIUS) / 180, MERCATOR_RADIUS * Math.log(Math.tan(Math.PI / 4 + phi / 2))];
+}
+
 /** JSON Schema type of a TileJSON field type. */
 const FIELD_TYPES: Record<string, string> = { Number: 'number', Boolean: 'boolean', String: 'string' };
 
@@ -209,7 +217,8 @@ export function tileset(h: Hrefs, t: TilesetOf): Record<string, unknown> {
     crs: CRS_3857,
     tileMatrixSetURI: TMS_URI,
     tileMatrixSetLimits: limits,
-    boundingBox: { lowerLeft: [bounds[0], bounds[1]], upperRight: [bounds[2], bounds[3]], crs: CRS84 },
+    // In the tileset's own CRS: GDAL 3.6 places the tiles by this box and reads it in web mercator metres.
+    boundingBox: { lowerLeft: mercator(bounds[0], bounds[1]), upperRight: mercator(bounds[2], bounds[3]), crs: CRS_3857 },
     minTileMatrix: limits[0]?.tileMatrix,
     maxTileMatrix: limits[limits.length - 1]?.tileMatrix,
   };

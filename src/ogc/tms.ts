@@ -17,10 +17,14 @@ const PIXEL_METRES = 0.00028;
 
 export interface TileMatrix {
   id: string;
+  /** The draft encoding's name of `id` (see webMercatorQuad). */
+  identifier: string;
   scaleDenominator: number;
   cellSize: number;
   cornerOfOrigin: 'topLeft';
   pointOfOrigin: [number, number];
+  /** The draft encoding's name of `pointOfOrigin`. */
+  topLeftCorner: [number, number];
   tileWidth: number;
   tileHeight: number;
   matrixWidth: number;
@@ -31,10 +35,12 @@ function matrix(z: number): TileMatrix {
   const cellSize = (2 * HALF_WORLD) / 256 / 2 ** z;
   return {
     id: String(z),
+    identifier: String(z),
     scaleDenominator: cellSize / PIXEL_METRES,
     cellSize,
     cornerOfOrigin: 'topLeft',
     pointOfOrigin: [-HALF_WORLD, HALF_WORLD],
+    topLeftCorner: [-HALF_WORLD, HALF_WORLD],
     tileWidth: 256,
     tileHeight: 256,
     matrixWidth: 2 ** z,
@@ -42,9 +48,16 @@ function matrix(z: number): TileMatrix {
   };
 }
 
+/**
+ * The TMS 2.0 JSON encoding. It also carries the three members of the draft encoding (`identifier`,
+ * `supportedCRS`, and per matrix `identifier` and `topLeftCorner`) that GDAL before 3.7 reads instead of `id`,
+ * `crs` and `pointOfOrigin`: Debian 12's GDAL (3.6) cannot open the tilesets otherwise. Extra members are allowed.
+ */
 export function webMercatorQuad(): Record<string, unknown> {
   return {
     id: TMS_ID,
+    identifier: TMS_ID,
+    supportedCRS: CRS_3857,
     title: 'Google Maps Compatible for the World',
     uri: TMS_URI,
     crs: CRS_3857,
