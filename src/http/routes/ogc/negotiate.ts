@@ -46,11 +46,15 @@ export function chooseForm(c: Context, jsonTypes: string[]): 'json' | 'html' | R
     if (f === 'json' || f === 'html') return f;
     return problem(c, 400, 'Invalid parameter', `f=${JSON.stringify(f)} is not json or html`, { parameter: 'f' });
   }
-  const accept = c.req.header('accept');
-  if (!accept) return 'json';
+  return prefersHtml(c.req.header('accept'), jsonTypes) ? 'html' : 'json';
+}
+
+/** Whether an Accept header ranks text/html above every JSON type (ties, and no header, give JSON). */
+export function prefersHtml(accept: string | undefined, jsonTypes: string[]): boolean {
+  if (!accept) return false;
   const html = qualityOf(accept, 'text/html');
   const json = Math.max(...jsonTypes.map((t) => qualityOf(accept, t)));
-  return html > json ? 'html' : 'json';
+  return html > json;
 }
 
 /** A document as JSON (of `type`) or as HTML, as the request asks. */
