@@ -217,7 +217,7 @@ export function tileset(h: Hrefs, t: TilesetOf): Record<string, unknown> {
     crs: CRS_3857,
     tileMatrixSetURI: TMS_URI,
     tileMatrixSetLimits: limits,
-    // In the tileset's own CRS: GDAL 3.6 places the tiles by this box and reads it in web mercator metres.
+    // In the tileset's own CRS (web mercator metres), the CRS its tile matrices and limits are in.
     boundingBox: { lowerLeft: mercator(bounds[0], bounds[1]), upperRight: mercator(bounds[2], bounds[3]), crs: CRS_3857 },
     minTileMatrix: limits[0]?.tileMatrix,
     maxTileMatrix: limits[limits.length - 1]?.tileMatrix,

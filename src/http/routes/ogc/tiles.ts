@@ -138,7 +138,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
   const render = ctx.render;
   if (!render) return;
   const begin = beginRender(ctx, render);
-  const styleTileset = (c: Context): TilesetOf | Response => {
+  /** The map tileset of the style a request names (matrices 0..22, where rendering goes), or its 404. */
+  const styleTileset = (c: Context): Extract<TilesetOf, { kind: 'style' }> | Response => {
     const b = begin(c);
     if (b.res) return b.res;
     return { kind: 'style', style: b.style, minzoom: 0, maxzoom: MAX_ZOOM };
@@ -157,7 +158,7 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
       const t = styleTileset(c);
       if (t instanceof Response) return t;
       const state = ctx.holder.current;
-      return sendDoc(c, state, `${t.kind === 'style' ? t.style.name : ''} map tilesets`, tilesetList(new Hrefs(urlContext(c, state)), t));
+      return sendDoc(c, state, `${t.style.name} map tilesets`, tilesetList(new Hrefs(urlContext(c, state)), t));
     },
     ogcMapAbsence,
   );
@@ -177,7 +178,7 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
       if (t instanceof Response) return t;
       if (param(c, 'tms') !== TMS_ID) return noTms(c);
       const state = ctx.holder.current;
-      return sendDoc(c, state, `${t.kind === 'style' ? t.style.name : ''} map tileset`, tileset(new Hrefs(urlContext(c, state)), t));
+      return sendDoc(c, state, `${t.style.name} map tileset`, tileset(new Hrefs(urlContext(c, state)), t));
     },
     ogcMapAbsence,
   );
