@@ -23,7 +23,6 @@ export interface RuntimeStatus {
   /** The static-image and social-card routes are mounted. */
   renderRoutesMounted: boolean;
   scrapeListenerActive: boolean;
-  ogcEnabled: boolean;
 }
 
 /** The Hono `env` of a request a renderer makes in-process through `app.fetch` (src/render/resources.ts). */

@@ -59,7 +59,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   }
   const uploads = new Uploads(registry, log, options.uploadPeers);
   const holder = new StateHolder(await buildAppState(loaded, { uploads: registry }));
-  const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: scrapeListenerActive(), ogcEnabled: false };
+  const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: scrapeListenerActive() };
   // Rendering: the pool starts in the background (browsers take seconds) and follows every reload.
   const render = new RenderService(runtime, log);
   telemetry.watchRender(render);

@@ -126,6 +126,7 @@ test('an empty file gives the documented defaults', () => {
   assert.equal(config.server.admin_bind, '127.0.0.1:0');
   assert.equal(config.server.upload_max_size_mb, 500);
   assert.equal(config.server.disable_render, false);
+  assert.equal(config.server.disable_ogc, false);
   assert.deepEqual(config.sources, []);
   assert.equal(config.cache.enabled, true);
   assert.equal(config.compression.enabled, true);
@@ -149,6 +150,7 @@ const INVALID: [string, string, RegExp][] = [
   ['[server]\nupload_dir = false', 'server.upload_dir', /string/i],
   ['[server]\nupload_max_size_mb = "big"', 'server.upload_max_size_mb', /number/i],
   ['[server]\ndisable_render = "yes"', 'server.disable_render', /boolean/i],
+  ['[server]\ndisable_ogc = 1', 'server.disable_ogc', /boolean/i],
   ['[[sources]]\nid = "a"\ntype = "geojson"\npath = "x"', 'sources[0].type', /pmtiles.*mbtiles/],
   ['[[sources]]\nid = "a"\ntype = "pmtiles"', 'sources[0].path', /missing|required/i],
   ['[[sources]]\ntype = "pmtiles"\npath = "x"', 'sources[0].id', /missing|required/i],

@@ -1,5 +1,5 @@
 // /openapi.json lists exactly the routes the server has mounted: with server.disable_render the routes that exist
-// only for server-side rendering (static maps, social cards, raster tiles of styles and their TileJSON and WMTS)
+// only for server-side rendering (static maps, social cards, raster tiles of styles and their TileJSON, WMTS and OGC map tiles)
 // are left out, and they really answer 404; without it they are listed, and they answer something else.
 // The enabled server points at a Chromium that does not exist: the routes are mounted (they answer 503) but no
 // browser starts, which keeps it cheap. A reload that switches disable_render changes the document with it.
@@ -19,6 +19,10 @@ const RENDER_ONLY: Record<string, string> = {
   '/styles/{style}/{tile_size}/{z}/{x}/{y}{scale}.{format}': '/styles/plain/256/0/0/0.png',
   '/styles/{style}.json': '/styles/plain.json',
   '/styles/{style}/wmts.xml': '/styles/plain/wmts.xml',
+  '/ogc/styles': '/ogc/styles',
+  '/ogc/styles/{styleId}/map/tiles': '/ogc/styles/plain/map/tiles',
+  '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}': '/ogc/styles/plain/map/tiles/WebMercatorQuad',
+  '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}': '/ogc/styles/plain/map/tiles/WebMercatorQuad/0/0/0',
 };
 /** Routes that do not depend on rendering (a sample). */
 const ALWAYS = ['/health', '/ping', '/openapi.json', '/styles.json', '/styles/{style}/style.json', '/styles/{style}/sprite{scale}.{format}', '/data/{source}.json'];
@@ -78,8 +82,9 @@ describe('/openapi.json follows server.disable_render', () => {
         documents++;
       }
     }
-    // Four image routes (static map, social card, two raster tile forms) and two documents (TileJSON, WMTS).
-    assert.deepEqual({ images, documents }, { images: 4, documents: 2 });
+    // Five image routes (static map, social card, two raster tile forms, the OGC map tile) and five documents
+    // (TileJSON, WMTS, the OGC styles list, map tileset list and tileset).
+    assert.deepEqual({ images, documents }, { images: 5, documents: 5 });
   });
 
   test('the two documents differ by exactly the render-only routes', async () => {

@@ -152,7 +152,7 @@ describe('cut tiles through the app: renderers get them, clients do not', () => 
   before(async () => {
     await initCodecs();
     state = await buildAppState(loadConfigFile(path.join(ROOT, 'config/default.toml')));
-    ({ app } = createApp({ holder: new StateHolder(state), version: 'test', runtime: { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false, ogcEnabled: false } }, log));
+    ({ app } = createApp({ holder: new StateHolder(state), version: 'test', runtime: { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false } }, log));
     render = inProcessFetcher((req, env) => app.fetch(req, env));
   });
   after(() => state?.close());

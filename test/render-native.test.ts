@@ -29,7 +29,7 @@ describe('native backend adapter (stand-in module)', () => {
   before(async () => {
     await initCodecs();
     state = await buildAppState(loadConfigFile(path.join(ROOT, 'config/default.toml')));
-    const { app } = createApp({ holder: new StateHolder(state), version: 'test', runtime: { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false, ogcEnabled: false } }, log);
+    const { app } = createApp({ holder: new StateHolder(state), version: 'test', runtime: { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false } }, log);
     fetcher = inProcessFetcher((req, env) => app.fetch(req, env));
   });
   after(() => state?.close());

@@ -30,6 +30,8 @@ export const ServerSchema = v.object({
   upload_dir: v.optional(nonEmpty),
   upload_max_size_mb: v.optional(v.pipe(v.number(), v.minValue(1)), 500),
   disable_render: v.optional(v.boolean(), false),
+  /** No OGC API routes under /ogc (404, and absent from /openapi.json). */
+  disable_ogc: v.optional(v.boolean(), false),
   /** Where the embed page, home page and viewers load maplibre-gl from: a pinned script host ("cdn") or this service ("local"). */
   embed_assets: v.optional(v.picklist(['cdn', 'local']), 'cdn'),
   /** Cache-Control of tiles and tile metadata. */

@@ -12,6 +12,7 @@ import { registerDataRoutes } from './routes/data.js';
 import { registerEmbedRoutes } from './routes/embed.js';
 import { registerFileRoutes } from './routes/files.js';
 import { registerFontRoutes } from './routes/fonts.js';
+import { registerOgcRoutes } from './routes/ogc/index.js';
 import { registerOperationalRoutes } from './routes/operational.js';
 import { registerPageRoutes } from './routes/pages.js';
 import { registerRenderRoutes } from './routes/render.js';
@@ -57,6 +58,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   registerFontRoutes(router, ctx);
   registerEmbedRoutes(router, ctx);
   registerPageRoutes(router, ctx);
+  registerOgcRoutes(router, ctx);
   // Last: the render routes' wide patterns (/styles/{style}/{z}/{x}/{y}.png) must not shadow other /styles routes.
   registerRenderRoutes(router, ctx);
   return { app, router };

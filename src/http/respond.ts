@@ -9,8 +9,8 @@ export const METADATA_CACHE_CONTROL = 'public, max-age=300';
 /** Bodies below this size are sent as they are: compressing them saves nothing worth the CPU. */
 const MIN_COMPRESS_BYTES = 1024;
 
-export function sendBytes(c: Context, state: AppState, body: Uint8Array, contentType: string, cacheControl: string, status = 200): Response {
-  const headers: Record<string, string> = { 'Content-Type': contentType, 'Cache-Control': cacheControl, Vary: 'Accept-Encoding' };
+export function sendBytes(c: Context, state: AppState, body: Uint8Array, contentType: string, cacheControl: string, status = 200, extra: Record<string, string> = {}): Response {
+  const headers: Record<string, string> = { 'Content-Type': contentType, 'Cache-Control': cacheControl, Vary: 'Accept-Encoding', ...extra };
   let out = body;
   const cfg = state.config.compression;
   if (cfg.enabled && body.byteLength >= MIN_COMPRESS_BYTES) {

@@ -102,6 +102,13 @@ const PATH_SAMPLES: Record<string, string> = {
   view: '0,0,1',
   size: '8x8.png',
   tile_size: '256',
+  collectionId: 'openmaptiles',
+  tileMatrixSetId: 'WebMercatorQuad',
+  tileMatrix: '0',
+  tileRow: '0',
+  tileCol: '0',
+  styleId: 'osm-liberty',
+  featureId: '1',
 };
 const ROUTE_SAMPLES: Record<string, Record<string, string>> = {
   '/styles/{style}/sprite{scale}.{format}': { format: 'json' },
@@ -132,6 +139,13 @@ export const QUERY_SAMPLES: Record<string, string> = {
   width: '8',
   height: '8',
   format: 'png',
+  f: 'json',
+  bbox: '-10,-10,10,10',
+  limit: '5',
+  offset: '0',
+  filter: "name = 'x'",
+  'filter-lang': 'cql2-text',
+  'filter-crs': 'http://www.opengis.net/def/crs/OGC/1.3/CRS84',
 };
 
 /** The value a test puts in path parameter `name` of `template` when it is not the one being spoiled. */
@@ -144,7 +158,7 @@ export function pathSample(template: string, name: string): string {
 
 /** `template` with every parameter given a valid value, except those in `given`, which are used as they are (already encoded). */
 export function fillTemplate(template: string, given: Record<string, string> = {}): string {
-  return template.replace(/\{([a-z_]+)\}/g, (_, name: string) => (Object.hasOwn(given, name) ? given[name] : pathSample(template, name)));
+  return template.replace(/\{([A-Za-z_]+)\}/g, (_, name: string) => (Object.hasOwn(given, name) ? given[name] : pathSample(template, name)));
 }
 
 /** Problems of one answer of a request that must never fail on the server's side (empty when it is fine). */

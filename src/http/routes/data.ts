@@ -1,9 +1,12 @@
 // Source metadata (/data.json, /data/{id}.json, /index.json) and source tiles (/data/{id}/{z}/{x}/{y}.{format}).
+import type { Context } from 'hono';
 import * as v from 'valibot';
+import type { AppState } from '../../state/app-state.js';
+import type { TileCoord } from '../../tiles/coords.js';
 import { sourceTileJson, type TileJson } from '../../sources/tilejson.js';
 import { rasterStylesOffered, styleTileJson } from '../../styles/style-tilejson.js';
 import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
-import { formatFromExtension } from '../../tiles/format.js';
+import { formatFromExtension, type TileFormat } from '../../tiles/format.js';
 import { fetchRenderTile, fetchTile } from '../../tiles/tile-service.js';
 import { isProblem, resolveSource } from '../../sources/resolve.js';
 import { sendTileGeoJson } from './tile-geojson.js';
@@ -119,40 +122,47 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
       const parsed = parseTileCoord(param(c, 'z'), param(c, 'x'), file.y);
       if (!parsed.ok) return problem(c, 400, 'Invalid tile coordinates', parsed.problem);
       if (!format) return sendTileGeoJson(c, state, param(c, 'source'), parsed.coord);
-      // Tile metrics count client requests; a renderer's own lookups in-process are not tile requests.
-      const metered = telemetry.on && !isRenderRequest(c);
-      const started = metered ? performance.now() : 0;
-      const labels = { source: param(c, 'source'), format, z: parsed.coord.z };
-      let result;
-      try {
-        result = await (isRenderRequest(c) ? fetchRenderTile : fetchTile)(state, {
-          sourceId: labels.source,
-          coord: parsed.coord,
-          format,
-          accepted: acceptedEncodings(c.req.header('accept-encoding')),
-          params: queryParams(c.req.url),
-        });
-      } catch (err) {
-        // Only a resolved source gets this far (unknown ids are problems, not exceptions): its id is a bounded label.
-        if (metered) telemetry.tile(labels, 'error', started, undefined);
-        throw err;
-      }
-      const cacheControl = state.config.server.tile_cache_control;
-      switch (result.kind) {
-        case 'problem':
-          return problem(c, result.status, result.title, result.detail);
-        case 'empty':
-        case 'tile': {
-          // The same header rules as the tile fast lane in front of Hono (http/tile-fast-lane.ts).
-          const a = tileAnswer(result, cacheControl, c.req.header('if-none-match'));
-          if (metered) telemetry.tile(labels, result, started, a.body?.byteLength);
-          if (a.body) return c.body(a.body as Uint8Array<ArrayBuffer>, 200, a.headers);
-          // @hono/node-server gives a body-less answer `text/plain` unless told otherwise, and a cache updates its
-          // stored tile's headers from a 304: name the tile's real type there.
-          if (a.status === 304 && result.kind === 'tile') a.headers['content-type'] = result.contentType;
-          return c.body(null, a.status, a.headers);
-        }
-      }
+      return answerSourceTile(c, state, param(c, 'source'), parsed.coord, format);
     },
   );
+}
+
+/**
+ * The answer for a tile of a source, once the path is parsed: the bytes, headers, 204s and encodings every tile
+ * route gives (/data/... and OGC API - Tiles), the same rules as the tile fast lane (http/tile-fast-lane.ts).
+ */
+export async function answerSourceTile(c: Context, state: AppState, sourceId: string, coord: TileCoord, format: TileFormat): Promise<Response> {
+  // Tile metrics count client requests; a renderer's own lookups in-process are not tile requests.
+  const metered = telemetry.on && !isRenderRequest(c);
+  const started = metered ? performance.now() : 0;
+  const labels = { source: sourceId, format, z: coord.z };
+  let result;
+  try {
+    result = await (isRenderRequest(c) ? fetchRenderTile : fetchTile)(state, {
+      sourceId,
+      coord,
+      format,
+      accepted: acceptedEncodings(c.req.header('accept-encoding')),
+      params: queryParams(c.req.url),
+    });
+  } catch (err) {
+    // Only a resolved source gets this far (unknown ids are problems, not exceptions): its id is a bounded label.
+    if (metered) telemetry.tile(labels, 'error', started, undefined);
+    throw err;
+  }
+  const cacheControl = state.config.server.tile_cache_control;
+  switch (result.kind) {
+    case 'problem':
+      return problem(c, result.status, result.title, result.detail);
+    case 'empty':
+    case 'tile': {
+      const a = tileAnswer(result, cacheControl, c.req.header('if-none-match'));
+      if (metered) telemetry.tile(labels, result, started, a.body?.byteLength);
+      if (a.body) return c.body(a.body as Uint8Array<ArrayBuffer>, 200, a.headers);
+      // @hono/node-server gives a body-less answer `text/plain` unless told otherwise, and a cache updates its
+      // stored tile's headers from a 304: name the tile's real type there.
+      if (a.status === 304 && result.kind === 'tile') a.headers['content-type'] = result.contentType;
+      return c.body(null, a.status, a.headers);
+    }
+  }
 }

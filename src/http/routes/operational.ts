@@ -179,7 +179,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
         cache_entries: state.tileCache.entries,
         cache_bytes: state.tileCache.bytes,
         render_enabled: ctx.runtime.renderRoutesMounted,
-        ogc_enabled: ctx.runtime.ogcEnabled,
+        ogc_enabled: !config.server.disable_ogc,
         compression_enabled: config.compression.enabled,
         compression_br_quality: config.compression.br_quality,
         compression_zstd_level: config.compression.zstd_level,

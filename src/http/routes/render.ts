@@ -5,12 +5,12 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { fitBounds, MAX_LATITUDE } from '../../render/camera.js';
-import { imageFormat, parseDimension, parseScale, parseViewSegment, withinPixelBudget, MAX_ZOOM } from '../../render/static-params.js';
+import { imageFormat, parseDimension, parseScale, parseViewSegment, withinPixelBudget, MAX_ZOOM, type ImageFormat } from '../../render/static-params.js';
 import { parseLonLat, parseNumber } from '../../render/overlays.js';
-import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
+import { parseTileCoord, splitTileFile, type TileCoord } from '../../tiles/coords.js';
 import type { ServerContext } from '../context.js';
 import { param, type Router } from '../router.js';
-import { beginRender, clientOf, invalid, renderAbsence, renderProblem, requestKey, send, RENDER_RESPONSES, STYLE_PARAM } from './render-answer.js';
+import { beginRender, clientOf, invalid, renderAbsence, renderProblem, requestKey, send, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
 import { PEER_CLIENT_HEADER, PEER_HEADER } from '../../render/peers.js';
 import { registerStaticMapRoutes } from './static-map.js';
 
@@ -41,16 +41,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     if (!scale.ok) return invalid(c, scale.problem);
     const coord = parseTileCoord(param(c, 'z'), param(c, 'x'), file.y);
     if (!coord.ok) return invalid(c, { parameter: 'z/x/y', detail: coord.problem });
-    const tooLarge = withinPixelBudget(base, base, scale.value, b.state.config.render.max_pixels, 'scale');
-    if (tooLarge) return invalid(c, tooLarge);
-    try {
-      const fromPeer = b.render.isPeerRequest(c.req.header(PEER_HEADER));
-      const client = (fromPeer ? c.req.header(PEER_CLIENT_HEADER) : undefined) ?? clientOf(c);
-      const img = await b.render.tile(b.state, b.style, { ...coord.coord, base, scale: scale.value }, format, { signal: c.req.raw.signal, fromPeer, client });
-      return send(c, img, b.state.config.server.tile_cache_control);
-    } catch (err) {
-      return renderProblem(c, b.style.id, err);
-    }
+    return answerStyleTile(c, b, coord.coord, base, scale.value, format);
   };
 
   const tileParams = {
@@ -145,4 +136,21 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     },
     renderAbsence,
   );
+}
+
+/**
+ * The answer for a raster tile of a style once the path is parsed: the same image, validators and problems
+ * for /styles/{id}/... and OGC API - Tiles map tiles.
+ */
+export async function answerStyleTile(c: Context, b: Extract<Begun, { state: unknown }>, coord: TileCoord, base: 256 | 512, scale: number, format: ImageFormat): Promise<Response> {
+  const tooLarge = withinPixelBudget(base, base, scale, b.state.config.render.max_pixels, 'scale');
+  if (tooLarge) return invalid(c, tooLarge);
+  try {
+    const fromPeer = b.render.isPeerRequest(c.req.header(PEER_HEADER));
+    const client = (fromPeer ? c.req.header(PEER_CLIENT_HEADER) : undefined) ?? clientOf(c);
+    const img = await b.render.tile(b.state, b.style, { ...coord, base, scale }, format, { signal: c.req.raw.signal, fromPeer, client });
+    return send(c, img, b.state.config.server.tile_cache_control);
+  } catch (err) {
+    return renderProblem(c, b.style.id, err);
+  }
 }

@@ -19,6 +19,8 @@ export interface GeometryTable {
   columns: ColumnInfo[];
   /** The first geometry column of the table (the default when a config entry names none). */
   isFirstGeometry: boolean;
+  /** The primary key's column when the key is one column (feature ids of OGC API - Features). */
+  primaryKey?: string;
 }
 
 export type FunctionKind = 'zxy' | 'zxy_query' | 'outdb';
@@ -38,14 +40,16 @@ export async function geometryTables(pool: PgPool): Promise<GeometryTable[]> {
   // Without PostGIS there is no geometry_columns view, and no table to serve.
   const { rows: postgis } = await pool.query<{ ok: boolean }>({ text: "SELECT to_regclass('geometry_columns') IS NOT NULL AS ok" });
   if (!postgis[0]?.ok) return [];
-  const { rows } = await pool.query<{ schema: string; table: string; geom: string; srid: number; columns: ColumnInfo[]; first: boolean }>({
+  const { rows } = await pool.query<{ schema: string; table: string; geom: string; srid: number; columns: ColumnInfo[]; first: boolean; pk: string | null }>({
     text: `
       SELECT g.f_table_schema AS schema, g.f_table_name AS table, g.f_geometry_column AS geom, g.srid,
              (SELECT json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, a.atttypmod)) ORDER BY a.attnum)
                 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
              g.f_geometry_column = (SELECT a.attname FROM pg_attribute a
                 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid = 'geometry'::regtype
-                ORDER BY a.attnum LIMIT 1) AS first
+                ORDER BY a.attnum LIMIT 1) AS first,
+             (SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                WHERE i.indrelid = c.oid AND i.indisprimary AND i.indnatts = 1) AS pk
       FROM geometry_columns g
       JOIN pg_namespace n ON n.nspname = g.f_table_schema
       JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = g.f_table_name
@@ -53,7 +57,7 @@ export async function geometryTables(pool: PgPool): Promise<GeometryTable[]> {
         AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'topology', 'tiger')
       ORDER BY 1, 2, 3`,
   });
-  return rows.map((r) => ({ schema: r.schema, table: r.table, geometryColumn: r.geom, srid: r.srid, columns: r.columns ?? [], isFirstGeometry: r.first }));
+  return rows.map((r) => ({ schema: r.schema, table: r.table, geometryColumn: r.geom, srid: r.srid, columns: r.columns ?? [], isFirstGeometry: r.first, ...(r.pk ? { primaryKey: r.pk } : {}) }));
 }
 
 const INT_TYPES = new Set(['integer', 'smallint', 'bigint']);

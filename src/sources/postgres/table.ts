@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { escapeIdentifier as ident, escapeLiteral as literal } from 'pg';
 import type { PgTableConfig } from '../../config/schema.js';
 import { defaultCenter, SourceOpenError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileSource } from '../source.js';
-import { dataBounds, fieldType, mvtCast, type GeometryTable } from './discover.js';
+import { dataBounds, fieldType, mvtCast, type ColumnInfo, type GeometryTable } from './discover.js';
 import type { PgPool } from './pool.js';
 
 /**
@@ -37,12 +37,26 @@ export function tableTileSql(cfg: PgTableConfig, t: GeometryTable, layer: string
   );
 }
 
+/** What OGC API - Features reads of a table source: where the rows are, which columns, and the feature id. */
+export interface FeatureTable {
+  pool: PgPool;
+  schema: string;
+  table: string;
+  geometryColumn: string;
+  srid: number;
+  /** The feature id: `id_column`, else a one-column primary key; absent when the table has neither. */
+  idColumn?: ColumnInfo;
+  /** The columns served as properties (as in the tiles: `properties`, or every column but the geometry and id). */
+  properties: ColumnInfo[];
+}
+
 export class PgTableSource implements TileSource {
   private constructor(
     readonly info: SourceInfo,
     private readonly pool: PgPool,
     private readonly sql: string,
     private readonly statement: string,
+    readonly features: FeatureTable,
   ) {}
 
   /** `table` is the catalogue's entry for the configured (or discovered) table. */
@@ -84,7 +98,17 @@ export class PgTableSource implements TileSource {
       center: defaultCenter(bounds, cfg.minzoom, cfg.maxzoom),
       vectorLayers: [{ id: layer, fields, minzoom: cfg.minzoom, maxzoom: cfg.maxzoom }],
     };
-    return new PgTableSource(info, pool, sql, statementName(sql));
+    const idName = cfg.id_column ?? table.primaryKey;
+    const features: FeatureTable = {
+      pool,
+      schema: table.schema,
+      table: table.table,
+      geometryColumn: table.geometryColumn,
+      srid: table.srid,
+      idColumn: idName ? byName.get(idName) : undefined,
+      properties: table.columns.filter((c) => c.name !== table.geometryColumn && c.name !== cfg.id_column && (!cfg.properties || cfg.properties.includes(c.name))),
+    };
+    return new PgTableSource(info, pool, sql, statementName(sql), features);
   }
 
   async getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined> {

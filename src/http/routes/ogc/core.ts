@@ -1,0 +1,61 @@
+// OGC API landing page, conformance declaration and tile matrix sets (/ogc, /ogc/conformance, /ogc/tileMatrixSets).
+import * as v from 'valibot';
+import { conformance, Hrefs, landingPage, mapStyles, tileMatrixSets } from '../../../ogc/documents.js';
+import { TMS_ID, webMercatorQuad } from '../../../ogc/tms.js';
+import { PgTableSource } from '../../../sources/postgres/table.js';
+import type { AppState } from '../../../state/app-state.js';
+import { urlContext, type ServerContext } from '../../context.js';
+import { problem } from '../../problem.js';
+import type { Router } from '../../router.js';
+import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
+
+const DOC = (description: string) => ({ description, content: { 'application/json': true as const, 'text/html': true as const } });
+
+const hasFeatures = (state: AppState) => [...state.sources.values()].some((s) => s instanceof PgTableSource);
+
+export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
+  const styled = (state: AppState) => mapStyles(state, ctx.render !== undefined).length > 0;
+  r.add(
+    { method: 'get', path: '/ogc', hono: '/ogc', summary: 'OGC API landing page', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('links to the conformance declaration, the collections and the tile matrix sets'), 400: { description: 'an unknown f', content: PROBLEM } } },
+    (c) => {
+      const state = ctx.holder.current;
+      return sendDoc(c, state, 'tileserver-ts OGC API', landingPage(new Hrefs(urlContext(c, state)), styled(state)));
+    },
+    ogcAbsence,
+  );
+  r.add(
+    { method: 'get', path: '/ogc/conformance', hono: '/ogc/conformance', summary: 'OGC API conformance declaration', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the conformance classes offered'), 400: { description: 'an unknown f', content: PROBLEM } } },
+    (c) => {
+      const state = ctx.holder.current;
+      return sendDoc(c, state, 'Conformance', conformance(hasFeatures(state), styled(state)));
+    },
+    ogcAbsence,
+  );
+  r.add(
+    { method: 'get', path: '/ogc/tileMatrixSets', hono: '/ogc/tileMatrixSets', summary: 'Tile matrix sets offered (WebMercatorQuad)', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the list'), 400: { description: 'an unknown f', content: PROBLEM } } },
+    (c) => {
+      const state = ctx.holder.current;
+      return sendDoc(c, state, 'Tile matrix sets', tileMatrixSets(new Hrefs(urlContext(c, state))));
+    },
+    ogcAbsence,
+  );
+  r.add(
+    {
+      method: 'get',
+      path: '/ogc/tileMatrixSets/{tileMatrixSetId}',
+      hono: '/ogc/tileMatrixSets/:tms',
+      summary: 'A tile matrix set definition (OGC Two Dimensional Tile Matrix Set 2.0)',
+      tag: 'OGC API',
+      params: { tileMatrixSetId: { schema: v.literal(TMS_ID) } },
+      query: DOC_QUERY,
+      responses: { 200: DOC('the definition'), 400: { description: 'an unknown f', content: PROBLEM }, 404: { description: 'no such tile matrix set', content: PROBLEM } },
+    },
+    (c) => {
+      const state = ctx.holder.current;
+      const id = c.req.param('tms');
+      if (id !== TMS_ID) return problem(c, 404, 'Tile matrix set not found', `no tile matrix set "${id}" (offered: ${TMS_ID})`);
+      return sendDoc(c, state, TMS_ID, webMercatorQuad());
+    },
+    ogcAbsence,
+  );
+}

@@ -1,0 +1,203 @@
+// OGC API - Features (Part 1, read-only) and Part 3 filtering for PostGIS table sources: items with bbox,
+// limit/offset paging, property=value and CQL2 filters, one item by id, and the queryables.
+import type { Context } from 'hono';
+import * as v from 'valibot';
+import { Cql2Error, type Expr } from '../../../ogc/cql2/ast.js';
+import { parseCql2Json } from '../../../ogc/cql2/json.js';
+import { parseCql2Text } from '../../../ogc/cql2/text.js';
+import { GEOJSON_TYPE, HTML_TYPE, Hrefs, JSON_TYPE, SCHEMA_TYPE, type Link } from '../../../ogc/documents.js';
+import { DEFAULT_LIMIT, MAX_LIMIT, queryables, queryablesSchema, readItem, readItems } from '../../../ogc/features.js';
+import { CRS84 } from '../../../ogc/tms.js';
+import { PgTableSource } from '../../../sources/postgres/table.js';
+import { urlContext, type ServerContext } from '../../context.js';
+import { problem } from '../../problem.js';
+import { KEY_QUERY, param, type Router } from '../../router.js';
+import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
+
+const COLLECTION = { collectionId: { schema: v.string(), description: 'id of a [[postgres.tables]] source' } };
+const GEOJSON = { 'application/geo+json': true as const, 'text/html': true as const };
+/** Query parameters items understands besides property names. */
+const ITEMS_PARAMS = new Set(['f', 'key', 'bbox', 'limit', 'offset', 'filter', 'filter-lang', 'filter-crs']);
+
+const seg = (id: string) => encodeURIComponent(id);
+
+/** The table of a collection, or the 404 to answer (no such collection, or one without features). */
+function tableOf(c: Context, ctx: ServerContext): PgTableSource | Response {
+  const id = param(c, 'id');
+  const s = ctx.holder.current.sources.get(id) ?? ctx.holder.current.composites.get(id);
+  if (!s) return problem(c, 404, 'Collection not found', `no collection "${id}"`);
+  if (!(s instanceof PgTableSource)) return problem(c, 404, 'Not found', `collection "${id}" has tiles only; features are offered for [[postgres.tables]] sources`);
+  return s;
+}
+
+const invalid = (c: Context, parameter: string, detail: string, extra: Record<string, unknown> = {}) => problem(c, 400, 'Invalid parameter', detail, { parameter, ...extra });
+
+function parseNonNegative(text: string): number | undefined {
+  return /^\d{1,15}$/.test(text) ? Number(text) : undefined;
+}
+
+export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
+  r.add(
+    {
+      method: 'get',
+      path: '/ogc/collections/{collectionId}/items',
+      hono: '/ogc/collections/:id/items',
+      summary: 'Features of a PostGIS table (GeoJSON), filtered and paged',
+      tag: 'OGC API',
+      description:
+        'Any queryable name may also be given as a parameter (`name=value`: equality). `filter` takes CQL2 (text or JSON): comparisons, AND/OR/NOT, LIKE, IN, BETWEEN, IS NULL and S_INTERSECTS with a BBOX or a geometry. ' +
+        'numberMatched counts every match; next/prev links page through them.',
+      params: COLLECTION,
+      query: {
+        ...DOC_QUERY,
+        bbox: { schema: v.string(), description: 'west,south,east,north in longitude/latitude (CRS84); west above east crosses the antimeridian' },
+        limit: { schema: v.pipe(v.number(), v.integer(), v.minValue(1)), description: `features per page, default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT} (larger values are capped)` },
+        offset: { schema: v.pipe(v.number(), v.integer(), v.minValue(0)), description: 'features to skip (default 0)' },
+        filter: { schema: v.string(), description: 'a CQL2 expression over the queryables' },
+        'filter-lang': { schema: v.picklist(['cql2-text', 'cql2-json']), description: 'default cql2-text' },
+        'filter-crs': { schema: v.literal(CRS84), description: 'only CRS84 (longitude/latitude)' },
+      },
+      responses: {
+        200: { description: 'a GeoJSON FeatureCollection with numberMatched, numberReturned and links', content: GEOJSON },
+        400: { description: 'an unknown parameter or property, a malformed bbox/limit/offset, or a filter that cannot be parsed or typed (the problem names it)', content: PROBLEM },
+        404: { description: 'no such collection, or a collection without features', content: PROBLEM },
+        503: { description: 'the database is unreachable or too slow (Retry-After)', content: PROBLEM },
+      },
+    },
+    async (c) => {
+      const state = ctx.holder.current;
+      const t = tableOf(c, ctx);
+      if (t instanceof Response) return t;
+      const url = new URL(c.req.url);
+      const q = url.searchParams;
+      const names = new Set(queryables(t.features).map((x) => x.name));
+      const equals: [string, string][] = [];
+      for (const [k, value] of q) {
+        if (ITEMS_PARAMS.has(k)) continue;
+        if (!names.has(k) || k === t.features.geometryColumn) return invalid(c, k, `unknown parameter "${k}" (items takes ${[...ITEMS_PARAMS].join(', ')} and the queryables: ${[...names].join(', ')})`);
+        equals.push([k, value]);
+      }
+      const limitText = q.get('limit');
+      const limitValue = limitText === null ? DEFAULT_LIMIT : parseNonNegative(limitText);
+      if (limitValue === undefined || limitValue < 1) return invalid(c, 'limit', `limit "${limitText}" is not an integer of 1 or more`);
+      const limit = Math.min(limitValue, MAX_LIMIT);
+      const offsetText = q.get('offset');
+      const offset = offsetText === null ? 0 : parseNonNegative(offsetText);
+      if (offset === undefined) return invalid(c, 'offset', `offset "${offsetText}" is not a non-negative integer`);
+      let bbox: number[] | undefined;
+      const bboxText = q.get('bbox');
+      if (bboxText !== null) {
+        const parts = bboxText.split(',').map((p) => (p.trim() === '' ? NaN : Number(p)));
+        if ((parts.length !== 4 && parts.length !== 6) || !parts.every(Number.isFinite)) return invalid(c, 'bbox', `bbox "${bboxText}" is not four (or six) comma-separated numbers`);
+        bbox = parts.length === 6 ? [parts[0], parts[1], parts[3], parts[4]] : parts;
+        if (bbox[1] > bbox[3]) return invalid(c, 'bbox', `bbox "${bboxText}": south is above north`);
+      }
+      const crs = q.get('filter-crs');
+      if (crs !== null && crs !== CRS84) return invalid(c, 'filter-crs', `filter-crs "${crs}" is not offered (only ${CRS84})`);
+      const lang = q.get('filter-lang') ?? 'cql2-text';
+      if (lang !== 'cql2-text' && lang !== 'cql2-json') return invalid(c, 'filter-lang', `filter-lang "${lang}" is not cql2-text or cql2-json`);
+      let filter: Expr | undefined;
+      const filterText = q.get('filter');
+      try {
+        if (filterText !== null) filter = lang === 'cql2-json' ? parseCql2Json(filterText) : parseCql2Text(filterText);
+      } catch (err) {
+        if (err instanceof Cql2Error) return problem(c, 400, 'Invalid filter', err.detail, { parameter: 'filter' });
+        throw err;
+      }
+      let page;
+      try {
+        page = await readItems(t.features, { bbox, equals, filter, limit, offset });
+      } catch (err) {
+        if (err instanceof Cql2Error) {
+          const parameter = err.parameter ?? 'filter';
+          return problem(c, 400, parameter === 'filter' ? 'Invalid filter' : 'Invalid parameter', err.detail, { parameter, ...(err.property !== undefined ? { property: err.property } : {}) });
+        }
+        throw err;
+      }
+      const h = new Hrefs(urlContext(c, state));
+      const path = `/collections/${seg(t.info.id)}/items`;
+      // Paging links repeat the request's own parameters (the key is added by Hrefs).
+      const keep: Record<string, string> = {};
+      for (const [k, value] of q) if (k !== 'key' && k !== 'offset' && k !== 'f' && !(k in keep)) keep[k] = value;
+      const at = (o: number, f: string) => h.ogc(path, { ...keep, limit: String(limit), ...(o > 0 ? { offset: String(o) } : {}), f });
+      const links: Link[] = [
+        { href: at(offset, 'json'), rel: 'self', type: GEOJSON_TYPE, title: 'this page' },
+        { href: at(offset, 'html'), rel: 'alternate', type: HTML_TYPE, title: 'this page as HTML' },
+        { href: h.ogc(`/collections/${seg(t.info.id)}`), rel: 'collection', type: JSON_TYPE, title: 'the collection' },
+      ];
+      if (offset + page.features.length < page.numberMatched) links.push({ href: at(offset + limit, 'json'), rel: 'next', type: GEOJSON_TYPE, title: 'next page' });
+      if (offset > 0) links.push({ href: at(Math.max(0, offset - limit), 'json'), rel: 'prev', type: GEOJSON_TYPE, title: 'previous page' });
+      const doc = {
+        type: 'FeatureCollection',
+        features: page.features,
+        numberMatched: page.numberMatched,
+        numberReturned: page.features.length,
+        timeStamp: new Date().toISOString(),
+        links,
+      };
+      return sendDoc(c, state, `${t.info.name} features`, doc, GEOJSON_TYPE);
+    },
+    ogcAbsence,
+  );
+
+  r.add(
+    {
+      method: 'get',
+      path: '/ogc/collections/{collectionId}/items/{featureId}',
+      hono: '/ogc/collections/:id/items/:fid',
+      summary: 'One feature of a PostGIS table by id (id_column, else the one-column primary key)',
+      tag: 'OGC API',
+      params: { ...COLLECTION, featureId: { schema: v.string() } },
+      query: DOC_QUERY,
+      responses: {
+        200: { description: 'a GeoJSON Feature', content: GEOJSON },
+        400: { description: 'an unknown f', content: PROBLEM },
+        404: { description: 'no such collection or feature (or the table has no id column)', content: PROBLEM },
+        503: { description: 'the database is unreachable or too slow (Retry-After)', content: PROBLEM },
+      },
+    },
+    async (c) => {
+      const state = ctx.holder.current;
+      const t = tableOf(c, ctx);
+      if (t instanceof Response) return t;
+      const fid = param(c, 'fid');
+      if (!t.features.idColumn) return problem(c, 404, 'Feature not found', `collection "${t.info.id}" has no feature ids (set id_column, or give the table a one-column primary key)`);
+      const f = await readItem(t.features, fid);
+      if (!f) return problem(c, 404, 'Feature not found', `collection "${t.info.id}" has no feature "${fid}"`);
+      const h = new Hrefs(urlContext(c, state));
+      const path = `/collections/${seg(t.info.id)}/items/${seg(fid)}`;
+      const links: Link[] = [
+        { href: h.ogc(path, { f: 'json' }), rel: 'self', type: GEOJSON_TYPE, title: 'this feature' },
+        { href: h.ogc(path, { f: 'html' }), rel: 'alternate', type: HTML_TYPE, title: 'this feature as HTML' },
+        { href: h.ogc(`/collections/${seg(t.info.id)}`), rel: 'collection', type: JSON_TYPE, title: 'the collection' },
+      ];
+      return sendDoc(c, state, `${t.info.name} feature ${fid}`, { ...f, links }, GEOJSON_TYPE);
+    },
+    ogcAbsence,
+  );
+
+  r.add(
+    {
+      method: 'get',
+      path: '/ogc/collections/{collectionId}/queryables',
+      hono: '/ogc/collections/:id/queryables',
+      summary: 'The properties filters may use (JSON Schema)',
+      tag: 'OGC API',
+      params: COLLECTION,
+      query: { ...DOC_QUERY, ...KEY_QUERY },
+      responses: {
+        200: { description: 'JSON Schema of the queryables', content: { 'application/schema+json': true, 'text/html': true } },
+        400: { description: 'an unknown f', content: PROBLEM },
+        404: { description: 'no such collection, or a collection without features', content: PROBLEM },
+      },
+    },
+    (c) => {
+      const state = ctx.holder.current;
+      const t = tableOf(c, ctx);
+      if (t instanceof Response) return t;
+      const h = new Hrefs(urlContext(c, state));
+      return sendDoc(c, state, `${t.info.name} queryables`, queryablesSchema(t.features, h.ogc(`/collections/${seg(t.info.id)}/queryables`), t.info.name), SCHEMA_TYPE);
+    },
+    ogcAbsence,
+  );
+}

@@ -1,0 +1,14 @@
+// OGC API under /ogc: landing page and conformance, tile matrix sets, collections with their tilesets and
+// tiles, rendered map tiles of styles, and features of PostGIS tables. Absent while server.disable_ogc is set.
+import type { ServerContext } from '../../context.js';
+import type { Router } from '../../router.js';
+import { registerOgcCoreRoutes } from './core.js';
+import { registerOgcFeatureRoutes } from './features.js';
+import { registerOgcTileRoutes } from './tiles.js';
+
+export function registerOgcRoutes(r: Router, ctx: ServerContext): void {
+  registerOgcCoreRoutes(r, ctx);
+  // Before the tile routes: /collections/{id}/items and /queryables are not tilesets.
+  registerOgcFeatureRoutes(r, ctx);
+  registerOgcTileRoutes(r, ctx);
+}

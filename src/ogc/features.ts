@@ -1,0 +1,173 @@
+// OGC API - Features over a PostGIS table source: queryables from the table's columns, and items read with one
+// parameterised query (plus a count for numberMatched). Every condition (bbox, property=value, CQL2) becomes SQL
+// through ./cql2/sql.ts, so identifiers come from the catalogue and values are bound.
+import { escapeIdentifier as ident } from 'pg';
+import type { FeatureTable } from '../sources/postgres/table.js';
+import { checkBbox, checkString, Cql2Error, storableText, type Expr, type Literal } from './cql2/ast.js';
+import { Cql2Sql, SqlParams, type Queryable, type QueryableKind } from './cql2/sql.js';
+
+export const DEFAULT_LIMIT = 10;
+export const MAX_LIMIT = 10_000;
+
+/** The queryable kind of a column type, or undefined for types a filter cannot use (json, dates, arrays...). */
+function kindOf(pgType: string): QueryableKind | undefined {
+  if (/^(smallint|integer|bigint|real|double precision|numeric)/.test(pgType)) return 'number';
+  if (pgType === 'boolean') return 'boolean';
+  if (/^(text|character varying|character\b|"char"|name)/.test(pgType)) return 'string';
+  if (/^geometry/.test(pgType)) return 'geometry';
+  return undefined;
+}
+
+/** The properties a filter may name: the id, the served properties of a filterable type, and the geometry. */
+export function queryables(t: FeatureTable): Queryable[] {
+  const out: Queryable[] = [];
+  for (const c of [...(t.idColumn ? [t.idColumn] : []), ...t.properties]) {
+    const kind = kindOf(c.type);
+    if (kind && kind !== 'geometry' && !out.some((q) => q.name === c.name)) out.push({ name: c.name, kind });
+  }
+  out.push({ name: t.geometryColumn, kind: 'geometry', srid: t.srid });
+  return out;
+}
+
+const JSON_SCHEMA_TYPE: Record<QueryableKind, Record<string, string>> = {
+  number: { type: 'number' },
+  string: { type: 'string' },
+  boolean: { type: 'boolean' },
+  geometry: { format: 'geometry-any' },
+};
+
+/** The queryables as the JSON Schema OGC API - Features Part 3 asks for. */
+export function queryablesSchema(t: FeatureTable, id: string, title: string): Record<string, unknown> {
+  const props: Record<string, unknown> = {};
+  for (const q of queryables(t)) {
+    const integer = q.kind === 'number' && /^(smallint|integer|bigint)$/.test([t.idColumn, ...t.properties].find((c) => c?.name === q.name)?.type ?? '');
+    props[q.name] = { title: q.name, ...(integer ? { type: 'integer' } : JSON_SCHEMA_TYPE[q.kind]) };
+  }
+  return { $schema: 'https://json-schema.org/draft/2020-12/schema', $id: id, type: 'object', title, properties: props, additionalProperties: false };
+}
+
+export interface ItemsQuery {
+  bbox?: number[];
+  /** property=value conditions from the query string (the value as given). */
+  equals: [string, string][];
+  filter?: Expr;
+  limit: number;
+  offset: number;
+}
+
+export interface Feature {
+  type: 'Feature';
+  id?: string | number;
+  geometry: unknown;
+  properties: Record<string, unknown>;
+}
+
+/** A property=value condition's value in the column's kind (a query string holds only text). */
+function equalsLiteral(q: Queryable, value: string): Literal {
+  switch (q.kind) {
+    case 'number': {
+      const n = value.trim() === '' ? NaN : Number(value);
+      if (!Number.isFinite(n)) throw new Cql2Error(`${q.name}=${JSON.stringify(value)}: ${q.name} is a number`, q.name);
+      return n;
+    }
+    case 'boolean':
+      if (value !== 'true' && value !== 'false') throw new Cql2Error(`${q.name}=${JSON.stringify(value)}: ${q.name} is true or false`, q.name);
+      return value === 'true';
+    default:
+      return checkString(value);
+  }
+}
+
+/** The WHERE clause of a query and its values (parameters $1...). */
+function whereOf(t: FeatureTable, q: Omit<ItemsQuery, 'limit' | 'offset'>, params: SqlParams): string {
+  const all = queryables(t);
+  const sql = new Cql2Sql(all, params);
+  const parts: string[] = [];
+  if (q.bbox) {
+    let b;
+    try {
+      b = checkBbox(q.bbox);
+    } catch (err) {
+      if (err instanceof Cql2Error) throw new Cql2Error(err.detail, undefined, 'bbox');
+      throw err;
+    }
+    parts.push(sql.translate({ op: 's_intersects', left: { kind: 'property', name: t.geometryColumn }, right: { kind: 'bbox', bbox: b } }));
+  }
+  for (const [name, value] of q.equals) {
+    const qa = all.find((x) => x.name === name);
+    if (!qa || qa.kind === 'geometry') throw new Cql2Error(`unknown property ${JSON.stringify(name)}`, name, name);
+    try {
+      parts.push(sql.translate({ op: 'compare', cmp: '=', left: { kind: 'property', name }, right: { kind: 'literal', value: equalsLiteral(qa, value) } }));
+    } catch (err) {
+      if (err instanceof Cql2Error) throw new Cql2Error(err.detail, name, name);
+      throw err;
+    }
+  }
+  if (q.filter) parts.push(sql.translate(q.filter));
+  return parts.length ? `WHERE ${parts.join(' AND ')}` : '';
+}
+
+const from = (t: FeatureTable) => `${ident(t.schema)}.${ident(t.table)}`;
+const geometrySql = (t: FeatureTable) => {
+  const g = ident(t.geometryColumn);
+  return `ST_AsGeoJSON(${t.srid === 4326 ? g : `ST_Transform(${g}, 4326)`}, 9)::json AS "__geometry"`;
+};
+/** Properties a GeoJSON member can carry as they come from node-postgres; geometries elsewhere as text. */
+const propertySql = (c: { name: string; type: string }) => (/^(geometry|geography)/.test(c.type) ? `(${ident(c.name)})::text AS ${ident(c.name)}` : ident(c.name));
+
+/** A value as JSON: node-postgres gives bigint and numeric as strings (exact); numbers are friendlier where exact. */
+function jsonValue(v: unknown, type: string): unknown {
+  if (typeof v === 'string' && /^(bigint|numeric)/.test(type)) {
+    const n = Number(v);
+    return Number.isFinite(n) && (type !== 'bigint' || Number.isSafeInteger(n)) ? n : v;
+  }
+  return v;
+}
+
+function toFeature(t: FeatureTable, row: Record<string, unknown>): Feature {
+  const properties: Record<string, unknown> = Object.create(null);
+  for (const c of t.properties) properties[c.name] = jsonValue(row[c.name], c.type);
+  const f: Feature = { type: 'Feature', geometry: row.__geometry ?? null, properties: { ...properties } };
+  if (t.idColumn) f.id = jsonValue(row.__id, t.idColumn.type) as string | number;
+  return f;
+}
+
+function selectList(t: FeatureTable): string {
+  return [...(t.idColumn ? [`${ident(t.idColumn.name)} AS "__id"`] : []), geometrySql(t), ...t.properties.map(propertySql)].join(', ');
+}
+
+/** One page of features, and how many match. Throws Cql2Error for a filter that cannot be used. */
+export async function readItems(t: FeatureTable, q: ItemsQuery): Promise<{ features: Feature[]; numberMatched: number }> {
+  const params = new SqlParams();
+  const where = whereOf(t, q, params);
+  // Stable pages need a stable order: the feature id, else the row's physical position.
+  const order = t.idColumn ? ident(t.idColumn.name) : 'ctid';
+  const n = params.values.length;
+  const [page, count] = await Promise.all([
+    t.pool.query<Record<string, unknown>>({
+      text: `SELECT ${selectList(t)} FROM ${from(t)} ${where} ORDER BY ${order} LIMIT $${n + 1}::bigint OFFSET $${n + 2}::bigint`,
+      values: [...params.values, q.limit, q.offset],
+    }),
+    t.pool.query<{ n: string }>({ text: `SELECT count(*) AS n FROM ${from(t)} ${where}`, values: params.values }),
+  ]);
+  return { features: page.rows.map((r) => toFeature(t, r)), numberMatched: Number(count.rows[0]?.n ?? 0) };
+}
+
+/** One feature by id, or undefined (also for an id that cannot be one of the column's values). */
+export async function readItem(t: FeatureTable, featureId: string): Promise<Feature | undefined> {
+  const idCol = t.idColumn;
+  if (!idCol) return undefined;
+  const kind = kindOf(idCol.type);
+  let value: Literal;
+  if (kind === 'number') {
+    if (!/^-?\d+(\.\d+)?$/.test(featureId)) return undefined;
+    value = Number(featureId);
+  } else if (kind === 'string') {
+    if (!storableText(featureId)) return undefined;
+    value = featureId;
+  } else return undefined;
+  const params = new SqlParams();
+  const cond = new Cql2Sql(queryables(t), params).translate({ op: 'compare', cmp: '=', left: { kind: 'property', name: idCol.name }, right: { kind: 'literal', value } });
+  const { rows } = await t.pool.query<Record<string, unknown>>({ text: `SELECT ${selectList(t)} FROM ${from(t)} WHERE ${cond} LIMIT 1`, values: params.values });
+  return rows[0] ? toFeature(t, rows[0]) : undefined;
+}
