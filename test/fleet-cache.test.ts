@@ -2,6 +2,7 @@
 // two real server instances whose configurations differ only in machine-local things (ports, cache directories,
 // file locations, pool sizes, time limits). Renders are counted per instance with /ping's render_stats.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -280,6 +281,45 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
       await get(A, tile(7, 64, 10));
       return (await ping(A)).shared_cache.state === 'connected' || undefined;
     }, 30_000);
+  });
+});
+
+describe('password, database and TLS in the URL', { timeout: 120_000 }, () => {
+  let redis: RedisServer;
+  let s: TestServer;
+  const PASSWORD = 'fleet s3cret/+';
+
+  before(async () => {
+    const dir = tempDir('tsts-fleet-tls-');
+    const cert = path.join(dir, 'redis.crt');
+    const key = path.join(dir, 'redis.key');
+    // A self-signed certificate for 127.0.0.1, which the server trusts through NODE_EXTRA_CA_CERTS.
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '2'], { stdio: 'ignore' });
+    redis = await startRedis({ password: PASSWORD, tls: { cert, key } });
+    const url = redis.url.replace(/\/0$/, '/3');
+    s = await startServer({
+      toml: `[server]\ndisable_render = true\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${fixture('vector/omt-planet-z0-1.pmtiles')}"\n[cache]\nshared = "${url}"\n`,
+      env: { NODE_EXTRA_CA_CERTS: cert },
+    });
+  });
+  after(async () => {
+    await s?.stop();
+    await redis?.stop();
+  });
+
+  test('rediss:// with a password and a database number: connected, entries land in that database', async () => {
+    await waitFor('connected', async () => ((await (await fetch(`${s.url}/ping`, { signal: AbortSignal.timeout(T) })).json()) as Ping).shared_cache.state === 'connected' || undefined, 30_000);
+    const res = await fetch(`${s.url}/data/omt/0/0/0.mlt`, { signal: AbortSignal.timeout(T) });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    await redis.client.select(3);
+    const keys = await waitFor('the transcoded tile in database 3', async () => {
+      const [, found] = await redis.client.scan('0', 'MATCH', 'tsts:v1:transcoded/*', 'COUNT', 1000);
+      return found.length ? found : undefined;
+    });
+    assert.equal(keys.length, 1);
+    await redis.client.select(0);
+    assert.equal(await redis.client.dbsize(), 0, 'nothing in database 0');
   });
 });
 

@@ -371,7 +371,7 @@ export class RenderService {
       }
     }
     // The fleet's shared cache, and its lock: another machine drawing this tile is waited for, not repeated.
-    const claim = await sharedCache.claim('tile', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms);
+    const claim = await sharedCache.claim('tile', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal);
     if (claim.kind === 'hit') return this.fromShared(key, claim.body, CONTENT_TYPES[format], true);
     try {
       return await this.drawTile(state, style, t, format, base, key, caller);
@@ -570,7 +570,7 @@ export class RenderService {
     const key = `${style.id}/${this.contentKey(state, style)}/image/${createHash('sha256').update(requestKey).digest('hex').slice(0, 32)}`;
     const hit = this.cache!.getMemory(key);
     if (hit) return { image: hit, from: 'memory', timing: undefined };
-    const claim = await sharedCache.claim('image', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms);
+    const claim = await sharedCache.claim('image', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal);
     if (claim.kind === 'hit') return this.fromShared(key, claim.body, CONTENT_TYPES[format], false);
     try {
       return await this.drawImage(state, style, cam, ratio, format, overlays, key, caller);

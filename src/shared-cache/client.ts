@@ -165,9 +165,10 @@ export class SharedCache {
    * go-ahead to render it here. The first asker takes a short lock (SET NX PX with a token) that it renews while
    * it renders; the others poll the entry with back-off until it appears, or the lock is gone (its holder failed
    * or died: the next asker takes it), or `waitMs` passes. A lock this process holds is not waited for: its own
-   * requests join the render in progress. Redis failing at any step means rendering here.
+   * requests join the render in progress. Redis failing at any step means rendering here. A waiter whose
+   * request has gone (`signal`) stops polling; the render it is then sent to is dropped at once.
    */
-  async claim(kind: SharedKind, key: string, waitMs: number): Promise<Claim> {
+  async claim(kind: SharedKind, key: string, waitMs: number, signal?: AbortSignal): Promise<Claim> {
     if (!this.redis) return { kind: 'render', release: noRelease };
     const deadline = Date.now() + waitMs;
     const lockKey = LOCK_PREFIX + key;
@@ -189,7 +190,7 @@ export class SharedCache {
       if (holder === FAILED) return this.miss(kind);
       // Released or expired between the two commands: try again at once.
       if (holder === null) continue;
-      if (holder.startsWith(`${this.instance}:`) || Date.now() >= deadline) return this.miss(kind);
+      if (holder.startsWith(`${this.instance}:`) || Date.now() >= deadline || signal?.aborted) return this.miss(kind);
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }

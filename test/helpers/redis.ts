@@ -1,6 +1,7 @@
 // A real redis-server (the Debian package) for a test, on a free port, with persistence off; it can be killed,
 // paused and started again on the same port (outage tests). A missing redis-server is a failure, not a skip.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { freePort } from './server.js';
 
@@ -19,19 +20,31 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-export async function startRedis(): Promise<RedisServer> {
+export interface RedisOptions {
+  /** `requirepass`: clients must send it. */
+  password?: string;
+  /** TLS only (no plain port), with this certificate and key; clients trust `cert`. */
+  tls?: { cert: string; key: string };
+}
+
+export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> {
   const port = await freePort();
+  const listen = opts.tls
+    ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', opts.tls.cert, '--tls-key-file', opts.tls.key, '--tls-auth-clients', 'no']
+    : ['--port', String(port)];
+  const auth = opts.password ? ['--requirepass', opts.password] : [];
+  const connection = { port, host: '127.0.0.1', password: opts.password, tls: opts.tls ? { ca: readFileSync(opts.tls.cert) } : undefined };
   let proc: ChildProcess | undefined;
   let out = '';
   const launch = async () => {
-    const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn('redis-server', [...listen, ...auth, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
     p.stdout!.on('data', (d) => (out += d));
     p.stderr!.on('data', (d) => (out += d));
     const failed = new Promise<never>((_, reject) => p.once('error', (err) => reject(new Error(`cannot start redis-server (the Debian package redis-server): ${err.message}`))));
     proc = p;
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+      const probe = new Redis({ ...connection, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
       probe.on('error', () => {});
       const ok = await Promise.race([probe.connect().then(() => probe.ping()).then(() => true, () => false), failed]);
       probe.disconnect();
@@ -48,11 +61,11 @@ export async function startRedis(): Promise<RedisServer> {
       p.kill(signal);
     });
   await launch();
-  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  const client = new Redis({ ...connection, maxRetriesPerRequest: 1, retryStrategy: () => 100 });
   client.on('error', () => {});
   return {
     port,
-    url: `redis://127.0.0.1:${port}/0`,
+    url: `${opts.tls ? 'rediss' : 'redis'}://${opts.password ? `:${encodeURIComponent(opts.password)}@` : ''}127.0.0.1:${port}/0`,
     client,
     output: () => out,
     kill: () => exit('SIGKILL'),
