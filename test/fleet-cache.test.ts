@@ -323,6 +323,36 @@ describe('password, database and TLS in the URL', { timeout: 120_000 }, () => {
   });
 });
 
+describe('a Redis that is not there when the server starts', { timeout: 120_000 }, () => {
+  let s: TestServer;
+  before(async () => {
+    const nobody = await freePort();
+    s = await startServer({
+      toml: `[server]\ndisable_render = true\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${fixture('vector/omt-planet-z0-1.pmtiles')}"\n[cache]\nshared = "redis://127.0.0.1:${nobody}/0"\n`,
+    });
+  });
+  after(async () => {
+    await s?.stop();
+  });
+
+  test('the server serves alone: tiles answered, /ready 200, /ping down, one warning however many retries', async () => {
+    const p = await waitFor('down on /ping', async () => {
+      const got = (await (await fetch(`${s.url}/ping`, { signal: AbortSignal.timeout(T) })).json()) as Ping;
+      return got.shared_cache.state === 'down' ? got : undefined;
+    });
+    assert.ok(p.shared_cache.down_since);
+    for (const t of ['0/0/0', '1/0/0', '1/1/1']) {
+      const res = await fetch(`${s.url}/data/omt/${t}.mlt`, { signal: AbortSignal.timeout(T) });
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+    }
+    assert.equal((await fetch(`${s.url}/ready`, { signal: AbortSignal.timeout(T) })).status, 200);
+    // ioredis keeps retrying (every 100 ms, backing off to 2 s): still one line.
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.equal(count(s.output(), 'shared cache unreachable'), 1);
+  });
+});
+
 // ---- the key: what identifies an image across machines ----
 
 function fakeState(config: ReturnType<typeof validateConfig>['config']): AppState {
