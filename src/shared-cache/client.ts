@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { CacheConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 
@@ -67,9 +67,20 @@ export class SharedCache {
     this.disconnect();
     if (cfg.shared === undefined) return;
     this.status = 'connecting';
-    const redis = new Redis(cfg.shared, {
-      commandTimeout: cfg.shared_timeout_ms,
-      connectTimeout: Math.max(1_000, cfg.shared_timeout_ms * 10),
+    void this.connect(cfg.shared, cfg.shared_timeout_ms, key);
+  }
+
+  /**
+   * Loads ioredis and connects. Loaded on first use: importing it costs every process about 45 ms of start-up,
+   * and most servers never set `[cache] shared`. Until it has loaded, lookups skip the shared cache.
+   */
+  private async connect(url: string, timeoutMs: number, key: string | undefined): Promise<void> {
+    const { Redis } = await import('ioredis');
+    // Reconfigured (or closed) while ioredis was loading: that configuration is not wanted any more.
+    if (key !== this.settingsKey) return;
+    const redis = new Redis(url, {
+      commandTimeout: timeoutMs,
+      connectTimeout: Math.max(1_000, timeoutMs * 10),
       // Without a connection a command fails at once instead of waiting in a queue: the machine renders alone.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
