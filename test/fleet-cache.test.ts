@@ -95,6 +95,7 @@ async function startMachine(name: string, redisUrl: string, local: { memory: num
 }
 
 const count = (text: string, phrase: string) => text.split(phrase).length - 1;
+const scrape = async (m: Machine) => (await fetch(`http://127.0.0.1:${m.scrapePort}/metrics`, { signal: AbortSignal.timeout(T) })).text();
 
 describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 }, () => {
   let redis: RedisServer;
@@ -136,9 +137,9 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     assert.equal(keys.length, 1, `one entry for the tile: ${keys.join(', ')}`);
     const ttl = await redis.client.ttl(keys[0]);
     assert.ok(ttl > 0 && ttl <= 86_400, `ttl ${ttl}`);
-    // The metrics count the shared hit.
-    const metrics = await (await fetch(`http://127.0.0.1:${B.scrapePort}/metrics`, { signal: AbortSignal.timeout(T) })).text();
-    assert.match(metrics, /shared_cache_hits_total\{kind="tile"\} [1-9]/);
+    // The metrics count A's miss and B's hit.
+    assert.match(await scrape(A), /shared_cache_misses_total\{kind="tile"\} [1-9]/);
+    assert.match(await scrape(B), /shared_cache_hits_total\{kind="tile"\} [1-9]/);
   });
 
   test('20 concurrent requests for one new tile, split across A and B, produce one render', async () => {
@@ -250,6 +251,7 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     assert.equal((await get(B, tile(7, 100, 100))).status, 200);
     assert.deepEqual([await rendered(A), await rendered(B)], [a0 + 1, b0 + 1]);
     assert.equal(count(A.server.output(), 'shared cache unreachable'), downA + 1, 'one log line per outage on A');
+    assert.match(await scrape(A), /shared_cache_errors_total\{op="get"\} [1-9]/);
     assert.equal(count(B.server.output(), 'shared cache unreachable'), downB + 1, 'one log line per outage on B');
 
     // Redis is back (empty): both reconnect by themselves and share again.
