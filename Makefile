@@ -8,7 +8,7 @@ CONFIG ?= config/default.toml
 # wrk (load generator of bench/metrics.bench.ts: autocannon saturates before the server on a hot tile),
 # PostgreSQL + PostGIS (the database source tests start a throwaway cluster), Mesa's Vulkan drivers (lavapipe, the
 # fastest software GL stack under the Chromium renderer: render.gl), openssl (certificates for the PostGIS TLS tests).
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server
 
 .PHONY: run test bench build deps system-deps fixtures typecheck clean goldens
 

@@ -13,6 +13,7 @@ import { answerClientErrors } from './http/client-errors.js';
 import { tileFastLane } from './http/tile-fast-lane.js';
 import { log } from './log.js';
 import type { RuntimeStatus } from './runtime.js';
+import { sharedCache } from './shared-cache/client.js';
 import { RenderService } from './render/service.js';
 import { peerLinkFromEnv, RenderPeers } from './render/peers.js';
 import { getRequestListener } from '@hono/node-server';
@@ -75,6 +76,8 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
     }
   });
   render.onState(holder.current);
+  // The fleet's shared cache (docs/deployment.md): connected in the background, followed on every reload.
+  sharedCache.configure(holder.current.config.cache, log);
   // In a cluster, tiles are drawn by the process owning their block; the others forward to it (render/peers.ts).
   const link = peerLinkFromEnv();
   let peers: RenderPeers | undefined;
@@ -125,6 +128,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
       const state = await buildAppState(next, { previous: holder.current, flush, uploads: registry });
       holder.swap(state);
       render.onState(state);
+      sharedCache.configure(state.config.cache, log);
       log.info({ config_hash: next.hash, flush }, 'configuration reloaded');
       return { reloaded: true, figures: stateFigures(state, runtime.rendererEnabled) };
     },
@@ -138,7 +142,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
         force.unref();
         http.close(() => {
           clearTimeout(force);
-          void Promise.all([peers?.close(), render.close(), holder.closeAll(), uploads.close(), telemetry.close()]).finally(resolve);
+          void Promise.all([peers?.close(), render.close().finally(() => sharedCache.close()), holder.closeAll(), uploads.close(), telemetry.close()]).finally(resolve);
         });
         // Idle keep-alive sockets would hold close() open until they time out.
         http.closeIdleConnections();

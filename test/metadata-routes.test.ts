@@ -123,6 +123,8 @@ describe('/ping', () => {
     assert.equal(p.compression_enabled, true);
     assert.equal(p.compression_br_quality, 7);
     assert.equal(p.compression_zstd_level, 9);
+    // No [cache] shared: the fleet cache is off and has counted nothing.
+    assert.deepEqual(p.shared_cache, { state: 'off', down_since: null, hits: 0, misses: 0, errors: 0 });
     assert.deepEqual(p.cors_origins, ['https://a.example']);
     assert.equal(p.cache_dir, path.join(path.dirname(server.configFile!), 'scratch-dir'));
   });

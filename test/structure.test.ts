@@ -96,7 +96,7 @@ test('config/ imports only config/', () => {
 });
 
 test('the areas below HTTP never import from http/, cluster/, cli or server', () => {
-  const below = /^(state|sources|styles|tiles|render|raster|spatial|uploads|telemetry)\//;
+  const below = /^(state|sources|styles|tiles|render|raster|spatial|uploads|telemetry|shared-cache)\//;
   let checked = 0;
   for (const [mod, deps] of importGraph()) {
     if (!below.test(mod)) continue;
@@ -106,15 +106,27 @@ test('the areas below HTTP never import from http/, cluster/, cli or server', ()
   assert.ok(checked > 40, `only ${checked} modules below HTTP were checked`);
 });
 
-test('the bundle loads Chromium\'s driver and OpenTelemetry only when they are used, not at every start', () => {
+test('shared-cache/ sits below tiles and render: it imports only config/, log and version, and types of state and styles', () => {
+  let checked = 0;
+  for (const [mod, deps] of importGraph()) {
+    if (!mod.startsWith('shared-cache/')) continue;
+    checked++;
+    for (const d of deps) assert.ok(/^(config\/|shared-cache\/|state\/app-state$|styles\/loaded-style$|log$|version$)/.test(d), `${mod} imports ${d}`);
+  }
+  assert.ok(checked >= 2, `only ${checked} shared-cache modules were checked`);
+});
+
+test('the bundle loads Chromium\'s driver, OpenTelemetry and the Redis client only when they are used, not at every start', () => {
   // Imported at the top, playwright-core and the OpenTelemetry packages (with gRPC) took about 0.7 s of each
   // process's start, in every worker, though only render threads launch browsers and only a configured push
   // exports. `make test` builds dist/ before the tests run.
   const bundle = readFileSync(path.join(ROOT, 'dist/cli.js'), 'utf8');
   const topLevel = [...bundle.matchAll(/^import\s[^;]*?\sfrom\s+"([^"]+)";?$/gm)].map((m) => m[1]);
   assert.ok(topLevel.includes('hono'), `the bundle's static imports were read: ${topLevel.length}`);
-  const eager = topLevel.filter((spec) => spec === 'playwright-core' || spec.startsWith('@opentelemetry/') || spec.startsWith('@grpc/'));
+  const eager = topLevel.filter((spec) => spec === 'playwright-core' || spec === 'ioredis' || spec.startsWith('@opentelemetry/') || spec.startsWith('@grpc/'));
   assert.deepEqual(eager, []);
+  // ioredis (about 45 ms of start-up) is loaded when `[cache] shared` is set.
+  assert.ok(bundle.includes('import("ioredis")'), 'ioredis is still imported where the shared cache connects');
   for (const spec of ['@opentelemetry/api', '@opentelemetry/exporter-trace-otlp-grpc']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is still imported where it is used`);
   // The render thread's bundle launches the browsers: it loads the driver when it starts the first one.
   const renderThread = readFileSync(path.join(ROOT, 'dist/workers/render.js'), 'utf8');

@@ -94,6 +94,20 @@ export const CacheSchema = v.object({
   ttl_seconds: v.optional(v.pipe(v.number(), v.minValue(0)), 3600),
   /** Scratch and state directory (rendered-tile disk cache and friends); default: the OS temp dir. */
   dir: v.optional(nonEmpty),
+  /**
+   * A Redis server the machines of a fleet share rendered images and transcoded tiles through
+   * (`redis://[:password@]host:port/db`, `rediss://` for TLS); see docs/deployment.md.
+   */
+  shared: v.optional(
+    v.pipe(
+      nonEmpty,
+      v.check((s) => /^rediss?:\/\/[^\s]+$/.test(s) && URL.canParse(s), 'a Redis URL such as redis://cache-host:6379/0 (rediss:// for TLS)'),
+    ),
+  ),
+  /** Shared entries expire after this many seconds (Redis's own maxmemory policy caps the size). */
+  shared_ttl_seconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(365 * 86_400)), 86_400),
+  /** Longest wait for one shared-cache command; past it the machine renders (or reads) on its own. */
+  shared_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 100),
 });
 
 export const CompressionSchema = v.object({

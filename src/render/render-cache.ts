@@ -1,6 +1,7 @@
 // Cache of rendered images: in memory per process (LRU by bytes), and for raster style tiles also on disk
-// under `[cache] dir`/render, shared by every worker process. Keys start with the style id and a hash of the
-// style file and the configuration, so an edited style or configuration never serves old pixels.
+// under `[cache] dir`/render, shared by every worker process. Keys start with the style id and a hash of what
+// the pixels depend on (shared-cache/identity.ts), so an edited style, data file or image setting never serves
+// old pixels. The fleet's shared cache (shared-cache/client.ts) is asked after these two.
 // The disk cache is bounded: when the bytes written since the last sweep pass a tenth of the budget, the
 // oldest files are removed until the directory is under 90% of it.
 import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';

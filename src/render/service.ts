@@ -13,8 +13,9 @@ import type { RuntimeStatus } from '../runtime.js';
 import type { AppState } from '../state/app-state.js';
 import { firstRenderableStyle } from '../styles/generated.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
-import { VERSION } from '../version.js';
 import { etagOf } from '../tiles/tile-service.js';
+import { sharedCache } from '../shared-cache/client.js';
+import { styleIdentity } from '../shared-cache/identity.js';
 import { backendCandidates } from './backends/select.js';
 import type { Camera } from './camera.js';
 import { cropRaw, encodeRegion, encodeWithOverlay, pasteRaw, resizeRaw, type EncodeOptions, type RawImage } from './image.js';
@@ -51,8 +52,8 @@ function tilePath(styleId: string, t: TileRequest, format: ImageFormat): string 
 /** An image and how it was obtained; `timing` (milliseconds per phase) when this request rendered it. */
 export interface RenderResult {
   image: CachedImage;
-  /** `peer`: drawn (or found cached) by the process that owns the tile's block (peers.ts). */
-  from: 'memory' | 'disk' | 'render' | 'peer';
+  /** `peer`: drawn (or found cached) by the process that owns the tile's block (peers.ts); `shared`: from the fleet's cache. */
+  from: 'memory' | 'disk' | 'shared' | 'render' | 'peer';
   timing: Record<string, number> | undefined;
   /** For `peer`: the owner's own Server-Timing header. */
   peerTiming?: string;
@@ -330,11 +331,12 @@ export class RenderService {
   }
 
   /**
-   * Cache identity of a style's images: the same in every process serving the same files with the same server
-   * version (the disk cache outlives the process; an upgraded server may draw differently).
+   * Cache identity of a style's images: the same in every process and on every machine serving the same files
+   * with the same image settings and server version (shared-cache/identity.ts); the disk and shared caches
+   * outlive the process.
    */
   private contentKey(state: AppState, style: LoadedStyle): string {
-    return createHash('sha256').update(`${style.hash}\n${state.configHash}\n${VERSION}`).digest('hex').slice(0, 16);
+    return styleIdentity(state, style);
   }
 
   private encodeOptions(state: AppState): EncodeOptions {
@@ -368,6 +370,28 @@ export class RenderService {
         return { image, from: 'peer', timing: undefined, peerTiming: got.timing };
       }
     }
+    // The fleet's shared cache, and its lock: another machine drawing this tile is waited for, not repeated.
+    const claim = await sharedCache.claim('tile', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal);
+    if (claim.kind === 'hit') return this.fromShared(key, claim.body, CONTENT_TYPES[format], true);
+    try {
+      return await this.drawTile(state, style, t, format, base, key, caller);
+    } finally {
+      await claim.release();
+    }
+  }
+
+  /** An image found in the shared cache, kept in this machine's caches too. */
+  private fromShared(key: string, body: Buffer, contentType: string, toDisk: boolean): RenderResult {
+    const image: CachedImage = { body, etag: etagOf(body), contentType };
+    this.cache!.setMemory(key, image);
+    // Tiles are kept on disk too (static images never are).
+    if (toDisk) void this.cache!.setDisk(key, body);
+    return { image, from: 'shared', timing: undefined };
+  }
+
+  /** A tile no cache had: drawn in its metatile or batch. */
+  private async drawTile(state: AppState, style: LoadedStyle, t: TileRequest, format: ImageFormat, base: string, key: string, caller: RenderCaller): Promise<RenderResult> {
+    const cache = this.cache!;
     const cfg = state.config.render;
     if (cfg.metatile === 'auto') return this.batchedTile(state, style, t, format, base, key, caller);
     const plan = planMetatile(t, cfg.metatile, cfg.tile_buffer, MAX_FRAME);
@@ -523,8 +547,8 @@ export class RenderService {
         const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
         images.set(cellKey(c), image);
         cache.setMemory(cellKey(c), image);
-        // Written before the claim is released: a process waiting on it finds the tiles.
-        await cache.setDisk(cellKey(c), body);
+        // Written before the claims are released: a process (or another machine) waiting on them finds the tiles.
+        await Promise.all([cache.setDisk(cellKey(c), body), sharedCache.put(cellKey(c), body)]);
       }),
     );
     const done = performance.now();
@@ -546,6 +570,17 @@ export class RenderService {
     const key = `${style.id}/${this.contentKey(state, style)}/image/${createHash('sha256').update(requestKey).digest('hex').slice(0, 32)}`;
     const hit = this.cache!.getMemory(key);
     if (hit) return { image: hit, from: 'memory', timing: undefined };
+    const claim = await sharedCache.claim('image', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal);
+    if (claim.kind === 'hit') return this.fromShared(key, claim.body, CONTENT_TYPES[format], false);
+    try {
+      return await this.drawImage(state, style, cam, ratio, format, overlays, key, caller);
+    } finally {
+      await claim.release();
+    }
+  }
+
+  /** A static map or social card no cache had. */
+  private async drawImage(state: AppState, style: LoadedStyle, cam: Camera, ratio: number, format: ImageFormat, overlays: Overlays | undefined, key: string, caller: RenderCaller): Promise<RenderResult> {
     const rendered = await this.shared(
       key,
       (signal) =>
@@ -557,6 +592,7 @@ export class RenderService {
           const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
           const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
           this.cache!.setMemory(key, image);
+          await sharedCache.put(key, body);
           const done = performance.now();
           renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
           return { images: new Map([[key, image]]), timing: { ...drawn.timing, encode: done - encodeStart, total: done - started } };

@@ -130,6 +130,13 @@ export class OtelPipeline {
     this.instruments?.renderErrors.add(1, { style, reason });
   }
 
+  shared(event: 'hit' | 'miss' | 'error', label: string): void {
+    const i = this.instruments;
+    if (!i) return;
+    if (event === 'error') i.sharedErrors.add(1, { op: label });
+    else (event === 'hit' ? i.sharedHits : i.sharedMisses).add(1, { kind: label });
+  }
+
   /** Flushes what is pending, giving up after `timeoutMs` (a collector that is away must not hold a shutdown). */
   async shutdown(timeoutMs = 2000): Promise<void> {
     const work = Promise.allSettled([this.meterProvider?.shutdown(), this.tracerProvider.shutdown()]);
@@ -168,5 +175,8 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
     cacheMisses: counter('tile_cache_misses_total', 'Tile lookups the tile cache could not answer'),
     renderDuration: seconds('render_duration_seconds', 'Time to render an image', RENDER_SECONDS),
     renderErrors: counter('render_errors_total', 'Failed renders by style and reason'),
+    sharedHits: counter('shared_cache_hits_total', 'Lookups answered by the shared (fleet) cache, by kind'),
+    sharedMisses: counter('shared_cache_misses_total', 'Lookups the shared (fleet) cache could not answer, by kind'),
+    sharedErrors: counter('shared_cache_errors_total', 'Shared-cache commands that failed or timed out, by operation'),
   };
 }

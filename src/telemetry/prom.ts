@@ -26,6 +26,9 @@ export class PromMetrics {
   private readonly cacheMisses: Counter<'source'>;
   private readonly renderDuration: Histogram<'style' | 'format'>;
   private readonly renderErrors: Counter<'style' | 'reason'>;
+  private readonly sharedHits: Counter<'kind'>;
+  private readonly sharedMisses: Counter<'kind'>;
+  private readonly sharedErrors: Counter<'op'>;
   // prom-client hashes the label object on every call; the children of series already seen are kept instead.
   private readonly httpSeries = new Map<string, HttpSeries>();
   private readonly tileSeries = new Map<string, TileSeries>();
@@ -43,6 +46,9 @@ export class PromMetrics {
     this.cacheMisses = new Counter({ name: 'tile_cache_misses_total', help: 'Tile lookups the tile cache could not answer', labelNames: ['source'], registers });
     this.renderDuration = new Histogram({ name: 'render_duration_seconds', help: 'Time to render an image, in seconds', labelNames: ['style', 'format'], buckets: RENDER_SECONDS, registers });
     this.renderErrors = new Counter({ name: 'render_errors_total', help: 'Failed renders by style and reason', labelNames: ['style', 'reason'], registers });
+    this.sharedHits = new Counter({ name: 'shared_cache_hits_total', help: 'Lookups answered by the shared (fleet) cache, by kind (tile, image, transcoded)', labelNames: ['kind'], registers });
+    this.sharedMisses = new Counter({ name: 'shared_cache_misses_total', help: 'Lookups the shared (fleet) cache could not answer, by kind', labelNames: ['kind'], registers });
+    this.sharedErrors = new Counter({ name: 'shared_cache_errors_total', help: 'Shared-cache commands that failed or timed out, by operation (get, set, lock, unlock)', labelNames: ['op'], registers });
 
     // Beyond the spec, for a rendering host: read from the pool when scraped.
     new Gauge({
@@ -110,5 +116,10 @@ export class PromMetrics {
 
   renderError(style: string, reason: string): void {
     this.renderErrors.inc({ style, reason });
+  }
+
+  shared(event: 'hit' | 'miss' | 'error', label: string): void {
+    if (event === 'error') this.sharedErrors.inc({ op: label });
+    else (event === 'hit' ? this.sharedHits : this.sharedMisses).inc({ kind: label });
   }
 }

@@ -7,6 +7,7 @@ import type { TelemetryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import type { RenderService } from '../render/service.js';
 import { renderMetrics } from '../render/metrics.js';
+import { sharedCacheMetrics } from '../shared-cache/client.js';
 import { idLabel, statusClass, tileOutcome, zLabel, type Cardinality, type TileOutcome } from './labels.js';
 import { OtelPipeline } from './otel.js';
 import { PromMetrics } from './prom.js';
@@ -52,6 +53,12 @@ export class Telemetry {
       this.prom?.renderError(style, e.reason);
       this.otel?.renderError(style, e.reason);
     });
+    for (const [event, counted] of [['hit', 'hit'], ['miss', 'miss'], ['failure', 'error']] as const) {
+      sharedCacheMetrics.on(event, (label: string) => {
+        this.prom?.shared(counted, label);
+        this.otel?.shared(counted, label);
+      });
+    }
   }
 
   /** The render pool whose queue and renderers the gauges read. */

@@ -13,6 +13,8 @@ import { decodeMvt } from './mvt-decode.js';
 import { encodeMvt } from './mvt-encode.js';
 import { cutTile, RENDER_MAXZOOM } from './overzoom.js';
 import type { VectorTileData } from './vector-model.js';
+import { sharedCache } from '../shared-cache/client.js';
+import { sourceIdentity } from '../shared-cache/identity.js';
 
 /** Whether an answer came from the tile cache (`hit`) or was produced now (`miss`); absent when no lookup was made. */
 export type CacheOutcome = 'hit' | 'miss';
@@ -92,6 +94,17 @@ function shared(state: AppState, key: string, work: () => Promise<TileResult>): 
 
 async function produce(state: AppState, source: TileSource, req: TileRequest, encoding: ContentEncoding, key: string): Promise<TileResult> {
   const { z, x, y } = req.coord;
+  // Transcoding costs far more than a read: the fleet's shared cache is asked first (configured file sources only).
+  const id = isVector(req.format) && req.format !== source.info.format && sharedCache.enabled ? sourceIdentity(state, source.info.id) : undefined;
+  const sharedKey = id === undefined ? undefined : `transcoded/${id}/${key}`;
+  if (sharedKey !== undefined) {
+    const found = await sharedCache.get('transcoded', sharedKey);
+    if (found) {
+      const etag = etagOf(found);
+      state.tileCache.set(key, { body: found, contentEncoding: encoding, etag, empty: false });
+      return tileResult(found, req.format, encoding, etag, 'miss');
+    }
+  }
   const stored = await source.getTile(z, x, y, source.info.takesParams ? (req.params ?? {}) : undefined, req.format);
   if (!stored) {
     state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
@@ -119,6 +132,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
   }
   const etag = etagOf(body);
   if (format === req.format) state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
+  if (sharedKey !== undefined && format === req.format) void sharedCache.put(sharedKey, body);
   return tileResult(body, format, encoding, etag, 'miss');
 }
 

@@ -9,6 +9,7 @@ import { problem } from '../problem.js';
 import { problemBody } from '../../problem.js';
 import type { AppState } from '../../state/app-state.js';
 import { resolvedCacheDir } from '../../config/paths.js';
+import { sharedCache } from '../../shared-cache/client.js';
 
 export const PingSchema = v.object({
   status: v.literal('ok'),
@@ -49,6 +50,15 @@ export const PingSchema = v.object({
   compression_zstd_level: v.number(),
   cors_origins: v.array(v.string()),
   cache_dir: v.string(),
+  /** The fleet's shared cache (`[cache] shared`) as this process sees it: `off` when not configured. */
+  shared_cache: v.object({
+    state: v.picklist(['off', 'connecting', 'connected', 'down']),
+    /** ISO 8601 time the outage began, while `down`. */
+    down_since: v.nullable(v.string()),
+    hits: v.number(),
+    misses: v.number(),
+    errors: v.number(),
+  }),
 });
 export type Ping = v.InferOutput<typeof PingSchema>;
 
@@ -185,6 +195,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
         compression_zstd_level: config.compression.zstd_level,
         cors_origins: config.server.cors_origins,
         cache_dir: resolvedCacheDir(state),
+        shared_cache: { ...sharedCache.state, ...sharedCache.counts },
       };
       return c.json(body, 200, { 'Cache-Control': 'no-store' });
     },

@@ -1,0 +1,143 @@
+// What a cached image or tile depends on, hashed so that every machine serving the same files with the same
+// image-changing settings computes the same value, whatever its ports, paths, host name or cache directories.
+// The shared cache (and the local caches of rendered images) key entries by it: two machines of a fleet share
+// entries, and a changed style, sprite, data file or image setting starts a new key space (old entries expire).
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import type { Config } from '../config/schema.js';
+import type { AppState } from '../state/app-state.js';
+import type { LoadedStyle } from '../styles/loaded-style.js';
+import { VERSION } from '../version.js';
+
+/** Bytes read from each end of a data file: enough for an archive's header and directories, cheap for any size. */
+const SAMPLE = 64 * 1024;
+
+/**
+ * Render settings that only size or bound this machine's work (or name a local path): they never change a pixel,
+ * and machines of a fleet may well set them differently. Every other render setting is part of the identity.
+ */
+const MACHINE_LOCAL_RENDER = new Set<string>([
+  'pool_size',
+  'pages_per_browser',
+  'timeout_ms',
+  'max_queue',
+  'queue_timeout_ms',
+  'max_pixels',
+  'max_renders',
+  'memory_cache_mb',
+  'disk_cache_mb',
+  'owner_routing',
+  'chromium_path',
+]);
+
+/** `[postgres]` keys that say how to reach the database or how this machine uses it, not what the data is. */
+const MACHINE_LOCAL_POSTGRES = new Set<string>(['connection_string', 'pool_size', 'pool_wait_timeout_ms', 'statement_timeout_ms', 'pool_pre_warm', 'ssl_mode', 'ssl_root_cert']);
+
+/**
+ * A file's identity without reading all of it: its size and its first and last 64 KiB. SQLite bumps a change
+ * counter in its header on every write; a PMTiles archive keeps its header and root directory at the start.
+ * The file's path and modification time are left out: copies on two machines differ in both.
+ */
+export function fileFingerprint(file: string): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    const hash = createHash('sha256').update(`${size}\n`);
+    const head = Buffer.alloc(Math.min(SAMPLE, size));
+    readSync(fd, head, 0, head.length, 0);
+    hash.update(head);
+    if (size > SAMPLE) {
+      const tail = Buffer.alloc(Math.min(SAMPLE, size - SAMPLE));
+      readSync(fd, tail, 0, tail.length, size - tail.length);
+      hash.update(tail);
+    }
+    return hash.digest('hex').slice(0, 32);
+  } catch {
+    // Unreadable now: the source itself reports that; the identity just cannot match another machine's.
+    return `unreadable:${file}`;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+const isUrl = (p: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(p);
+
+/** What the configured sources serve: their settings and data fingerprints, without paths or connection details. */
+function dataIdentity(config: Config): unknown {
+  return {
+    sources: config.sources.map(({ path: p, ...rest }) => ({ ...rest, data: isUrl(p) ? p : fileFingerprint(p) })),
+    composites: config.composites,
+    postgres: config.postgres && Object.fromEntries(Object.entries(config.postgres).filter(([k]) => !MACHINE_LOCAL_POSTGRES.has(k))),
+  };
+}
+
+/** The settings of `[render]` that change pixels or bytes of rendered images. */
+function renderIdentity(config: Config): unknown {
+  return Object.fromEntries(Object.entries(config.render).filter(([k]) => !MACHINE_LOCAL_RENDER.has(k)).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/** Sprite files' bytes (small), when the style's sprites are local files. */
+function spriteIdentity(style: LoadedStyle): string {
+  if (!style.spriteBase) return '';
+  const hash = createHash('sha256');
+  for (const ext of ['.json', '.png', '@2x.json', '@2x.png']) {
+    try {
+      hash.update(ext).update(readFileSync(style.spriteBase + ext));
+    } catch {
+      hash.update(`${ext}:none`);
+    }
+  }
+  return hash.digest('hex').slice(0, 32);
+}
+
+const dataByState = new WeakMap<AppState, string>();
+const styleByState = new WeakMap<AppState, Map<string, string>>();
+
+/** Data and settings identity of a state, computed once per state snapshot. */
+function stateIdentity(state: AppState): string {
+  let id = dataByState.get(state);
+  if (id === undefined) {
+    const parts = JSON.stringify({ data: dataIdentity(state.config), render: renderIdentity(state.config), fonts: state.fonts.names });
+    id = createHash('sha256').update(parts).digest('hex');
+    dataByState.set(state, id);
+  }
+  return id;
+}
+
+/**
+ * Identity of a style's images in a state: the style file, its sprites, the data of every configured source, the
+ * fonts' names, the image-changing render settings and the server version (another version may draw differently).
+ */
+export function styleIdentity(state: AppState, style: LoadedStyle): string {
+  let byStyle = styleByState.get(state);
+  if (!byStyle) styleByState.set(state, (byStyle = new Map()));
+  let id = byStyle.get(style.id);
+  if (id === undefined) {
+    id = createHash('sha256').update(`${VERSION}\n${style.hash}\n${spriteIdentity(style)}\n${stateIdentity(state)}`).digest('hex').slice(0, 16);
+    byStyle.set(style.id, id);
+  }
+  return id;
+}
+
+const sourceByState = new WeakMap<AppState, Map<string, string | undefined>>();
+
+/**
+ * Identity of one configured file source's transcoded tiles (its data, the compression settings that change the
+ * bytes, the server version); undefined for sources whose data this cannot fingerprint (databases, uploads).
+ */
+export function sourceIdentity(state: AppState, sourceId: string): string | undefined {
+  let bySource = sourceByState.get(state);
+  if (!bySource) sourceByState.set(state, (bySource = new Map()));
+  if (bySource.has(sourceId)) return bySource.get(sourceId);
+  const cfg = state.config.sources.find((s) => s.id === sourceId);
+  let id: string | undefined;
+  if (cfg) {
+    const { path: p, ...rest } = cfg;
+    const c = state.config.compression;
+    const parts = JSON.stringify({ version: VERSION, source: rest, data: isUrl(p) ? p : fileFingerprint(p), br: c.br_quality, zstd: c.zstd_level });
+    id = createHash('sha256').update(parts).digest('hex').slice(0, 16);
+  }
+  bySource.set(sourceId, id);
+  return id;
+}

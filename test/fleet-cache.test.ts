@@ -1,0 +1,426 @@
+// A fleet sharing one render cache through Redis (`[cache] shared`, src/shared-cache/): a real redis-server and
+// two real server instances whose configurations differ only in machine-local things (ports, cache directories,
+// file locations, pool sizes, time limits). Renders are counted per instance with /ping's render_stats.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import fc from './helpers/fast-check.js';
+import { tempDir, waitFor } from './helpers/foundation.js';
+import { startRedis, type RedisServer } from './helpers/redis.js';
+import { fixture, freePort, startServer, type TestServer } from './helpers/server.js';
+import { ConfigError, validateConfig } from '../src/config/load.js';
+import { styleIdentity } from '../src/shared-cache/identity.js';
+import type { AppState } from '../src/state/app-state.js';
+import type { LoadedStyle } from '../src/styles/loaded-style.js';
+
+const T = 20_000;
+
+interface Ping {
+  renderer_enabled: boolean;
+  render_stats: { rendered: number };
+  shared_cache: { state: string; down_since: string | null; hits: number; misses: number; errors: number };
+}
+
+interface Machine {
+  server: TestServer;
+  dir: string;
+  adminPort: number;
+  scrapePort: number;
+}
+
+const ping = async (m: Machine): Promise<Ping> => (await fetch(`${m.server.url}/ping`, { signal: AbortSignal.timeout(T) })).json() as Promise<Ping>;
+const rendered = async (m: Machine) => (await ping(m)).render_stats.rendered;
+
+interface Answer {
+  status: number;
+  body: Buffer;
+  timing: string;
+}
+
+async function get(m: Machine, p: string): Promise<Answer> {
+  const res = await fetch(`${m.server.url}${p}`, { signal: AbortSignal.timeout(120_000) });
+  return { status: res.status, body: Buffer.from(await res.arrayBuffer()), timing: res.headers.get('server-timing') ?? '' };
+}
+
+const tile = (z: number, x: number, y: number) => `/styles/osm-liberty/${z}/${x}/${y}.png`;
+
+/** One machine's copy of the files (style, sprites, archives) in a directory of its own. */
+function machineFiles(dir: string): void {
+  cpSync(fixture('styles/osm-liberty'), path.join(dir, 'style'), { recursive: true });
+  mkdirSync(path.join(dir, 'data'));
+  cpSync(fixture('vector/omt-planet-z0-1.pmtiles'), path.join(dir, 'data/omt.pmtiles'));
+  cpSync(fixture('raster/natural-earth-png-z0-1.pmtiles'), path.join(dir, 'data/ne.pmtiles'));
+}
+
+/** The configuration of one machine; `local` holds the settings that differ from machine to machine. */
+function machineToml(dir: string, adminPort: number, scrapePort: number, local: { memory: number; timeout: number; queue: number; disk: number }): string {
+  return `fonts = "${fixture('fonts')}"
+[server]
+admin_bind = "127.0.0.1:${adminPort}"
+[[sources]]
+id = "openmaptiles"
+type = "pmtiles"
+path = "${path.join(dir, 'data/omt.pmtiles')}"
+[[sources]]
+id = "natural_earth"
+type = "pmtiles"
+path = "${path.join(dir, 'data/ne.pmtiles')}"
+[[styles]]
+id = "osm-liberty"
+path = "${path.join(dir, 'style/style.json')}"
+[cache]
+dir = "${path.join(dir, 'cache')}"
+shared = "\${FLEET_REDIS}"
+shared_timeout_ms = 200
+[render]
+pool_size = 1
+memory_cache_mb = ${local.memory}
+disk_cache_mb = ${local.disk}
+timeout_ms = ${local.timeout}
+queue_timeout_ms = ${local.queue}
+[telemetry]
+scrape_bind = "127.0.0.1:${scrapePort}"
+`;
+}
+
+async function startMachine(name: string, redisUrl: string, local: { memory: number; timeout: number; queue: number; disk: number }): Promise<Machine> {
+  const dir = tempDir(`tsts-fleet-${name}-`);
+  machineFiles(dir);
+  const adminPort = await freePort();
+  const scrapePort = await freePort();
+  const server = await startServer({ toml: machineToml(dir, adminPort, scrapePort, local), env: { FLEET_REDIS: redisUrl, LOG_LEVEL: 'info' }, timeoutMs: 60_000 });
+  return { server, dir, adminPort, scrapePort };
+}
+
+const count = (text: string, phrase: string) => text.split(phrase).length - 1;
+const scrape = async (m: Machine) => (await fetch(`http://127.0.0.1:${m.scrapePort}/metrics`, { signal: AbortSignal.timeout(T) })).text();
+
+describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 }, () => {
+  let redis: RedisServer;
+  let A: Machine;
+  let B: Machine;
+
+  before(async () => {
+    redis = await startRedis();
+    [A, B] = await Promise.all([
+      startMachine('a', redis.url, { memory: 16, timeout: 30_000, queue: 60_000, disk: 64 }),
+      startMachine('b', redis.url, { memory: 48, timeout: 45_000, queue: 90_000, disk: 128 }),
+    ]);
+    for (const m of [A, B]) {
+      await waitFor('renderer and shared cache', async () => {
+        const p = await ping(m);
+        return (p.renderer_enabled && p.shared_cache.state === 'connected') || undefined;
+      }, 120_000);
+    }
+  });
+  after(async () => {
+    await Promise.all([A?.server.stop(), B?.server.stop()]);
+    await redis?.stop();
+  });
+
+  test('a tile rendered through A is served by B without a render (keys ignore ports, paths, cache dirs, pool sizes)', async () => {
+    const [a0, b0] = [await rendered(A), await rendered(B)];
+    const a = await get(A, tile(6, 0, 0));
+    assert.equal(a.status, 200);
+    assert.equal(await rendered(A), a0 + 1);
+    const b = await get(B, tile(6, 0, 0));
+    assert.equal(b.status, 200);
+    assert.match(b.timing, /cache;desc="shared"/);
+    assert.ok(b.body.equals(a.body), 'B serves the bytes A rendered');
+    assert.equal(await rendered(B), b0, 'B did not render');
+    const p = await ping(B);
+    assert.ok(p.shared_cache.hits >= 1);
+    // The entry is in Redis under the shared prefix, and expires (shared_ttl_seconds, default one day).
+    const [, keys] = await redis.client.scan('0', 'MATCH', 'tsts:v1:osm-liberty/*/6/0/0.png', 'COUNT', 10_000);
+    assert.equal(keys.length, 1, `one entry for the tile: ${keys.join(', ')}`);
+    const ttl = await redis.client.ttl(keys[0]);
+    assert.ok(ttl > 0 && ttl <= 86_400, `ttl ${ttl}`);
+    // The metrics count A's miss and B's hit.
+    assert.match(await scrape(A), /shared_cache_misses_total\{kind="tile"\} [1-9]/);
+    assert.match(await scrape(B), /shared_cache_hits_total\{kind="tile"\} [1-9]/);
+  });
+
+  test('20 concurrent requests for one new tile, split across A and B, produce one render', async () => {
+    const before = (await rendered(A)) + (await rendered(B));
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => get(i % 2 ? B : A, tile(6, 8, 8))));
+    for (const a of answers) {
+      assert.equal(a.status, 200);
+      assert.ok(a.body.equals(answers[0].body));
+    }
+    assert.equal((await rendered(A)) + (await rendered(B)), before + 1, 'one render in the whole fleet');
+  });
+
+  test('static maps and transcoded tiles are shared too', async () => {
+    const b0 = await rendered(B);
+    const map = '/styles/osm-liberty/static/10,20,2/128x96.png';
+    const a = await get(A, map);
+    assert.equal(a.status, 200);
+    const b = await get(B, map);
+    assert.equal(b.status, 200);
+    assert.ok(b.body.equals(a.body));
+    assert.match(b.timing, /cache;desc="shared"/);
+    assert.equal(await rendered(B), b0, 'B did not render the static map');
+    // A vector tile transcoded to MLT by A is found by B in the shared cache (one more shared hit on B).
+    const hits = (await ping(B)).shared_cache.hits;
+    const ma = await get(A, '/data/openmaptiles/1/1/0.mlt');
+    assert.equal(ma.status, 200);
+    const mb = await get(B, '/data/openmaptiles/1/1/0.mlt');
+    assert.equal(mb.status, 200);
+    assert.ok(mb.body.equals(ma.body));
+    assert.equal((await ping(B)).shared_cache.hits, hits + 1);
+  });
+
+  test('a lock whose holder died expires, and the next asker renders', async () => {
+    const [, keys] = await redis.client.scan('0', 'MATCH', 'tsts:v1:osm-liberty/*/6/0/0.png', 'COUNT', 10_000);
+    const base = keys[0].slice('tsts:v1:'.length, -'6/0/0.png'.length);
+    // A machine that died while rendering 6/16/16 left its lock behind.
+    const lock = `tsts:v1:lock:${base}6/16/16.png`;
+    assert.equal(await redis.client.set(lock, 'dead-machine:1:1', 'PX', 2_000, 'NX'), 'OK');
+    const b0 = await rendered(B);
+    let answeredAt = 0;
+    const answer = get(B, tile(6, 16, 16)).then((a) => ((answeredAt = Date.now()), a));
+    let goneAt = 0;
+    while (!goneAt) {
+      if ((await redis.client.pttl(lock)) < 0) goneAt = Date.now();
+      else await new Promise((r) => setTimeout(r, 10));
+    }
+    const a = await answer;
+    assert.equal(a.status, 200);
+    assert.ok(answeredAt >= goneAt, 'B waited for the lock instead of rendering at once');
+    assert.equal(await rendered(B), b0 + 1, 'B rendered once the lock had expired');
+  });
+
+  test('a style change on both instances never serves the old image', async () => {
+    const old = await get(A, tile(6, 0, 0));
+    for (const m of [A, B]) {
+      const file = path.join(m.dir, 'style/style.json');
+      writeFileSync(file, readFileSync(file, 'utf8').replace('rgb(239,239,239)', 'rgb(250,120,40)').replaceAll('rgb(158,189,255)', 'rgb(20,60,90)'));
+      const res = await fetch(`http://127.0.0.1:${m.adminPort}/__admin/reload?flush=true`, { method: 'POST', signal: AbortSignal.timeout(60_000) });
+      assert.equal(res.status, 200, await res.text());
+    }
+    for (const m of [A, B]) await waitFor('renderer', async () => (await ping(m)).renderer_enabled || undefined, 120_000);
+    const b0 = await rendered(B);
+    const fresh = await get(B, tile(6, 0, 0));
+    assert.equal(fresh.status, 200);
+    assert.ok(!fresh.body.equals(old.body), 'B drew the changed style');
+    assert.equal(await rendered(B), b0 + 1);
+    // A finds the new image in the shared cache, not the old one in any cache.
+    const a0 = await rendered(A);
+    const again = await get(A, tile(6, 0, 0));
+    assert.ok(again.body.equals(fresh.body));
+    assert.match(again.timing, /cache;desc="shared"/);
+    assert.equal(await rendered(A), a0);
+  });
+
+  test('Redis killed mid-load: no request fails, renders go on locally; Redis back: sharing resumes', async () => {
+    const downA = count(A.server.output(), 'shared cache unreachable');
+    const downB = count(B.server.output(), 'shared cache unreachable');
+    const paths = Array.from({ length: 16 }, (_, i) => tile(7, 4 * (i % 8) + 1, 4 * Math.floor(i / 8) + 40));
+    let answered = 0;
+    let killed: Promise<void> | undefined;
+    const statuses: number[] = [];
+    // Four requests at a time, alternating machines; Redis is killed after the fourth answer.
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < paths.length) {
+          const i = next++;
+          const a = await get(i % 2 ? B : A, paths[i]);
+          statuses.push(a.status);
+          if (++answered === 4) killed = redis.kill();
+        }
+      }),
+    );
+    await killed;
+    assert.deepEqual(statuses, paths.map(() => 200), 'every request answered 200');
+    // Each machine notices, says so once, reports it on /ping, and stays ready.
+    for (const m of [A, B]) {
+      const p = await waitFor('down on /ping', async () => {
+        const got = await ping(m);
+        return got.shared_cache.state === 'down' ? got : undefined;
+      });
+      assert.ok(p.shared_cache.down_since && !Number.isNaN(Date.parse(p.shared_cache.down_since)));
+      const ready = await fetch(`${m.server.url}/ready`, { signal: AbortSignal.timeout(T) });
+      assert.equal(ready.status, 200);
+    }
+    // Renders resume locally: each machine draws a new tile itself.
+    const [a0, b0] = [await rendered(A), await rendered(B)];
+    assert.equal((await get(A, tile(7, 100, 100))).status, 200);
+    assert.equal((await get(B, tile(7, 100, 100))).status, 200);
+    assert.deepEqual([await rendered(A), await rendered(B)], [a0 + 1, b0 + 1]);
+    assert.equal(count(A.server.output(), 'shared cache unreachable'), downA + 1, 'one log line per outage on A');
+    assert.match(await scrape(A), /shared_cache_errors_total\{op="get"\} [1-9]/);
+    assert.equal(count(B.server.output(), 'shared cache unreachable'), downB + 1, 'one log line per outage on B');
+
+    // Redis is back (empty): both reconnect by themselves and share again.
+    await redis.restart();
+    for (const m of [A, B]) await waitFor('reconnected', async () => ((await ping(m)).shared_cache.state === 'connected' ? true : undefined), 30_000);
+    for (const m of [A, B]) assert.equal(count(m.server.output(), 'shared cache is reachable again'), 1);
+    const b1 = await rendered(B);
+    assert.equal((await get(A, tile(7, 120, 100))).status, 200);
+    const shared = await get(B, tile(7, 120, 100));
+    assert.equal(shared.status, 200);
+    assert.match(shared.timing, /cache;desc="shared"/);
+    assert.equal(await rendered(B), b1);
+  });
+
+  test('a Redis that stops answering costs at most shared_timeout_ms per lookup: the request is answered, /ping says down', async () => {
+    redis.pause();
+    try {
+      const a0 = await rendered(A);
+      const a = await get(A, tile(7, 60, 10));
+      assert.equal(a.status, 200);
+      assert.equal(await rendered(A), a0 + 1);
+      assert.equal((await ping(A)).shared_cache.state, 'down');
+      assert.ok((await ping(A)).shared_cache.errors > 0);
+    } finally {
+      redis.resume();
+    }
+    // The next lookup that Redis answers ends the outage.
+    await waitFor('connected again', async () => {
+      await get(A, tile(7, 64, 10));
+      return (await ping(A)).shared_cache.state === 'connected' || undefined;
+    }, 30_000);
+  });
+});
+
+describe('password, database and TLS in the URL', { timeout: 120_000 }, () => {
+  let redis: RedisServer;
+  let s: TestServer;
+  const PASSWORD = 'fleet s3cret/+';
+
+  before(async () => {
+    const dir = tempDir('tsts-fleet-tls-');
+    const cert = path.join(dir, 'redis.crt');
+    const key = path.join(dir, 'redis.key');
+    // A self-signed certificate for 127.0.0.1, which the server trusts through NODE_EXTRA_CA_CERTS.
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '2'], { stdio: 'ignore' });
+    redis = await startRedis({ password: PASSWORD, tls: { cert, key } });
+    const url = redis.url.replace(/\/0$/, '/3');
+    s = await startServer({
+      toml: `[server]\ndisable_render = true\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${fixture('vector/omt-planet-z0-1.pmtiles')}"\n[cache]\nshared = "${url}"\n`,
+      env: { NODE_EXTRA_CA_CERTS: cert },
+    });
+  });
+  after(async () => {
+    await s?.stop();
+    await redis?.stop();
+  });
+
+  test('rediss:// with a password and a database number: connected, entries land in that database', async () => {
+    await waitFor('connected', async () => ((await (await fetch(`${s.url}/ping`, { signal: AbortSignal.timeout(T) })).json()) as Ping).shared_cache.state === 'connected' || undefined, 30_000);
+    const res = await fetch(`${s.url}/data/omt/0/0/0.mlt`, { signal: AbortSignal.timeout(T) });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    await redis.client.select(3);
+    const keys = await waitFor('the transcoded tile in database 3', async () => {
+      const [, found] = await redis.client.scan('0', 'MATCH', 'tsts:v1:transcoded/*', 'COUNT', 1000);
+      return found.length ? found : undefined;
+    });
+    assert.equal(keys.length, 1);
+    await redis.client.select(0);
+    assert.equal(await redis.client.dbsize(), 0, 'nothing in database 0');
+  });
+});
+
+describe('a Redis that is not there when the server starts', { timeout: 120_000 }, () => {
+  let s: TestServer;
+  before(async () => {
+    const nobody = await freePort();
+    s = await startServer({
+      toml: `[server]\ndisable_render = true\n[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${fixture('vector/omt-planet-z0-1.pmtiles')}"\n[cache]\nshared = "redis://127.0.0.1:${nobody}/0"\n`,
+    });
+  });
+  after(async () => {
+    await s?.stop();
+  });
+
+  test('the server serves alone: tiles answered, /ready 200, /ping down, one warning however many retries', async () => {
+    const p = await waitFor('down on /ping', async () => {
+      const got = (await (await fetch(`${s.url}/ping`, { signal: AbortSignal.timeout(T) })).json()) as Ping;
+      return got.shared_cache.state === 'down' ? got : undefined;
+    });
+    assert.ok(p.shared_cache.down_since);
+    for (const t of ['0/0/0', '1/0/0', '1/1/1']) {
+      const res = await fetch(`${s.url}/data/omt/${t}.mlt`, { signal: AbortSignal.timeout(T) });
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+    }
+    assert.equal((await fetch(`${s.url}/ready`, { signal: AbortSignal.timeout(T) })).status, 200);
+    // ioredis keeps retrying (every 100 ms, backing off to 2 s): still one line.
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.equal(count(s.output(), 'shared cache unreachable'), 1);
+  });
+});
+
+// ---- the key: what identifies an image across machines ----
+
+function fakeState(config: ReturnType<typeof validateConfig>['config']): AppState {
+  return { config, fonts: { dir: undefined, names: ['Roboto Regular'] } } as unknown as AppState;
+}
+
+describe('shared cache identity', () => {
+  const dir = tempDir('tsts-fleet-id-');
+  for (const m of ['one', 'two']) machineFiles(path.join(dir, m));
+  const style = (hash: string): LoadedStyle => ({ id: 'osm-liberty', name: 'x', path: '', dir: '', style: {} as LoadedStyle['style'], hash });
+  const cfg = (m: string, extra: Record<string, unknown> = {}, render: Record<string, unknown> = {}) =>
+    validateConfig(
+      {
+        server: { port: m === 'one' ? 8080 : 9090, ...extra },
+        sources: [{ id: 'omt', type: 'pmtiles', path: path.join(dir, m, 'data/omt.pmtiles') }],
+        cache: { dir: path.join(dir, m, 'cache'), shared: 'redis://cache:6379/0' },
+        render,
+      },
+      't.toml',
+      dir,
+      {},
+    ).config;
+
+  test('machine-local settings leave it alone; style, data and image settings change it', () => {
+    const one = styleIdentity(fakeState(cfg('one', {}, { pool_size: 2, timeout_ms: 1000, memory_cache_mb: 8 })), style('s1'));
+    const two = styleIdentity(fakeState(cfg('two', { workers: 4 }, { pool_size: 6, timeout_ms: 9000, disk_cache_mb: 10, max_queue: 3 })), style('s1'));
+    assert.equal(one, two);
+    assert.notEqual(styleIdentity(fakeState(cfg('one')), style('s2')), one, 'a changed style file');
+    assert.notEqual(styleIdentity(fakeState(cfg('one', {}, { png_compression: 9 })), style('s1')), one, 'a render setting that changes bytes');
+    // The data: the same archive with one byte changed.
+    const changed = path.join(dir, 'two/data/omt.pmtiles');
+    const bytes = readFileSync(changed);
+    bytes[bytes.length - 1] ^= 0xff;
+    writeFileSync(changed, bytes);
+    assert.notEqual(styleIdentity(fakeState(cfg('two')), style('s1')), one, 'changed data');
+  });
+
+  test('[cache] shared takes redis:// and rediss:// URLs only, with a one-line error naming the key', () => {
+    const check = (shared: unknown) => validateConfig({ cache: { shared } }, 't.toml', '/tmp', {});
+    assert.equal(check('rediss://:secret@cache.example:6380/2').config.cache.shared, 'rediss://:secret@cache.example:6380/2');
+    assert.throws(() => check('http://cache:6379'), (err: Error) => err instanceof ConfigError && /cache\.shared/.test(err.message) && !err.message.includes('\n'));
+    fc.assert(
+      fc.property(fc.string(), (s) => {
+        try {
+          const got = check(s).config.cache.shared;
+          return got === s && /^rediss?:\/\/\S+$/.test(s);
+        } catch (err) {
+          return err instanceof ConfigError && /cache\.shared/.test(err.message);
+        }
+      }),
+    );
+    fc.assert(
+      fc.property(fc.constantFrom('redis', 'rediss'), fc.domain(), fc.integer({ min: 1, max: 65535 }), fc.integer({ min: 0, max: 15 }), (scheme, host, port, db) => {
+        const url = `${scheme}://${host}:${port}/${db}`;
+        return check(url).config.cache.shared === url;
+      }),
+    );
+  });
+
+  test('shared_ttl_seconds and shared_timeout_ms are bounded whole numbers', () => {
+    const check = (cache: Record<string, unknown>) => validateConfig({ cache }, 't.toml', '/tmp', {});
+    assert.equal(check({}).config.cache.shared_ttl_seconds, 86_400);
+    assert.equal(check({}).config.cache.shared_timeout_ms, 100);
+    for (const bad of [0, -1, 1.5, 'x']) {
+      assert.throws(() => check({ shared_ttl_seconds: bad }), /cache\.shared_ttl_seconds/);
+      assert.throws(() => check({ shared_timeout_ms: bad }), /cache\.shared_timeout_ms/);
+    }
+  });
+});
