@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { poolShare, workerCount } from '../config/sizing.js';
 import type { Config } from '../config/schema.js';
+import { gdalStorageOptions, type GdalOptions } from './gdal-storage.js';
 import { SourceOpenError, TileUnavailableError } from '../sources/source.js';
 import type { RasterInfo, RasterTask } from './warp-tile.js';
 
@@ -51,14 +52,18 @@ export class RasterPool {
   private readonly pool: Piscina;
   readonly generation = ++generations;
 
+  /** GDAL's options for rasters on object storage, from the environment and the raster sources' storage keys. */
+  private readonly storage: GdalOptions;
+
   /** Sizing is read when the process's pool starts; a reload keeps it (docs/rasters.md). */
   constructor(private readonly config: Config) {
+    this.storage = gdalStorageOptions(config);
     this.pool = piscina(config);
   }
 
   async tile(task: Omit<RasterTask, 'generation' | 'datasetCache'>): Promise<Uint8Array | undefined> {
     try {
-      const full: RasterTask = { ...task, generation: this.generation, datasetCache: this.config.raster.dataset_cache };
+      const full: RasterTask = { ...task, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
       const out = (await this.pool.run({ op: 'tile', task: full })) as Uint8Array | undefined;
       return out ? new Uint8Array(out.buffer, out.byteOffset, out.byteLength) : undefined;
     } catch (err) {
@@ -69,7 +74,7 @@ export class RasterPool {
   }
 
   describe(file: string): Promise<RasterInfo> {
-    return this.pool.run({ op: 'describe', file }) as Promise<RasterInfo>;
+    return this.pool.run({ op: 'describe', file, storage: this.storage }) as Promise<RasterInfo>;
   }
 
   /** Closes the datasets this state opened; the thread stays for the next state. */

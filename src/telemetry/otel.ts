@@ -130,6 +130,17 @@ export class OtelPipeline {
     this.instruments?.renderErrors.add(1, { style, reason });
   }
 
+  storageRead(source: string, provider: string, bytes: number): void {
+    const i = this.instruments;
+    if (!i) return;
+    i.storageReads.add(1, { source, provider });
+    i.storageBytes.add(bytes, { source, provider });
+  }
+
+  storageError(source: string, provider: string, kind: string): void {
+    this.instruments?.storageErrors.add(1, { source, provider, kind });
+  }
+
   /** Flushes what is pending, giving up after `timeoutMs` (a collector that is away must not hold a shutdown). */
   async shutdown(timeoutMs = 2000): Promise<void> {
     const work = Promise.allSettled([this.meterProvider?.shutdown(), this.tracerProvider.shutdown()]);
@@ -168,5 +179,8 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
     cacheMisses: counter('tile_cache_misses_total', 'Tile lookups the tile cache could not answer'),
     renderDuration: seconds('render_duration_seconds', 'Time to render an image', RENDER_SECONDS),
     renderErrors: counter('render_errors_total', 'Failed renders by style and reason'),
+    storageReads: counter('storage_reads_total', 'Range requests answered by the store of a remote source'),
+    storageBytes: meter.createCounter('storage_read_bytes_total', { description: 'Bytes read from the store of a remote source', unit: 'By' }),
+    storageErrors: counter('storage_errors_total', 'Failed requests to the store of a remote source, by kind'),
   };
 }

@@ -26,6 +26,9 @@ export class PromMetrics {
   private readonly cacheMisses: Counter<'source'>;
   private readonly renderDuration: Histogram<'style' | 'format'>;
   private readonly renderErrors: Counter<'style' | 'reason'>;
+  private readonly storageReads: Counter<'source' | 'provider'>;
+  private readonly storageBytes: Counter<'source' | 'provider'>;
+  private readonly storageErrors: Counter<'source' | 'provider' | 'kind'>;
   // prom-client hashes the label object on every call; the children of series already seen are kept instead.
   private readonly httpSeries = new Map<string, HttpSeries>();
   private readonly tileSeries = new Map<string, TileSeries>();
@@ -43,6 +46,9 @@ export class PromMetrics {
     this.cacheMisses = new Counter({ name: 'tile_cache_misses_total', help: 'Tile lookups the tile cache could not answer', labelNames: ['source'], registers });
     this.renderDuration = new Histogram({ name: 'render_duration_seconds', help: 'Time to render an image, in seconds', labelNames: ['style', 'format'], buckets: RENDER_SECONDS, registers });
     this.renderErrors = new Counter({ name: 'render_errors_total', help: 'Failed renders by style and reason', labelNames: ['style', 'reason'], registers });
+    this.storageReads = new Counter({ name: 'storage_reads_total', help: 'Range requests answered by the object store (or http server) of a remote source', labelNames: ['source', 'provider'], registers });
+    this.storageBytes = new Counter({ name: 'storage_read_bytes_total', help: 'Bytes read from the store of a remote source', labelNames: ['source', 'provider'], registers });
+    this.storageErrors = new Counter({ name: 'storage_errors_total', help: 'Failed requests to the store of a remote source, by kind (unavailable, timeout, missing, denied, changed, invalid)', labelNames: ['source', 'provider', 'kind'], registers });
 
     // Beyond the spec, for a rendering host: read from the pool when scraped.
     new Gauge({
@@ -110,5 +116,14 @@ export class PromMetrics {
 
   renderError(style: string, reason: string): void {
     this.renderErrors.inc({ style, reason });
+  }
+
+  storageRead(source: string, provider: string, bytes: number): void {
+    this.storageReads.inc({ source, provider });
+    this.storageBytes.inc({ source, provider }, bytes);
+  }
+
+  storageError(source: string, provider: string, kind: string): void {
+    this.storageErrors.inc({ source, provider, kind });
   }
 }
