@@ -110,7 +110,22 @@ export class PmtilesSource implements TileSource {
     private readonly handle: FileHandle | undefined,
     private readonly channel: StorageChannel | undefined,
   ) {
-    if (channel) this.storageProblem = () => (channel.reachable ? undefined : channel.problem || 'no answer');
+    if (channel) {
+      this.storageProblem = () => (channel.reachable ? undefined : channel.problem || 'no answer');
+      this.refresh = () => this.revalidate(channel);
+    }
+  }
+
+  private async revalidate(channel: StorageChannel): Promise<void> {
+    const seen = this.current;
+    try {
+      const { etag } = await channel.read(0, 1, undefined);
+      // A store without ETags cannot say whether the object changed: read it again to be sure.
+      if (etag === undefined || etag !== seen.info.revision) await this.renew(seen);
+    } catch (err) {
+      if (err instanceof SourceOpenError) throw err;
+      throw new SourceOpenError(this.cfg.id, `cannot re-open PMTiles ${this.cfg.path}: ${err instanceof StoreError ? err.reason : reason(err)}`);
+    }
   }
 
   get info(): SourceInfo {
@@ -202,6 +217,8 @@ export class PmtilesSource implements TileSource {
 
   /** Set for remote archives only: a local file has no store whose health readiness should name. */
   readonly storageProblem?: () => string | undefined;
+  /** Set for remote archives only: compares the object's ETag with the open generation's, and re-opens on a change. */
+  readonly refresh?: () => Promise<void>;
 
   async close(): Promise<void> {
     this.channel?.close();

@@ -61,6 +61,11 @@ export interface TileSource {
   close(): Promise<void>;
   /** Sources read from a remote store: why the store is unreachable now (readiness names the source), else undefined. */
   storageProblem?(): string | undefined;
+  /**
+   * Sources whose data can change under them (a remote archive): checks now and re-opens when it changed. A
+   * reload of an unchanged configuration calls it; throws SourceOpenError when the data cannot be read.
+   */
+  refresh?(): Promise<void>;
 }
 
 /**

@@ -21,6 +21,10 @@ export interface S3Options {
 const unsigned = { sign: async <T>(request: T) => request };
 
 export async function s3Client(opts: S3Options, defaults: { region?: string; endpoint?: string; checksums?: boolean } = {}): Promise<S3Client> {
+  // The SDK warns on stderr, once, that its releases from 2027 will need Node 22. The version in package-lock.json
+  // runs on Node 20, and a warning in the middle of a one-line start-up error would only confuse; the operator can
+  // still turn it back on by setting the variable to anything else.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const endpoint = opts.endpoint ?? defaults.endpoint;
   const config: S3ClientConfig = {
     maxAttempts: 1,
