@@ -58,9 +58,7 @@ export function storageProofs(start: () => Promise<StoreUnderTest>, extraSources
     await store.put('planet/swap.pmtiles', readFixture(OMT));
     proxy = await startTcpProxy(store.port);
     metricsPort = await freePort();
-    server = await startServer({
-      env: store.env,
-      toml: `
+    const toml = `
 [server]
 disable_render = true
 [cache]
@@ -85,8 +83,9 @@ id = "local"
 type = "pmtiles"
 path = "${OMT}"
 ${await extraSources(store)}
-`,
-    });
+`;
+    // The TOML first: a store may derive its environment from the endpoints its keys were asked for.
+    server = await startServer({ env: store.env, toml });
   });
   after(async () => {
     await server?.stop();
