@@ -1,13 +1,18 @@
 // PMTiles over HTTP: the archive is read with range requests from a local HTTP server started here (it
 // answers Range with 206, as object storage does). Tiles and TileJSON match the same archive read locally;
-// a server that ignores Range, a 404 and an unreachable host each stop start-up with one line.
-import { after, before, test } from 'node:test';
+// a server that ignores Range, a 404 and an unreachable host each stop start-up with one line. http(s) goes
+// through the same shared reader as s3://, gs:// and az:// (src/sources/object-store/reader.ts): an archive
+// replaced at the URL is re-opened (new tiles with the new TileJSON, never the old header with the new tiles,
+// also after a SIGHUP), 5xx and 429 are retried a bounded number of times, and at most max_concurrent_reads
+// requests reach the server at once.
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gunzipSync } from 'node:zlib';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
-import { fileSize, getJson, layerCounts, request, startRangeServer, storedPmtilesTile, type RangeServer } from './helpers/foundation.js';
+import { fileSize, getJson, layerCounts, request, startRangeServer, storedPmtilesTile, waitFor, type RangeServer } from './helpers/foundation.js';
 
 const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
+const SMALL = fixture('vector/test_fixture_1.pmtiles');
 
 let ranges: RangeServer;
 let server: TestServer;
@@ -98,4 +103,108 @@ test('a missing remote archive and an unreachable host each stop start-up with o
     assert.match(lines[0], /"far"/);
     assert.ok(lines[0].includes(url), `the line names the URL: ${lines[0]}`);
   }
+});
+
+describe('the shared reader over http(s)', () => {
+  let swap: RangeServer;
+  let flaky: RangeServer;
+  let busy: RangeServer;
+  let svc: TestServer;
+  const gz = { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 };
+
+  before(async () => {
+    [swap, flaky, busy] = await Promise.all([startRangeServer(OMT), startRangeServer(OMT), startRangeServer(OMT)]);
+    svc = await startServer({
+      toml: `
+[server]
+disable_render = true
+[cache]
+enabled = false
+[storage]
+read_retries = 2
+max_concurrent_reads = 2
+[[sources]]
+id = "swap"
+type = "pmtiles"
+path = "${swap.url}"
+[[sources]]
+id = "flaky"
+type = "pmtiles"
+path = "${flaky.url}"
+[[sources]]
+id = "busy"
+type = "pmtiles"
+path = "${busy.url}"
+`,
+    });
+  });
+  after(async () => {
+    await svc?.stop();
+    await Promise.all([swap?.close(), flaky?.close(), busy?.close()]);
+  });
+
+  test('an archive replaced at the URL: the new tiles come with the new TileJSON, never the old header; a SIGHUP re-reads it too', async () => {
+    const omt = (await storedPmtilesTile(OMT, 0, 0, 0))!;
+    const small = (await storedPmtilesTile(SMALL, 0, 0, 0))!;
+    assert.ok((await request(svc.url, '/data/swap/0/0/0.pbf', gz)).body.equals(omt));
+    assert.equal((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom, 1);
+
+    swap.replace(SMALL);
+    const tile = await request(svc.url, '/data/swap/0/0/0.pbf', gz);
+    assert.equal(tile.status, 200);
+    assert.ok(tile.body.equals(small), 'the tile is the new archive\'s');
+    const tj = await getJson<{ maxzoom: number; bounds: number[] }>(svc.url, '/data/swap.json');
+    assert.equal(tj.json.maxzoom, 0, 'and the TileJSON is the new header');
+    assert.deepEqual(tj.json.bounds.map((b) => Math.round(b)), [0, 0, 1, 1]);
+    assert.equal((await request(svc.url, '/data/swap/1/0/0.pbf', gz)).status, 204);
+
+    // Replaced again, and only a SIGHUP (an unchanged configuration) between: the TileJSON follows without a tile read.
+    swap.replace(OMT);
+    process.kill(svc.proc.pid!, 'SIGHUP');
+    await waitFor('the TileJSON after SIGHUP', async () => ((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom === 1 ? true : undefined));
+    assert.ok((await request(svc.url, '/data/swap/0/0/0.pbf', gz)).body.equals(omt));
+  });
+
+  test('5xx and 429 answers are retried with back-off, a bounded number of times', async () => {
+    const want = (await storedPmtilesTile(OMT, 1, 0, 0))!;
+    for (const status of [503, 429]) {
+      const before = flaky.answered();
+      flaky.failNext(2, status);
+      const r = await request(svc.url, '/data/flaky/1/0/0.pbf', gz);
+      assert.equal(r.status, 200, `${status}: ${r.body}`);
+      assert.ok(r.body.equals(want));
+      const after = flaky.answered();
+      assert.equal(after.failed - before.failed, 2, `two ${status}s, then the bytes`);
+      assert.equal(after.ok - before.ok, 1);
+    }
+    const before = flaky.answered();
+    flaky.failNext(100, 500);
+    const r = await request(svc.url, '/data/flaky/1/1/1.pbf', gz);
+    flaky.failNext(0, 500);
+    assert.equal(r.status, 503);
+    assert.ok(Number(r.headers['retry-after']) > 0);
+    assert.equal(flaky.answered().failed - before.failed, 3, 'read_retries = 2: three attempts, then 503');
+  });
+
+  test('at most max_concurrent_reads requests reach the server at once', async () => {
+    busy.setDelay(300);
+    try {
+      const asks = [];
+      for (const [z, x, y] of [
+        [0, 0, 0],
+        [1, 0, 0],
+        [1, 0, 1],
+        [1, 1, 0],
+        [1, 1, 1],
+      ]) {
+        // gzip and identity are two productions of the tile (two cache keys): ten reads asked for at once.
+        asks.push(request(svc.url, `/data/busy/${z}/${x}/${y}.pbf`, gz), request(svc.url, `/data/busy/${z}/${x}/${y}.pbf`, { timeoutMs: 20_000 }));
+      }
+      const answers = await Promise.all(asks);
+      assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
+      assert.equal(busy.maxActive(), 2);
+    } finally {
+      busy.setDelay(0);
+    }
+  });
 });
