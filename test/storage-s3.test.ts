@@ -3,10 +3,10 @@
 // COG source, read by GDAL's /vsis3/ from the same server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture } from './helpers/server.js';
-import { getJson, request } from './helpers/foundation.js';
+import { fixture, startServer } from './helpers/server.js';
+import { getJson, request, storedPmtilesTile } from './helpers/foundation.js';
 import { readFixture, startMoto } from './helpers/object-storage.js';
-import { storageProofs } from './helpers/storage-proofs.js';
+import { OMT, storageProofs } from './helpers/storage-proofs.js';
 
 const COG = fixture('cog/test-rgb.cog.tif');
 
@@ -71,5 +71,24 @@ test('a COG in the bucket is served through the COG source (GDAL /vsis3/), the s
     assert.equal(a.status, 200, a.body.toString());
     assert.equal(b.status, 200);
     assert.ok(a.body.equals(b.body), `${z}/${x}/${y}: the remote COG tile is the local one`);
+  }
+});
+
+test('the CLI serves an s3:// argument with the SDK\'s default chain: AWS_ENDPOINT_URL, keys and region from the environment', async () => {
+  const { store } = ctx();
+  const env = store.env as Record<string, string>;
+  const cli = await startServer({
+    files: ['s3://tiles/planet/omt.pmtiles'],
+    env: { AWS_ENDPOINT_URL: env.MOTO_ENDPOINT, AWS_ACCESS_KEY_ID: env.S3_KEY, AWS_SECRET_ACCESS_KEY: env.S3_SECRET, AWS_REGION: 'us-east-1', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' },
+  });
+  try {
+    const tj = await getJson<{ tiles: string[]; maxzoom: number }>(cli.url, '/data/omt.json');
+    assert.equal(tj.status, 200);
+    assert.equal(tj.json.maxzoom, 1);
+    const r = await request(cli.url, '/data/omt/1/1/0.pbf', { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+    assert.equal(r.status, 200);
+    assert.ok(r.body.equals((await storedPmtilesTile(OMT, 1, 1, 0))!));
+  } finally {
+    await cli.stop();
   }
 });
