@@ -208,3 +208,30 @@ path = "${busy.url}"
     }
   });
 });
+
+describe('a replaced archive with the tile cache on', () => {
+  let swap: RangeServer;
+  let svc: TestServer;
+  before(async () => {
+    swap = await startRangeServer(OMT);
+    svc = await startServer({ toml: `[server]\ndisable_render = true\n[[sources]]\nid = "swap"\ntype = "pmtiles"\npath = "${swap.url}"\n` });
+  });
+  after(async () => {
+    await svc?.stop();
+    await swap?.close();
+  });
+
+  test('tiles cached from the old archive are not served with the new header', async () => {
+    const gz = { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 };
+    const omt = (await storedPmtilesTile(OMT, 0, 0, 0))!;
+    const first = await request(svc.url, '/data/swap/0/0/0.pbf', gz);
+    assert.ok(first.body.equals(omt));
+
+    swap.replace(SMALL);
+    // A tile not in the cache reads the store, which notices the new ETag: the archive is re-opened.
+    await request(svc.url, '/data/swap/1/0/1.pbf', gz);
+    assert.equal((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom, 0);
+    const again = await request(svc.url, '/data/swap/0/0/0.pbf', gz);
+    assert.ok(again.body.equals((await storedPmtilesTile(SMALL, 0, 0, 0))!), 'the cached tile of the old archive is not served with the new header');
+  });
+});
