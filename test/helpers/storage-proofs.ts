@@ -179,7 +179,21 @@ ${await extraSources(store)}
   });
 
   test('storage stopped: 503 with Retry-After for that source only, /ready names it; recovery without a restart', async () => {
+    // Stopped mid-load: reads in flight (held back by a delay) lose their connections; each answers 503, none hangs.
+    proxy.setDelay(400);
+    const inFlight = [
+      [1, 0, 0],
+      [1, 0, 1],
+      [1, 1, 1],
+    ].map(([z, x, y]) => request(server.url, `/data/remote/${z}/${x}/${y}.pbf`, gz));
+    await new Promise((r) => setTimeout(r, 150));
     await proxy.stop();
+    proxy.setDelay(0);
+    const cut = await Promise.all(inFlight);
+    assert.deepEqual(
+      cut.map((r) => r.status),
+      [503, 503, 503],
+    );
     try {
       const down = await request(server.url, '/data/remote/1/1/0.pbf', gz);
       assert.equal(down.status, 503, down.body.toString());
