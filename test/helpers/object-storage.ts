@@ -14,6 +14,9 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { BlobServiceClient } from '@azure/storage-blob';
 import { freePort, ROOT } from './server.js';
 
+// The AWS SDK's once-per-process note that its 2027 releases will need Node 22: noise here, as in the server.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 /** Resolves once something accepts TCP connections on the port. */
 async function waitForPort(port: number, proc: ChildProcess, what: string, output: () => string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
