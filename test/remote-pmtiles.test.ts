@@ -7,9 +7,14 @@
 // requests reach the server at once.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { gunzipSync } from 'node:zlib';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { Compression, TileType } from 'pmtiles';
+import { buildPmtiles, HEADER_BYTES, type PmtilesTileInput } from '../scripts/pmtiles-writer.js';
+import { startTcpProxy, type TcpProxy } from './helpers/object-storage.js';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
-import { fileSize, getJson, layerCounts, request, startRangeServer, storedPmtilesTile, waitFor, type RangeServer } from './helpers/foundation.js';
+import { fileSize, getJson, layerCounts, request, startRangeServer, storedPmtilesTile, tempDir, waitFor, type RangeServer } from './helpers/foundation.js';
 
 const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
 const SMALL = fixture('vector/test_fixture_1.pmtiles');
@@ -233,5 +238,49 @@ describe('a replaced archive with the tile cache on', () => {
     assert.equal((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom, 0);
     const again = await request(svc.url, '/data/swap/0/0/0.pbf', gz);
     assert.ok(again.body.equals((await storedPmtilesTile(SMALL, 0, 0, 0))!), 'the cached tile of the old archive is not served with the new header');
+  });
+});
+
+describe('an archive with leaf directories through an outage', () => {
+  let ranges: RangeServer;
+  let proxy: TcpProxy;
+  let svc: TestServer;
+  const tiles: PmtilesTileInput[] = [];
+  for (let z = 0; z <= 5; z++) for (let x = 0; x < 2 ** z; x++) for (let y = 0; y < 2 ** z; y++) tiles.push({ z, x, y, data: gzipSync(`tile ${z}/${x}/${y}`) });
+
+  before(async () => {
+    // A root of at most 40 bytes over 1,365 tiles: leaf directories (16 entries and up), each its own read.
+    const file = path.join(tempDir('tsts-leaves-'), 'leaves.pmtiles');
+    writeFileSync(
+      file,
+      buildPmtiles(tiles, { tileType: TileType.Mvt, tileCompression: Compression.Gzip, bounds: [-180, -85, 180, 85], center: [0, 0, 0], metadata: { vector_layers: [] }, leafSize: 16, maxRootBytes: HEADER_BYTES + 40 }),
+    );
+    ranges = await startRangeServer(file);
+    proxy = await startTcpProxy(Number(new URL(ranges.url).port));
+    svc = await startServer({
+      toml: `[server]\ndisable_render = true\n[cache]\nenabled = false\n[storage]\nread_retries = 0\n[[sources]]\nid = "leaves"\ntype = "pmtiles"\npath = "${proxy.url}/leaves.pmtiles"\n`,
+    });
+  });
+  after(async () => {
+    await svc?.stop();
+    await proxy?.close();
+    await ranges?.close();
+  });
+
+  test('a leaf directory whose read failed during the outage is read again once the store is back', async () => {
+    const gz = { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 };
+    const first = await request(svc.url, '/data/leaves/0/0/0.pbf', gz);
+    assert.equal(first.status, 200);
+    assert.equal(gunzipSync(first.body).toString(), 'tile 0/0/0');
+    await proxy.stop();
+    try {
+      // 5/31/31 sits in a leaf not read yet (not 0/0/0's): its directory read fails now.
+      assert.equal((await request(svc.url, '/data/leaves/5/31/31.pbf', gz)).status, 503);
+    } finally {
+      await proxy.start();
+    }
+    const back = await request(svc.url, '/data/leaves/5/31/31.pbf', gz);
+    assert.equal(back.status, 200, back.body.toString());
+    assert.equal(gunzipSync(back.body).toString(), 'tile 5/31/31');
   });
 });
