@@ -15,11 +15,11 @@ export function readSettings(storage: StorageConfig): ReadSettings {
 async function storeFor(loc: ObjectLocation, cfg: SourceConfig): Promise<ObjectStore> {
   switch (loc.provider) {
     case 's3':
-      return new S3Store(await s3Client(cfg), loc);
+      return S3Store.create(await s3Client(cfg), loc);
     case 'gs':
-      return new S3Store(await gcsClient(cfg), loc);
+      return S3Store.create(await gcsClient(cfg), loc);
     case 'az': {
-      const blob = azureBlob(loc, cfg);
+      const blob = await azureBlob(loc, cfg);
       if (typeof blob === 'string') throw new StoreError('denied', blob);
       return new AzureStore(blob);
     }

@@ -2,7 +2,8 @@
 // the SDK's default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE and ~/.aws/{config,credentials},
 // web identity, container and instance roles, AWS_ENDPOINT_URL/AWS_ENDPOINT_URL_S3), unless the source names
 // its own. The SDK's own retries are off: the shared reader (reader.ts) retries every provider the same way.
-import { GetObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+// The SDK is imported when the first s3:// or gs:// source opens (about 0.4 s of loading), not at every start.
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { ObjectLocation } from '../../config/object-location.js';
 import { failureOfStatus, isNetworkError, oneLine, StoreError, type ObjectStore, type RangeRead } from './store.js';
 
@@ -39,6 +40,7 @@ export async function s3Client(opts: S3Options, defaults: { region?: string; end
     ...(opts.anonymous ? { signer: unsigned, credentials: { accessKeyId: '', secretAccessKey: '' } } : {}),
     ...(defaults.checksums === false ? { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } : {}),
   };
+  const { S3Client } = await import('@aws-sdk/client-s3');
   const region = opts.region ?? defaults.region;
   if (region !== undefined) return new S3Client({ ...config, region });
   // No region anywhere (env, profile): S3-compatible stores ignore it, and AWS redirects by bucket; us-east-1 is the SDK's own fallback for S3.
@@ -70,12 +72,19 @@ export function s3Failure(err: unknown): StoreError {
 }
 
 export class S3Store implements ObjectStore {
-  constructor(
+  private constructor(
     private readonly client: S3Client,
     private readonly loc: ObjectLocation,
+    private readonly GetObjectCommand: typeof import('@aws-sdk/client-s3').GetObjectCommand,
   ) {}
 
+  static async create(client: S3Client, loc: ObjectLocation): Promise<S3Store> {
+    const { GetObjectCommand } = await import('@aws-sdk/client-s3');
+    return new S3Store(client, loc, GetObjectCommand);
+  }
+
   async read(offset: number, length: number, signal: AbortSignal, ifMatch: string | undefined): Promise<RangeRead> {
+    const { GetObjectCommand } = this;
     try {
       const out = await this.client.send(
         new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.loc.key, Range: `bytes=${offset}-${offset + length - 1}`, ...(ifMatch ? { IfMatch: ifMatch } : {}) }),
