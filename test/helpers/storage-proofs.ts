@@ -6,6 +6,7 @@
 // count it all. Between the server under test and the store sits a TCP proxy (outage, delay).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './server.js';
 import { getJson, request, storedPmtilesTile, waitFor } from './foundation.js';
 import { readFixture, startTcpProxy, type TcpProxy } from './object-storage.js';
@@ -234,6 +235,24 @@ ${await extraSources(store)}
       return r.status === 200 ? r : undefined;
     });
     assert.ok(back.body.equals(stored));
+  });
+
+  test('a reload that adds a source with wrong credentials fails with its one line and keeps the running configuration', async () => {
+    const url = path('planet/omt.pmtiles');
+    const file = server.configFile!;
+    const before = readFileSync(file, 'utf8');
+    const seen = server.output().length;
+    writeFileSync(file, `${before}\n[[sources]]\nid = "late"\ntype = "pmtiles"\npath = "${url}"\n${store.wrongKeys(proxy.url)}\n`);
+    try {
+      process.kill(server.proc.pid!, 'SIGHUP');
+      const line = await waitFor('the failed reload in the log', () => server.output().slice(seen).split('\n').find((l) => l.includes('source \\"late\\"') || l.includes('source "late"')));
+      assert.ok(line.includes(url), line);
+      assert.match(line, store.deniedReason);
+      assert.equal((await request(server.url, '/data/late.json', TIMEOUT)).status, 404);
+      assert.equal((await request(server.url, '/data/remote/0/0/0.pbf', gz)).status, 200, 'the running configuration still serves');
+    } finally {
+      writeFileSync(file, before);
+    }
   });
 
   return () => ({ store, proxy, server });
