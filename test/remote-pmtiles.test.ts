@@ -170,6 +170,18 @@ path = "${busy.url}"
     assert.ok((await request(svc.url, '/data/swap/0/0/0.pbf', gz)).body.equals(omt));
   });
 
+  test('an archive replaced by something that is not PMTiles: 503 naming the reason, the old header stays, and the fixed object serves again', async () => {
+    swap.replace(fixture('cog/dem-small.cog.tif'));
+    const broken = await request(svc.url, '/data/swap/1/0/0.pbf', gz);
+    assert.equal(broken.status, 503);
+    assert.match(JSON.parse(broken.body.toString()).detail as string, /source "swap": cannot re-open PMTiles .*not a PMTiles archive/);
+    assert.equal((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom, 1, 'the header of the archive last opened');
+    swap.replace(OMT);
+    const fixed = await request(svc.url, '/data/swap/1/0/0.pbf', gz);
+    assert.equal(fixed.status, 200);
+    assert.ok(fixed.body.equals((await storedPmtilesTile(OMT, 1, 0, 0))!));
+  });
+
   test('5xx and 429 answers are retried with back-off, a bounded number of times', async () => {
     const want = (await storedPmtilesTile(OMT, 1, 0, 0))!;
     for (const status of [503, 429]) {

@@ -179,15 +179,22 @@ export class PmtilesSource implements TileSource {
     if (this.current !== seen) return Promise.resolve(this.current);
     if (!this.renewing) {
       const channel = this.channel!;
-      this.renewing = PmtilesSource.remoteGeneration(this.cfg, channel, ++this.generations)
-        .then((next) => {
+      this.renewing = PmtilesSource.remoteGeneration(this.cfg, channel, ++this.generations).then(
+        (next) => {
           log.info(`source "${this.cfg.id}": ${this.cfg.path} was replaced (ETag ${seen.info.revision ?? '?'} -> ${next.info.revision ?? '?'}); re-opened`);
           this.current = next;
           return next;
-        })
-        .finally(() => {
-          this.renewing = undefined;
-        });
+        },
+        (err: unknown) => {
+          // The new object is not an archive this server can serve (or could not be read): the old generation
+          // stays current, and its reads go on failing as 'changed' (503) until the object is fixed or reloaded.
+          if (err instanceof StoreError || err instanceof SourceOpenError) throw err;
+          throw new SourceOpenError(this.cfg.id, `cannot re-open PMTiles ${this.cfg.path}: ${reason(err)}`);
+        },
+      );
+      this.renewing = this.renewing.finally(() => {
+        this.renewing = undefined;
+      });
     }
     return this.renewing;
   }
