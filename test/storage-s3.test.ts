@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fixture, startServer } from './helpers/server.js';
-import { getJson, request, storedPmtilesTile } from './helpers/foundation.js';
+import { getJson, request, storedPmtilesTile, waitFor } from './helpers/foundation.js';
 import { readFixture, startMoto } from './helpers/object-storage.js';
 import { OMT, storageProofs } from './helpers/storage-proofs.js';
 
@@ -27,15 +27,24 @@ const ctx = storageProofs(
       stop: () => moto.stop(),
     };
   },
-  async (store) => {
+  async (store, endpoint) => {
     await store.put('rasters/test-rgb.cog.tif', readFixture(COG));
-    // GDAL talks to moto directly (not through the proxy the outage tests stop).
+    await store.put('rasters/second.cog.tif', readFixture(COG));
+    // GDAL reads through the proxy too, so that the COG's outage can be shown after the PMTiles proofs.
     return `
 [[sources]]
 id = "cog-s3"
 type = "cog"
 path = "s3://tiles/rasters/test-rgb.cog.tif"
-endpoint = "\${MOTO_ENDPOINT}"
+endpoint = "${endpoint}"
+region = "us-east-1"
+access_key_id = "\${S3_KEY}"
+secret_access_key = "\${S3_SECRET}"
+[[sources]]
+id = "cog-s3-second"
+type = "cog"
+path = "s3://tiles/rasters/second.cog.tif"
+endpoint = "${endpoint}"
 region = "us-east-1"
 access_key_id = "\${S3_KEY}"
 secret_access_key = "\${S3_SECRET}"
@@ -72,6 +81,31 @@ test('a COG in the bucket is served through the COG source (GDAL /vsis3/), the s
     assert.equal(b.status, 200);
     assert.ok(a.body.equals(b.body), `${z}/${x}/${y}: the remote COG tile is the local one`);
   }
+});
+
+test('a COG whose store is stopped answers 503 for that source, and serves again when the store is back', async () => {
+  const { server, proxy } = ctx();
+  // The second COG was opened at start-up (its header read) but no tile of it was drawn: GDAL has no pixels of it.
+  const tj = await getJson<{ center: number[]; maxzoom: number }>(server.url, '/data/cog-s3-second.json');
+  const [lon, lat] = tj.json.center;
+  const z = tj.json.maxzoom;
+  const [x, y] = tileAt(lon, lat, z);
+  const local = await request(server.url, `/data/cog-local/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+  await proxy.stop();
+  try {
+    const down = await request(server.url, `/data/cog-s3-second/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+    assert.equal(down.status, 503, `${down.status}: ${down.body.length} bytes`);
+    assert.ok(Number(down.headers['retry-after']) > 0);
+    assert.match(JSON.parse(down.body.toString()).detail as string, /cannot read s3:\/\/tiles\/rasters\/second\.cog\.tif/);
+    assert.equal((await request(server.url, `/data/cog-local/${z}/${x}/${y}.png`, { timeoutMs: 30_000 })).status, 200, 'the local COG keeps serving');
+  } finally {
+    await proxy.start();
+  }
+  const back = await waitFor('the COG tile once the store is back', async () => {
+    const r = await request(server.url, `/data/cog-s3-second/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+    return r.status === 200 ? r : undefined;
+  });
+  assert.ok(back.body.equals(local.body));
 });
 
 test('the CLI serves an s3:// argument with the SDK\'s default chain: AWS_ENDPOINT_URL, keys and region from the environment', async () => {

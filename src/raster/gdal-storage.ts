@@ -17,9 +17,13 @@ function s3Endpoint(url: string, pathStyle: boolean | undefined): GdalOptions {
   return { AWS_S3_ENDPOINT: hostPath, AWS_HTTPS: u.protocol === 'https:' ? 'YES' : 'NO', AWS_VIRTUAL_HOSTING: pathStyle === false ? 'TRUE' : 'FALSE' };
 }
 
-/** Options from the environment that GDAL does not read under these names. */
-function fromEnvironment(env: NodeJS.ProcessEnv): GdalOptions {
+/** Options from the environment that GDAL does not read under these names, and `[storage]` in GDAL's terms. */
+function fromEnvironment(config: Config, env: NodeJS.ProcessEnv): GdalOptions {
   const out: GdalOptions = {};
+  // The same bounds as PMTiles reads: GDAL retries 429/5xx itself and times out a request (in whole seconds).
+  if (!env.GDAL_HTTP_MAX_RETRY) out.GDAL_HTTP_MAX_RETRY = String(config.storage.read_retries);
+  if (!env.GDAL_HTTP_RETRY_DELAY) out.GDAL_HTTP_RETRY_DELAY = '0.1';
+  if (!env.GDAL_HTTP_TIMEOUT) out.GDAL_HTTP_TIMEOUT = String(Math.max(1, Math.ceil(config.storage.read_timeout_ms / 1000)));
   const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
   if (endpoint && !env.AWS_S3_ENDPOINT) Object.assign(out, s3Endpoint(endpoint, undefined));
   if (env.AZURE_STORAGE_KEY && !env.AZURE_STORAGE_ACCESS_KEY) out.AZURE_STORAGE_ACCESS_KEY = env.AZURE_STORAGE_KEY;
@@ -59,7 +63,7 @@ function fromSource(s: SourceConfig): GdalOptions {
 
 /** The options every GDAL call of this configuration runs with; throws when two raster sources disagree. */
 export function gdalStorageOptions(config: Config, env: NodeJS.ProcessEnv = process.env): GdalOptions {
-  const out = fromEnvironment(env);
+  const out = fromEnvironment(config, env);
   const setBy: Record<string, string> = {};
   for (const s of config.sources) {
     if (s.type !== 'cog' && s.type !== 'vrt') continue;

@@ -12,6 +12,8 @@ import { Piscina } from 'piscina';
 import { poolShare, workerCount } from '../config/sizing.js';
 import type { Config } from '../config/schema.js';
 import { gdalStorageOptions, type GdalOptions } from './gdal-storage.js';
+import { isRemotePath } from '../config/object-location.js';
+import { RETRY_AFTER_STORAGE } from '../sources/object-store/reader.js';
 import { SourceOpenError, TileUnavailableError } from '../sources/source.js';
 import type { RasterInfo, RasterTask } from './warp-tile.js';
 
@@ -69,6 +71,9 @@ export class RasterPool {
     } catch (err) {
       // Piscina's words for a full queue, and for no queue at all (max_queue_per_thread = 0) with the thread busy.
       if (/^(Task queue is at limit|No task queue available and all Workers are busy)$/.test((err as Error).message)) throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
+      // A remote file that GDAL could not read now (its retries and timeout spent): the store's outage, not a bug.
+      const remote = task.files.find(isRemotePath);
+      if (remote) throw new TileUnavailableError(503, 'Storage unavailable', `cannot read ${remote}: ${String((err as Error).message).split('\n')[0]}`, RETRY_AFTER_STORAGE);
       throw err;
     }
   }

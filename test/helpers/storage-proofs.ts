@@ -46,7 +46,7 @@ const TIMEOUT = { timeoutMs: 20_000 };
 const gz = { headers: { 'Accept-Encoding': 'gzip' }, ...TIMEOUT };
 
 /** Registers the proofs for one provider; `extraSources` adds TOML (e.g. a COG) to the server under test. */
-export function storageProofs(start: () => Promise<StoreUnderTest>, extraSources: (store: StoreUnderTest) => Promise<string> = async () => ''): () => ProofContext {
+export function storageProofs(start: () => Promise<StoreUnderTest>, extraSources: (store: StoreUnderTest, endpoint: string) => Promise<string> = async () => ''): () => ProofContext {
   let store: StoreUnderTest;
   let proxy: TcpProxy;
   let server: TestServer;
@@ -83,7 +83,7 @@ ${store.keys(proxy.url)}
 id = "local"
 type = "pmtiles"
 path = "${OMT}"
-${await extraSources(store)}
+${await extraSources(store, proxy.url)}
 `;
     // The TOML first: a store may derive its environment from the endpoints its keys were asked for.
     server = await startServer({ env: store.env, toml });

@@ -137,7 +137,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
       method: 'get',
       path: '/ready',
       hono: '/ready',
-      summary: 'Readiness: 200 once every configured component can serve (renderers warmed, database reachable), else 503',
+      summary: 'Readiness: 200 once every configured component can serve (renderers warmed, database and object stores reachable), else 503',
       tag: 'Operational',
       responses: {
         200: { description: 'ready', content: { 'application/json': ReadySchema } },
