@@ -11,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { BlobServiceClient } from '@azure/storage-blob';
+import { BlobServiceClient, ContainerSASPermissions, generateBlobSASQueryParameters, StorageSharedKeyCredential } from '@azure/storage-blob';
 import { freePort, ROOT } from './server.js';
 
 // The AWS SDK's once-per-process note that its 2027 releases will need Node 22: noise here, as in the server.
@@ -190,6 +190,10 @@ export interface AzuriteServer {
   /** A connection string for the blob service at `blobEndpoint` (default: Azurite itself). */
   connectionString(blobEndpoint?: string, key?: string): string;
   put(container: string, blob: string, body: Uint8Array): Promise<void>;
+  /** A SAS token that may only read the container, for an hour. */
+  readOnlySas(container: string): string;
+  /** Lets anyone read the container's blobs without credentials. */
+  makePublic(container: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -225,6 +229,13 @@ export async function startAzurite(): Promise<AzuriteServer> {
         made.add(container);
       }
       await c.getBlockBlobClient(blob).uploadData(body);
+    },
+    readOnlySas(container) {
+      const credential = new StorageSharedKeyCredential(AZURITE_ACCOUNT, AZURITE_KEY);
+      return generateBlobSASQueryParameters({ containerName: container, permissions: ContainerSASPermissions.parse('r'), expiresOn: new Date(Date.now() + 3600_000) }, credential).toString();
+    },
+    async makePublic(container) {
+      await service.getContainerClient(container).setAccessPolicy('blob');
     },
     async stop() {
       await stopChild(proc);
