@@ -3,8 +3,10 @@
 // COG source, read by GDAL's /vsis3/ from the same server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { fixture, startServer } from './helpers/server.js';
-import { getJson, request, storedPmtilesTile, waitFor } from './helpers/foundation.js';
+import { getJson, request, storedPmtilesTile, tempDir, waitFor } from './helpers/foundation.js';
 import { readFixture, startMoto } from './helpers/object-storage.js';
 import { OMT, storageProofs } from './helpers/storage-proofs.js';
 
@@ -124,5 +126,24 @@ test('the CLI serves an s3:// argument with the SDK\'s default chain: AWS_ENDPOI
     assert.ok(r.body.equals((await storedPmtilesTile(OMT, 1, 1, 0))!));
   } finally {
     await cli.stop();
+  }
+});
+
+test('a profile of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE), named by the source', async () => {
+  const { store } = ctx();
+  const env = store.env as Record<string, string>;
+  const credentials = path.join(tempDir('tsts-aws-'), 'credentials');
+  writeFileSync(credentials, `[reader]\naws_access_key_id = ${env.S3_KEY}\naws_secret_access_key = ${env.S3_SECRET}\n`);
+  const awsEnv = { AWS_SHARED_CREDENTIALS_FILE: credentials, AWS_CONFIG_FILE: '/nonexistent', AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_PROFILE: '' };
+  const svc = await startServer({
+    env: awsEnv,
+    toml: `[server]\ndisable_render = true\n[[sources]]\nid = "profiled"\ntype = "pmtiles"\npath = "s3://tiles/planet/omt.pmtiles"\nendpoint = "${env.MOTO_ENDPOINT}"\nregion = "us-east-1"\nprofile = "reader"\n`,
+  });
+  try {
+    const r = await request(svc.url, '/data/profiled/1/0/1.pbf', { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+    assert.equal(r.status, 200, r.body.toString());
+    assert.ok(r.body.equals((await storedPmtilesTile(OMT, 1, 0, 1))!));
+  } finally {
+    await svc.stop();
   }
 });
