@@ -112,7 +112,12 @@ function motoCommands(): { server: string; python: string } {
   const venv = path.join(ROOT, '.tmp/moto/bin');
   if (existsSync(path.join(venv, 'moto_server'))) return { server: path.join(venv, 'moto_server'), python: path.join(venv, 'python') };
   const found = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' });
-  if (found.status === 0 && found.stdout.trim()) return { server: found.stdout.trim(), python: 'python3' };
+  if (found.status === 0 && found.stdout.trim()) {
+    const server = found.stdout.trim();
+    // The interpreter moto was installed for has boto3 beside it (pip, pipx); a wrapper script (pyenv's shims) means python3.
+    const shebang = /^#!(\S*python[0-9.]*)\s*$/.exec(readFileSync(server, 'utf8').split('\n')[0]);
+    return { server, python: shebang ? shebang[1] : 'python3' };
+  }
   throw new Error('moto_server is not installed: run `make test` (it installs moto into .tmp/moto) or pip install "moto[server]"');
 }
 
