@@ -23,7 +23,9 @@ import { clusterMetrics, SCRAPE_ACTIVE_ENV, startScrapeListener } from './teleme
 const USAGE = `Usage:
   tileserver-ts --config FILE          serve what a TOML configuration file describes
   tileserver-ts PATH|URL ...           serve archives with default settings: FILE.pmtiles, FILE.mbtiles,
-                                       a folder (every .pmtiles and .mbtiles in it), an http(s):// PMTiles URL
+                                       a folder (every .pmtiles and .mbtiles in it), a PMTiles URL:
+                                       http(s)://, s3://bucket/key, gs://bucket/key or az://container/blob
+                                       (credentials from each provider's standard environment variables)
   tileserver-ts                        serve ${AUTO_CONFIG_FILES.join(' or ')} from the working directory
 Options:
   -c, --config FILE   configuration file (TOML)

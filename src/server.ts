@@ -124,7 +124,11 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
     address: { host, port },
     figures: () => stateFigures(holder.current, runtime.rendererEnabled),
     async reload(next, flush = false) {
-      if (!flush && next.hash === holder.current.configHash) return { reloaded: false, figures: stateFigures(holder.current, runtime.rendererEnabled) };
+      if (!flush && next.hash === holder.current.configHash) {
+        // Nothing to rebuild, but a remote archive replaced in its bucket is re-opened now, not at its next tile.
+        await Promise.all([...holder.current.sources.values()].map((s) => s.refresh?.()));
+        return { reloaded: false, figures: stateFigures(holder.current, runtime.rendererEnabled) };
+      }
       const state = await buildAppState(next, { previous: holder.current, flush, uploads: registry });
       holder.swap(state);
       render.onState(state);

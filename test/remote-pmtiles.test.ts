@@ -1,13 +1,23 @@
 // PMTiles over HTTP: the archive is read with range requests from a local HTTP server started here (it
 // answers Range with 206, as object storage does). Tiles and TileJSON match the same archive read locally;
-// a server that ignores Range, a 404 and an unreachable host each stop start-up with one line.
-import { after, before, test } from 'node:test';
+// a server that ignores Range, a 404 and an unreachable host each stop start-up with one line. http(s) goes
+// through the same shared reader as s3://, gs:// and az:// (src/sources/object-store/reader.ts): an archive
+// replaced at the URL is re-opened (new tiles with the new TileJSON, never the old header with the new tiles,
+// also after a SIGHUP), 5xx and 429 are retried a bounded number of times, and at most max_concurrent_reads
+// requests reach the server at once.
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { gunzipSync } from 'node:zlib';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { Compression, TileType } from 'pmtiles';
+import { buildPmtiles, HEADER_BYTES, type PmtilesTileInput } from '../scripts/pmtiles-writer.js';
+import { startTcpProxy, type TcpProxy } from './helpers/object-storage.js';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
-import { fileSize, getJson, layerCounts, request, startRangeServer, storedPmtilesTile, type RangeServer } from './helpers/foundation.js';
+import { fileSize, getJson, layerCounts, request, startRangeServer, storedPmtilesTile, tempDir, waitFor, type RangeServer } from './helpers/foundation.js';
 
 const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
+const SMALL = fixture('vector/test_fixture_1.pmtiles');
 
 let ranges: RangeServer;
 let server: TestServer;
@@ -98,4 +108,191 @@ test('a missing remote archive and an unreachable host each stop start-up with o
     assert.match(lines[0], /"far"/);
     assert.ok(lines[0].includes(url), `the line names the URL: ${lines[0]}`);
   }
+});
+
+describe('the shared reader over http(s)', () => {
+  let swap: RangeServer;
+  let flaky: RangeServer;
+  let busy: RangeServer;
+  let svc: TestServer;
+  const gz = { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 };
+
+  before(async () => {
+    [swap, flaky, busy] = await Promise.all([startRangeServer(OMT), startRangeServer(OMT), startRangeServer(OMT)]);
+    svc = await startServer({
+      toml: `
+[server]
+disable_render = true
+[cache]
+enabled = false
+[storage]
+read_retries = 2
+max_concurrent_reads = 2
+[[sources]]
+id = "swap"
+type = "pmtiles"
+path = "${swap.url}"
+[[sources]]
+id = "flaky"
+type = "pmtiles"
+path = "${flaky.url}"
+[[sources]]
+id = "busy"
+type = "pmtiles"
+path = "${busy.url}"
+`,
+    });
+  });
+  after(async () => {
+    await svc?.stop();
+    await Promise.all([swap?.close(), flaky?.close(), busy?.close()]);
+  });
+
+  test('an archive replaced at the URL: the new tiles come with the new TileJSON, never the old header; a SIGHUP re-reads it too', async () => {
+    const omt = (await storedPmtilesTile(OMT, 0, 0, 0))!;
+    const small = (await storedPmtilesTile(SMALL, 0, 0, 0))!;
+    assert.ok((await request(svc.url, '/data/swap/0/0/0.pbf', gz)).body.equals(omt));
+    assert.equal((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom, 1);
+
+    swap.replace(SMALL);
+    const tile = await request(svc.url, '/data/swap/0/0/0.pbf', gz);
+    assert.equal(tile.status, 200);
+    assert.ok(tile.body.equals(small), 'the tile is the new archive\'s');
+    const tj = await getJson<{ maxzoom: number; bounds: number[] }>(svc.url, '/data/swap.json');
+    assert.equal(tj.json.maxzoom, 0, 'and the TileJSON is the new header');
+    assert.deepEqual(tj.json.bounds.map((b) => Math.round(b)), [0, 0, 1, 1]);
+    assert.equal((await request(svc.url, '/data/swap/1/0/0.pbf', gz)).status, 204);
+
+    // Replaced again, and only a SIGHUP (an unchanged configuration) between: the TileJSON follows without a tile read.
+    swap.replace(OMT);
+    process.kill(svc.proc.pid!, 'SIGHUP');
+    await waitFor('the TileJSON after SIGHUP', async () => ((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom === 1 ? true : undefined));
+    assert.ok((await request(svc.url, '/data/swap/0/0/0.pbf', gz)).body.equals(omt));
+  });
+
+  test('an archive replaced by something that is not PMTiles: 503 naming the reason, the old header stays, and the fixed object serves again', async () => {
+    swap.replace(fixture('cog/dem-small.cog.tif'));
+    const broken = await request(svc.url, '/data/swap/1/0/0.pbf', gz);
+    assert.equal(broken.status, 503);
+    assert.match(JSON.parse(broken.body.toString()).detail as string, /source "swap": cannot re-open PMTiles .*not a PMTiles archive/);
+    assert.equal((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom, 1, 'the header of the archive last opened');
+    swap.replace(OMT);
+    const fixed = await request(svc.url, '/data/swap/1/0/0.pbf', gz);
+    assert.equal(fixed.status, 200);
+    assert.ok(fixed.body.equals((await storedPmtilesTile(OMT, 1, 0, 0))!));
+  });
+
+  test('5xx and 429 answers are retried with back-off, a bounded number of times', async () => {
+    const want = (await storedPmtilesTile(OMT, 1, 0, 0))!;
+    for (const status of [503, 429]) {
+      const before = flaky.answered();
+      flaky.failNext(2, status);
+      const r = await request(svc.url, '/data/flaky/1/0/0.pbf', gz);
+      assert.equal(r.status, 200, `${status}: ${r.body}`);
+      assert.ok(r.body.equals(want));
+      const after = flaky.answered();
+      assert.equal(after.failed - before.failed, 2, `two ${status}s, then the bytes`);
+      assert.equal(after.ok - before.ok, 1);
+    }
+    const before = flaky.answered();
+    flaky.failNext(100, 500);
+    const r = await request(svc.url, '/data/flaky/1/1/1.pbf', gz);
+    flaky.failNext(0, 500);
+    assert.equal(r.status, 503);
+    assert.ok(Number(r.headers['retry-after']) > 0);
+    assert.equal(flaky.answered().failed - before.failed, 3, 'read_retries = 2: three attempts, then 503');
+  });
+
+  test('at most max_concurrent_reads requests reach the server at once', async () => {
+    busy.setDelay(300);
+    try {
+      const asks = [];
+      for (const [z, x, y] of [
+        [0, 0, 0],
+        [1, 0, 0],
+        [1, 0, 1],
+        [1, 1, 0],
+        [1, 1, 1],
+      ]) {
+        // gzip and identity are two productions of the tile (two cache keys): ten reads asked for at once.
+        asks.push(request(svc.url, `/data/busy/${z}/${x}/${y}.pbf`, gz), request(svc.url, `/data/busy/${z}/${x}/${y}.pbf`, { timeoutMs: 20_000 }));
+      }
+      const answers = await Promise.all(asks);
+      assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
+      assert.equal(busy.maxActive(), 2);
+    } finally {
+      busy.setDelay(0);
+    }
+  });
+});
+
+describe('a replaced archive with the tile cache on', () => {
+  let swap: RangeServer;
+  let svc: TestServer;
+  before(async () => {
+    swap = await startRangeServer(OMT);
+    svc = await startServer({ toml: `[server]\ndisable_render = true\n[[sources]]\nid = "swap"\ntype = "pmtiles"\npath = "${swap.url}"\n` });
+  });
+  after(async () => {
+    await svc?.stop();
+    await swap?.close();
+  });
+
+  test('tiles cached from the old archive are not served with the new header', async () => {
+    const gz = { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 };
+    const omt = (await storedPmtilesTile(OMT, 0, 0, 0))!;
+    const first = await request(svc.url, '/data/swap/0/0/0.pbf', gz);
+    assert.ok(first.body.equals(omt));
+
+    swap.replace(SMALL);
+    // A tile not in the cache reads the store, which notices the new ETag: the archive is re-opened.
+    await request(svc.url, '/data/swap/1/0/1.pbf', gz);
+    assert.equal((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom, 0);
+    const again = await request(svc.url, '/data/swap/0/0/0.pbf', gz);
+    assert.ok(again.body.equals((await storedPmtilesTile(SMALL, 0, 0, 0))!), 'the cached tile of the old archive is not served with the new header');
+  });
+});
+
+describe('an archive with leaf directories through an outage', () => {
+  let ranges: RangeServer;
+  let proxy: TcpProxy;
+  let svc: TestServer;
+  const tiles: PmtilesTileInput[] = [];
+  for (let z = 0; z <= 5; z++) for (let x = 0; x < 2 ** z; x++) for (let y = 0; y < 2 ** z; y++) tiles.push({ z, x, y, data: gzipSync(`tile ${z}/${x}/${y}`) });
+
+  before(async () => {
+    // A root of at most 40 bytes over 1,365 tiles: leaf directories (16 entries and up), each its own read.
+    const file = path.join(tempDir('tsts-leaves-'), 'leaves.pmtiles');
+    writeFileSync(
+      file,
+      buildPmtiles(tiles, { tileType: TileType.Mvt, tileCompression: Compression.Gzip, bounds: [-180, -85, 180, 85], center: [0, 0, 0], metadata: { vector_layers: [] }, leafSize: 16, maxRootBytes: HEADER_BYTES + 40 }),
+    );
+    ranges = await startRangeServer(file);
+    proxy = await startTcpProxy(Number(new URL(ranges.url).port));
+    svc = await startServer({
+      toml: `[server]\ndisable_render = true\n[cache]\nenabled = false\n[storage]\nread_retries = 0\n[[sources]]\nid = "leaves"\ntype = "pmtiles"\npath = "${proxy.url}/leaves.pmtiles"\n`,
+    });
+  });
+  after(async () => {
+    await svc?.stop();
+    await proxy?.close();
+    await ranges?.close();
+  });
+
+  test('a leaf directory whose read failed during the outage is read again once the store is back', async () => {
+    const gz = { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 };
+    const first = await request(svc.url, '/data/leaves/0/0/0.pbf', gz);
+    assert.equal(first.status, 200);
+    assert.equal(gunzipSync(first.body).toString(), 'tile 0/0/0');
+    await proxy.stop();
+    try {
+      // 5/31/31 sits in a leaf not read yet (not 0/0/0's): its directory read fails now.
+      assert.equal((await request(svc.url, '/data/leaves/5/31/31.pbf', gz)).status, 503);
+    } finally {
+      await proxy.start();
+    }
+    const back = await request(svc.url, '/data/leaves/5/31/31.pbf', gz);
+    assert.equal(back.status, 200, back.body.toString());
+    assert.equal(gunzipSync(back.body).toString(), 'tile 5/31/31');
+  });
 });

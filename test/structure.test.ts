@@ -116,17 +116,19 @@ test('shared-cache/ sits below tiles and render: it imports only config/, log an
   assert.ok(checked >= 2, `only ${checked} shared-cache modules were checked`);
 });
 
-test('the bundle loads Chromium\'s driver, OpenTelemetry and the Redis client only when they are used, not at every start', () => {
+test('the bundle loads Chromium\'s driver, OpenTelemetry, the Redis client and the storage SDKs only when they are used, not at every start', () => {
   // Imported at the top, playwright-core and the OpenTelemetry packages (with gRPC) took about 0.7 s of each
   // process's start, in every worker, though only render threads launch browsers and only a configured push
   // exports. `make test` builds dist/ before the tests run.
   const bundle = readFileSync(path.join(ROOT, 'dist/cli.js'), 'utf8');
   const topLevel = [...bundle.matchAll(/^import\s[^;]*?\sfrom\s+"([^"]+)";?$/gm)].map((m) => m[1]);
   assert.ok(topLevel.includes('hono'), `the bundle's static imports were read: ${topLevel.length}`);
-  const eager = topLevel.filter((spec) => spec === 'playwright-core' || spec === 'ioredis' || spec.startsWith('@opentelemetry/') || spec.startsWith('@grpc/'));
+  // The AWS and Azure SDKs took about 0.4 s and 0.5 s to load: only a process with an s3://, gs:// or az:// source pays it.
+  const eager = topLevel.filter((spec) => spec === 'playwright-core' || spec === 'ioredis' || /^@(opentelemetry|grpc|aws-sdk|azure)\//.test(spec));
   assert.deepEqual(eager, []);
   // ioredis (about 45 ms of start-up) is loaded when `[cache] shared` is set.
   assert.ok(bundle.includes('import("ioredis")'), 'ioredis is still imported where the shared cache connects');
+  for (const spec of ['@aws-sdk/client-s3', '@azure/storage-blob']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is imported where a source needs it`);
   for (const spec of ['@opentelemetry/api', '@opentelemetry/exporter-trace-otlp-grpc']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is still imported where it is used`);
   // The render thread's bundle launches the browsers: it loads the driver when it starts the first one.
   const renderThread = readFileSync(path.join(ROOT, 'dist/workers/render.js'), 'utf8');

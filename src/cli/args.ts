@@ -6,7 +6,7 @@ export interface RunArgs {
   kind: 'run';
   /** `--config FILE`. */
   config: string | undefined;
-  /** Archives, folders and http(s) URLs given as arguments. */
+  /** Archives, folders and remote archive URLs (http(s), s3://, gs://, az://) given as arguments. */
   inputs: string[];
   host: string | undefined;
   port: number | undefined;

@@ -1,10 +1,12 @@
-// What the command line serves without --config: archives, folders of archives and http(s) PMTiles URLs become
+// What the command line serves without --config: archives, folders of archives and remote PMTiles URLs (http(s),
+// s3://, gs://, az://, credentials from each provider's standard environment variables) become
 // one source each with default settings; or, with nothing given, a config file found in the working directory.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config/errors.js';
 import { validateConfig, type LoadedConfig } from '../config/load.js';
+import { isBucketPath, parseLocation } from '../config/object-location.js';
 
 /** Config files looked for in the working directory when nothing is given, in this order (tileserver-gl reads config.json the same way). */
 export const AUTO_CONFIG_FILES = ['config.toml', 'tileserver.toml'] as const;
@@ -34,6 +36,11 @@ function folderArchives(dir: string): Input[] {
 }
 
 function classify(arg: string): Input[] {
+  if (isBucketPath(arg)) {
+    const loc = parseLocation(arg);
+    if (typeof loc === 'string') throw new ConfigError(loc);
+    return [{ name: loc.key.split('/').pop()!, type: 'pmtiles', path: arg }];
+  }
   if (isUrl(arg)) {
     let url: URL;
     try {
@@ -55,7 +62,7 @@ function classify(arg: string): Input[] {
   const ext = path.extname(arg).toLowerCase();
   if (!ARCHIVE_EXTENSIONS.has(ext)) {
     const exists = existsSync(arg);
-    throw new ConfigError(`${arg}: ${exists ? 'not a .pmtiles or .mbtiles file' : 'no such file or folder (expected a .pmtiles or .mbtiles file, a folder or an http(s) URL)'}`);
+    throw new ConfigError(`${arg}: ${exists ? 'not a .pmtiles or .mbtiles file' : 'no such file or folder (expected a .pmtiles or .mbtiles file, a folder, or an http(s), s3://, gs:// or az:// URL)'}`);
   }
   return [{ name: path.basename(arg), type: ext.slice(1) as Input['type'], path: path.resolve(arg) }];
 }

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { isRemotePath } from './object-location.js';
 import { parse as parseToml } from 'smol-toml';
 import * as v from 'valibot';
 import { ConfigSchema, type Config } from './schema.js';
@@ -127,13 +128,12 @@ export function tomlSyntaxLine(file: string, err: unknown): string {
 /** Relative file paths in the config are relative to the config file, as a user editing it expects. */
 function resolvePaths(config: Config, baseDir: string): Config {
   const abs = (p: string | undefined) => (p === undefined ? undefined : path.resolve(baseDir, p));
-  const isUrl = (p: string) => /^https?:\/\//i.test(p);
   return {
     ...config,
     fonts: abs(config.fonts),
     files: abs(config.files),
     server: { ...config.server, upload_dir: abs(config.server.upload_dir) },
-    sources: config.sources.map((s) => ({ ...s, path: isUrl(s.path) ? s.path : path.resolve(baseDir, s.path) })),
+    sources: config.sources.map((s) => ({ ...s, path: isRemotePath(s.path) ? s.path : path.resolve(baseDir, s.path) })),
     styles: config.styles.map((s) => ({ ...s, path: path.resolve(baseDir, s.path) })),
     cache: { ...config.cache, dir: abs(config.cache.dir) },
     ...(config.postgres ? { postgres: { ...config.postgres, ssl_root_cert: abs(config.postgres.ssl_root_cert) } } : {}),

@@ -2,6 +2,7 @@
 // their sections to `ConfigSchema` below. Defaults live in the schema so that the typed Config is complete.
 import * as v from 'valibot';
 import { parseBind } from './bind.js';
+import { isRemotePath, parseLocation } from './object-location.js';
 
 const port = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535));
 const zoom = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(22));
@@ -60,21 +61,80 @@ export const ColormapSchema = v.object({
   entries: v.pipe(v.array(v.object({ value: v.number(), color: hexColor })), v.minLength(1, 'a colormap needs at least one entry')),
 });
 
-export const SourceSchema = v.object({
-  id,
-  type: v.picklist(['pmtiles', 'mbtiles', 'cog', 'vrt']),
-  /** A file path (relative to the config file), or for PMTiles an http(s) URL read with range requests. */
-  path: nonEmpty,
-  name: v.optional(v.string()),
-  attribution: v.optional(v.string()),
-  description: v.optional(v.string()),
-  minzoom: v.optional(zoom),
-  maxzoom: v.optional(zoom),
-  /** cog/vrt: how pixels are resampled when warped to web mercator (default bilinear). */
-  resampling: v.optional(v.picklist(RESAMPLING)),
-  /** cog/vrt, single-band data: value-to-colour mapping. */
-  colormap: v.optional(ColormapSchema),
-});
+/** Keys a source on object storage may set; they mean nothing for a local file (docs/storage-*.md). */
+export const STORAGE_KEYS = ['endpoint', 'region', 'force_path_style', 'profile', 'access_key_id', 'secret_access_key', 'anonymous', 'account', 'account_key', 'sas_token', 'connection_string'] as const;
+const S3_KEYS = ['endpoint', 'region', 'force_path_style', 'profile', 'access_key_id', 'secret_access_key', 'anonymous'];
+const GS_KEYS = ['endpoint', 'force_path_style', 'access_key_id', 'secret_access_key', 'anonymous'];
+const AZ_KEYS = ['endpoint', 'account', 'account_key', 'sas_token', 'connection_string', 'anonymous'];
+
+/** The storage keys a path's scheme takes; none for local files (and http(s) URLs, which carry no credentials). */
+function storageKeysOf(path: string): readonly string[] {
+  const scheme = /^([a-z0-9]+):\/\//i.exec(path)?.[1]?.toLowerCase();
+  return scheme === 's3' ? S3_KEYS : scheme === 'gs' ? GS_KEYS : scheme === 'az' ? AZ_KEYS : [];
+}
+
+/** A source's `path`: a file, or a remote URL whose shape is checked here so a typo fails at load, not at first use. */
+const sourcePath = v.pipe(
+  nonEmpty,
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed || !isRemotePath(dataset.value)) return;
+    const parsed = parseLocation(dataset.value);
+    if (typeof parsed === 'string') addIssue({ message: parsed });
+  }),
+);
+
+export const SourceSchema = v.pipe(
+  v.object({
+    id,
+    type: v.picklist(['pmtiles', 'mbtiles', 'cog', 'vrt']),
+    /**
+     * A file path (relative to the config file); or for PMTiles an http(s), s3://, gs:// or az:// URL read with
+     * range requests; or for COG/VRT an s3://, gs://, az:// or http(s) URL read through GDAL.
+     */
+    path: sourcePath,
+    /** Object storage (s3://, gs://, az://): the store's base URL (S3-compatible stores, an Azure endpoint). */
+    endpoint: v.optional(v.pipe(v.string(), v.url('an absolute URL such as https://minio.example.com:9000'))),
+    /** s3://: the bucket's region (default: the SDK's chain, else us-east-1). */
+    region: v.optional(nonEmpty),
+    /** s3://, gs://: bucket in the URL path, not the host name (default: true when an endpoint is set). */
+    force_path_style: v.optional(v.boolean()),
+    /** s3://: a profile of the shared AWS config and credentials files. */
+    profile: v.optional(nonEmpty),
+    /** s3:// (an access key) and gs:// (an HMAC key); write secrets as `${VAR}`. */
+    access_key_id: v.optional(nonEmpty),
+    secret_access_key: v.optional(nonEmpty),
+    /** Object storage: read without credentials (a public bucket or container). */
+    anonymous: v.optional(v.boolean()),
+    /** az://: the storage account, its key, a SAS token or a whole connection string (secrets as `${VAR}`). */
+    account: v.optional(nonEmpty),
+    account_key: v.optional(nonEmpty),
+    sas_token: v.optional(nonEmpty),
+    connection_string: v.optional(nonEmpty),
+    name: v.optional(v.string()),
+    attribution: v.optional(v.string()),
+    description: v.optional(v.string()),
+    minzoom: v.optional(zoom),
+    maxzoom: v.optional(zoom),
+    /** cog/vrt: how pixels are resampled when warped to web mercator (default bilinear). */
+    resampling: v.optional(v.picklist(RESAMPLING)),
+    /** cog/vrt, single-band data: value-to-colour mapping. */
+    colormap: v.optional(ColormapSchema),
+  }),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const s = dataset.value;
+    if (s.type === 'mbtiles' && isRemotePath(s.path)) {
+      addIssue({ message: 'MBTiles is SQLite and is read from a local file only; serve a remote archive as PMTiles', path: [{ type: 'object', origin: 'value', input: s, key: 'path', value: s.path }] });
+    }
+    const allowed = storageKeysOf(s.path);
+    for (const key of STORAGE_KEYS) {
+      if (s[key] === undefined || allowed.includes(key)) continue;
+      const scheme = /^([a-z0-9]+):\/\//i.exec(s.path)?.[1]?.toLowerCase();
+      const where = scheme && storageKeysOf(s.path).length > 0 ? `an ${scheme}:// path` : 'this path';
+      addIssue({ message: `${key} does not apply to ${where} (${allowed.length ? `it takes ${allowed.join(', ')}` : 'only s3://, gs:// and az:// sources take storage keys'})`, path: [{ type: 'object', origin: 'value', input: s, key, value: s[key] }] });
+    }
+  }),
+);
 
 export const StyleSchema = v.object({
   id,
@@ -268,6 +328,16 @@ export const RasterSchema = v.object({
   tile_size: v.optional(v.picklist([256, 512]), 256),
 });
 
+/** `[storage]`: how remote sources (s3://, gs://, az://, http(s) PMTiles) read their store; docs/storage-s3.md. */
+export const StorageSchema = v.object({
+  /** One request to the store may take this long, body included; past it the tile answers 503. */
+  read_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(50), v.maxValue(600_000)), 10_000),
+  /** Further attempts, with exponential back-off, after a 5xx, throttling or a network error. */
+  read_retries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10)), 3),
+  /** Requests to the store in flight at once, per source; more wait their turn. */
+  max_concurrent_reads: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1024)), 16),
+});
+
 export const ConfigSchema = v.object({
   fonts: v.optional(nonEmpty),
   files: v.optional(nonEmpty),
@@ -281,6 +351,7 @@ export const ConfigSchema = v.object({
   telemetry: v.optional(TelemetrySchema, {}),
   postgres: v.optional(PostgresSchema),
   raster: v.optional(RasterSchema, {}),
+  storage: v.optional(StorageSchema, {}),
 });
 
 export type Config = v.InferOutput<typeof ConfigSchema>;
@@ -298,4 +369,5 @@ export type PgTableConfig = v.InferOutput<typeof PgTableSchema>;
 export type PgFunctionConfig = v.InferOutput<typeof PgFunctionSchema>;
 export type OutdbRasterConfig = v.InferOutput<typeof OutdbRasterSchema>;
 export type RasterConfig = v.InferOutput<typeof RasterSchema>;
+export type StorageConfig = v.InferOutput<typeof StorageSchema>;
 export type Resampling = (typeof RESAMPLING)[number];

@@ -11,6 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { poolShare, workerCount } from '../config/sizing.js';
 import type { Config } from '../config/schema.js';
+import { gdalStorageOptions, type GdalOptions } from './gdal-storage.js';
+import { isRemotePath } from '../config/object-location.js';
+import { RETRY_AFTER_STORAGE } from '../sources/object-store/reader.js';
 import { SourceOpenError, TileUnavailableError } from '../sources/source.js';
 import type { RasterInfo, RasterTask } from './warp-tile.js';
 
@@ -51,25 +54,32 @@ export class RasterPool {
   private readonly pool: Piscina;
   readonly generation = ++generations;
 
+  /** GDAL's options for rasters on object storage, from the environment and the raster sources' storage keys. */
+  private readonly storage: GdalOptions;
+
   /** Sizing is read when the process's pool starts; a reload keeps it (docs/rasters.md). */
   constructor(private readonly config: Config) {
+    this.storage = gdalStorageOptions(config);
     this.pool = piscina(config);
   }
 
   async tile(task: Omit<RasterTask, 'generation' | 'datasetCache'>): Promise<Uint8Array | undefined> {
     try {
-      const full: RasterTask = { ...task, generation: this.generation, datasetCache: this.config.raster.dataset_cache };
+      const full: RasterTask = { ...task, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
       const out = (await this.pool.run({ op: 'tile', task: full })) as Uint8Array | undefined;
       return out ? new Uint8Array(out.buffer, out.byteOffset, out.byteLength) : undefined;
     } catch (err) {
       // Piscina's words for a full queue, and for no queue at all (max_queue_per_thread = 0) with the thread busy.
       if (/^(Task queue is at limit|No task queue available and all Workers are busy)$/.test((err as Error).message)) throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
+      // A remote file that GDAL could not read now (its retries and timeout spent): the store's outage, not a bug.
+      const remote = task.files.find(isRemotePath);
+      if (remote) throw new TileUnavailableError(503, 'Storage unavailable', `cannot read ${remote}: ${String((err as Error).message).split('\n')[0]}`, RETRY_AFTER_STORAGE);
       throw err;
     }
   }
 
   describe(file: string): Promise<RasterInfo> {
-    return this.pool.run({ op: 'describe', file }) as Promise<RasterInfo>;
+    return this.pool.run({ op: 'describe', file, storage: this.storage }) as Promise<RasterInfo>;
   }
 
   /** Closes the datasets this state opened; the thread stays for the next state. */

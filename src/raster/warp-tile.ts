@@ -9,6 +9,8 @@ import gdal from 'gdal-async';
 import { LRUCache } from 'lru-cache';
 import sharp from 'sharp';
 import type { ColormapConfig, Resampling } from '../config/schema.js';
+import { gdalPath } from '../config/object-location.js';
+import type { GdalOptions } from './gdal-storage.js';
 import { applyColormap, prepareColormap } from '../sources/raster/colormap.js';
 
 export interface RasterTask {
@@ -26,6 +28,8 @@ export interface RasterTask {
   datasetCache: number;
   /** The state the task comes from: each has its own dataset cache, closed with it. */
   generation: number;
+  /** GDAL options for remote files (gdal-storage.ts), applied before the files are opened. */
+  storage?: GdalOptions;
   quality: { png: number; jpeg: number; webp: number };
 }
 
@@ -51,12 +55,26 @@ function dataset(file: string, generation: number, max: number): Promise<gdal.Da
   }
   let ds = cache.get(file);
   if (!ds) {
-    ds = gdal.openAsync(file);
+    // s3://, gs://, az:// and http(s) paths (a COG source's or a catalogue's) through GDAL's virtual file systems.
+    ds = gdal.openAsync(gdalPath(file));
     // A file that cannot be opened is not remembered: it may appear later.
     ds.catch(() => cache.delete(file));
     cache.set(file, ds);
   }
   return ds;
+}
+
+let applied: GdalOptions = {};
+
+/**
+ * Sets GDAL's (process-wide) options for remote files when they differ from what is set; options a previous
+ * configuration set and this one does not are cleared, so a reload that drops an endpoint really drops it.
+ */
+export function useStorageOptions(options: GdalOptions | undefined): void {
+  if (!options) return;
+  for (const key of Object.keys(applied)) if (!(key in options)) gdal.config.set(key, null);
+  for (const [key, value] of Object.entries(options)) if (applied[key] !== value) gdal.config.set(key, value);
+  applied = { ...options };
 }
 
 /** Closes the datasets a state opened (its generation ended with a reload or shutdown). */
@@ -93,6 +111,7 @@ const GDALWARP_RESAMPLING: Record<Resampling, string> = {
 
 /** The tile as encoded bytes, or undefined when no file has data in it. */
 export async function warpTile(task: RasterTask): Promise<Uint8Array | undefined> {
+  useStorageOptions(task.storage);
   const sources = await Promise.all(task.files.map((f) => dataset(f, task.generation, task.datasetCache)));
   if (sources.length === 0) return undefined;
   const { z, x, y, size } = task;
@@ -144,8 +163,9 @@ export async function warpTile(task: RasterTask): Promise<Uint8Array | undefined
 }
 
 /** What a source needs to know about a file at open time: bands, bounds in degrees, native zoom. */
-export async function describeRaster(file: string): Promise<RasterInfo> {
-  const ds = await gdal.openAsync(file);
+export async function describeRaster(file: string, storage?: GdalOptions): Promise<RasterInfo> {
+  useStorageOptions(storage);
+  const ds = await gdal.openAsync(gdalPath(file));
   try {
     const { x: w, y: h } = ds.rasterSize;
     const gt = ds.geoTransform;

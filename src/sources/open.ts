@@ -1,13 +1,17 @@
 // Opens a configured source by its type. New source kinds register here.
-import type { SourceConfig } from '../config/schema.js';
+import * as v from 'valibot';
+import { StorageSchema, type SourceConfig, type StorageConfig } from '../config/schema.js';
 import { MbtilesSource } from './mbtiles.js';
 import { PmtilesSource } from './pmtiles.js';
 import { SourceOpenError, type TileSource } from './source.js';
 
-export function openSource(cfg: SourceConfig): Promise<TileSource> {
+/** `[storage]` as an empty section gives it: for callers without a whole config (tests, tools). */
+const DEFAULT_STORAGE: StorageConfig = v.parse(StorageSchema, {});
+
+export function openSource(cfg: SourceConfig, storage: StorageConfig = DEFAULT_STORAGE): Promise<TileSource> {
   switch (cfg.type) {
     case 'pmtiles':
-      return PmtilesSource.open(cfg);
+      return PmtilesSource.open(cfg, storage);
     case 'mbtiles':
       return MbtilesSource.open(cfg);
     case 'cog':

@@ -1,10 +1,19 @@
-// PMTiles v3 archives, local files or http(s) URLs read with range requests, through the `pmtiles` package.
+// PMTiles v3 archives through the `pmtiles` package: local files, or remote objects (s3://, gs://, az://,
+// http(s)) read with range requests by the shared reader of src/sources/object-store/. A remote archive is read
+// in generations: each pins the object's ETag, so when the object is replaced the next read fails as 'changed'
+// and the archive is re-opened as a whole (header, metadata, directories, SourceInfo) before any tile of the new
+// object is served; the old header is never served with the new tiles.
 import { open, type FileHandle } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
-import { Compression, FetchSource, PMTiles, SharedPromiseCache, TileType, type Header, type RangeResponse, type Source } from 'pmtiles';
-import type { SourceConfig } from '../config/schema.js';
+import { Compression, PMTiles, SharedPromiseCache, TileType, type Cache, type Entry, type Header, type RangeResponse, type Source } from 'pmtiles';
+import { isRemotePath } from '../config/object-location.js';
+import type { SourceConfig, StorageConfig } from '../config/schema.js';
+import { log } from '../log.js';
 import type { StoredCompression, TileFormat } from '../tiles/format.js';
-import { defaultCenter, parseVectorLayers, SourceOpenError, type Bounds, type SourceInfo, type TileSource } from './source.js';
+import { openChannel } from './object-store/open.js';
+import { PinnedSource, RETRY_AFTER_STORAGE, type StorageChannel } from './object-store/reader.js';
+import { StoreError } from './object-store/store.js';
+import { defaultCenter, parseVectorLayers, SourceOpenError, TileUnavailableError, type Bounds, type SourceInfo, type TileSource } from './source.js';
 
 /** Reads byte ranges of a local file; the pmtiles package asks for the header, directories and tiles this way. */
 class LocalFileSource implements Source {
@@ -42,31 +51,96 @@ const TILE_TYPES: Partial<Record<TileType, TileFormat>> = {
   [TileType.Mlt]: 'mlt',
 };
 
-export class PmtilesSource implements TileSource {
-  private constructor(
-    readonly info: SourceInfo,
-    private readonly archive: PMTiles,
-    private readonly handle: FileHandle | undefined,
-  ) {}
+/**
+ * The package's shared directory cache, less its one habit that hurts a server: a failed read stays cached as
+ * a rejected promise, so a directory that could not be read during a storage outage would fail forever. Failed
+ * entries are dropped here (the keys are the package's own: `key|etag|offset|length` and the source key).
+ */
+class ArchiveCache implements Cache {
+  private readonly inner = new SharedPromiseCache(256, true, decompress);
 
-  static async open(cfg: SourceConfig): Promise<PmtilesSource> {
-    const remote = /^https?:\/\//i.test(cfg.path);
+  async getHeader(source: Source): Promise<Header> {
+    try {
+      return await this.inner.getHeader(source);
+    } catch (err) {
+      this.inner.cache.delete(source.getKey());
+      throw err;
+    }
+  }
+
+  async getDirectory(source: Source, offset: number, length: number, header: Header, signal?: AbortSignal): Promise<Entry[]> {
+    try {
+      return await this.inner.getDirectory(source, offset, length, header, signal);
+    } catch (err) {
+      this.inner.cache.delete(`${source.getKey()}|${header.etag || ''}|${offset}|${length}`);
+      throw err;
+    }
+  }
+
+  invalidate(source: Source): Promise<void> {
+    return this.inner.invalidate(source);
+  }
+}
+
+/** One opened state of an archive: what was read from it and the reader pinned to it. */
+interface Generation {
+  readonly archive: PMTiles;
+  readonly info: SourceInfo;
+}
+
+async function openGeneration(cfg: SourceConfig, source: Source, revision: () => string | undefined): Promise<Generation> {
+  const archive = new PMTiles(source, new ArchiveCache(), keepStored);
+  const header = await archive.getHeader();
+  const metadata = await readMetadata(source, header);
+  return { archive, info: describe(cfg, header, metadata, revision()) };
+}
+
+/** A storage failure during a tile read: 503 with Retry-After for this source only. */
+function unavailable(cfg: SourceConfig, err: StoreError): TileUnavailableError {
+  return new TileUnavailableError(503, 'Storage unavailable', `source "${cfg.id}": cannot read ${cfg.path}: ${err.reason}`, RETRY_AFTER_STORAGE);
+}
+
+export class PmtilesSource implements TileSource {
+  private renewing: Promise<Generation> | undefined;
+  private generations = 0;
+
+  private constructor(
+    private readonly cfg: SourceConfig,
+    private current: Generation,
+    private readonly handle: FileHandle | undefined,
+    private readonly channel: StorageChannel | undefined,
+  ) {
+    if (channel) {
+      this.storageProblem = () => (channel.reachable ? undefined : channel.problem || 'no answer');
+      this.refresh = () => this.revalidate(channel);
+    }
+  }
+
+  private async revalidate(channel: StorageChannel): Promise<void> {
+    const seen = this.current;
+    try {
+      const { etag } = await channel.read(0, 1, undefined);
+      // A store without ETags cannot say whether the object changed: read it again to be sure.
+      if (etag === undefined || etag !== seen.info.revision) await this.renew(seen);
+    } catch (err) {
+      if (err instanceof SourceOpenError) throw err;
+      throw new SourceOpenError(this.cfg.id, `cannot re-open PMTiles ${this.cfg.path}: ${err instanceof StoreError ? err.reason : reason(err)}`);
+    }
+  }
+
+  get info(): SourceInfo {
+    return this.current.info;
+  }
+
+  static async open(cfg: SourceConfig, storage: StorageConfig): Promise<PmtilesSource> {
+    if (isRemotePath(cfg.path)) return PmtilesSource.openRemote(cfg, storage);
     let handle: FileHandle | undefined;
     try {
-      let source: Source;
-      if (remote) {
-        source = new FetchSource(cfg.path);
-      } else {
-        handle = await open(cfg.path, 'r');
-        const { size } = await handle.stat();
-        if (size === 0) throw new Error('the file is empty');
-        source = new LocalFileSource(handle, cfg.path);
-      }
-      const archive = new PMTiles(source, new SharedPromiseCache(256, true, decompress), keepStored);
-      const header = await archive.getHeader();
-      const metadata = await readMetadata(source, header);
-      const info = describe(cfg, header, metadata);
-      return new PmtilesSource(info, archive, handle);
+      handle = await open(cfg.path, 'r');
+      const { size } = await handle.stat();
+      if (size === 0) throw new Error('the file is empty');
+      const gen = await openGeneration(cfg, new LocalFileSource(handle, cfg.path), () => undefined);
+      return new PmtilesSource(cfg, gen, handle, undefined);
     } catch (err) {
       await handle?.close().catch(() => {});
       if (err instanceof SourceOpenError) throw err;
@@ -74,12 +148,87 @@ export class PmtilesSource implements TileSource {
     }
   }
 
-  async getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined> {
-    const found = await this.archive.getZxy(z, x, y);
-    return found ? new Uint8Array(found.data) : undefined;
+  private static async openRemote(cfg: SourceConfig, storage: StorageConfig): Promise<PmtilesSource> {
+    let channel: StorageChannel | undefined;
+    try {
+      channel = await openChannel(cfg, storage);
+      const gen = await PmtilesSource.remoteGeneration(cfg, channel, 0);
+      channel.activate();
+      return new PmtilesSource(cfg, gen, undefined, channel);
+    } catch (err) {
+      channel?.close();
+      if (err instanceof SourceOpenError) throw err;
+      throw new SourceOpenError(cfg.id, `cannot open PMTiles ${cfg.path}: ${err instanceof StoreError ? err.reason : reason(err)}`);
+    }
   }
 
+  /** A generation of a remote archive; an object replaced while its header and metadata are read is read again. */
+  private static async remoteGeneration(cfg: SourceConfig, channel: StorageChannel, n: number): Promise<Generation> {
+    for (let attempt = 0; ; attempt++) {
+      const source = new PinnedSource(channel, `${cfg.path}#${n}.${attempt}`);
+      try {
+        return await openGeneration(cfg, source, () => source.pinnedEtag);
+      } catch (err) {
+        if (!(err instanceof StoreError && err.kind === 'changed' && attempt < 2)) throw err;
+      }
+    }
+  }
+
+  /** Re-opens a replaced remote archive once, however many reads noticed the change at the same time. */
+  private renew(seen: Generation): Promise<Generation> {
+    if (this.current !== seen) return Promise.resolve(this.current);
+    if (!this.renewing) {
+      const channel = this.channel!;
+      this.renewing = PmtilesSource.remoteGeneration(this.cfg, channel, ++this.generations).then(
+        (next) => {
+          log.info(`source "${this.cfg.id}": ${this.cfg.path} was replaced (ETag ${seen.info.revision ?? '?'} -> ${next.info.revision ?? '?'}); re-opened`);
+          this.current = next;
+          return next;
+        },
+        (err: unknown) => {
+          // The new object is not an archive this server can serve (or could not be read): the old generation
+          // stays current, and its reads go on failing as 'changed' (503) until the object is fixed or reloaded.
+          if (err instanceof StoreError || err instanceof SourceOpenError) throw err;
+          throw new SourceOpenError(this.cfg.id, `cannot re-open PMTiles ${this.cfg.path}: ${reason(err)}`);
+        },
+      );
+      this.renewing = this.renewing.finally(() => {
+        this.renewing = undefined;
+      });
+    }
+    return this.renewing;
+  }
+
+  async getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined> {
+    let gen = this.current;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const found = await gen.archive.getZxy(z, x, y);
+        return found ? new Uint8Array(found.data) : undefined;
+      } catch (err) {
+        if (!(err instanceof StoreError)) {
+          if (err instanceof SourceOpenError) throw new TileUnavailableError(503, 'Storage unavailable', err.message, RETRY_AFTER_STORAGE);
+          throw err;
+        }
+        if (err.kind !== 'changed' || attempt > 0) throw unavailable(this.cfg, err);
+        try {
+          gen = await this.renew(gen);
+        } catch (reopen) {
+          if (reopen instanceof StoreError) throw unavailable(this.cfg, reopen);
+          if (reopen instanceof SourceOpenError) throw new TileUnavailableError(503, 'Storage unavailable', reopen.message, RETRY_AFTER_STORAGE);
+          throw reopen;
+        }
+      }
+    }
+  }
+
+  /** Set for remote archives only: a local file has no store whose health readiness should name. */
+  readonly storageProblem?: () => string | undefined;
+  /** Set for remote archives only: compares the object's ETag with the open generation's, and re-opens on a change. */
+  readonly refresh?: () => Promise<void>;
+
   async close(): Promise<void> {
+    this.channel?.close();
     await this.handle?.close();
   }
 }
@@ -101,7 +250,7 @@ async function readMetadata(source: Source, header: Header): Promise<Record<stri
   return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
 }
 
-function describe(cfg: SourceConfig, header: Header, metadata: Record<string, unknown>): SourceInfo {
+function describe(cfg: SourceConfig, header: Header, metadata: Record<string, unknown>, revision: string | undefined): SourceInfo {
   const format = TILE_TYPES[header.tileType as TileType];
   if (!format) throw new SourceOpenError(cfg.id, `PMTiles tile type ${header.tileType} (${TileType[header.tileType] ?? 'unknown'}) is not a format this server serves`);
   let compression: StoredCompression;
@@ -131,6 +280,7 @@ function describe(cfg: SourceConfig, header: Header, metadata: Record<string, un
     bounds,
     center,
     vectorLayers: format === 'pbf' || format === 'mlt' ? parseVectorLayers(metadata.vector_layers) ?? [] : undefined,
+    ...(revision !== undefined ? { revision } : {}),
   };
 }
 

@@ -13,7 +13,10 @@ export interface VectorLayer {
   description?: string;
 }
 
-/** What a source is, as read once at open time. Immutable for the life of the source. */
+/**
+ * What a source is, as read at open time. Immutable: a source whose data can change under it (a remote PMTiles
+ * archive replaced in its bucket) hands out a new SourceInfo, with a new `revision`, when it re-opens.
+ */
 export interface SourceInfo {
   id: string;
   /** The kind of source, e.g. "pmtiles", "mbtiles"; reported in logs and the schema API. */
@@ -40,6 +43,8 @@ export interface SourceInfo {
   formats?: readonly TileFormat[];
   /** Tiles depend on the request's query parameters (database functions): they are part of the cache key. */
   takesParams?: boolean;
+  /** Which version of the data this info describes (a remote archive's ETag); part of the tile cache key. */
+  revision?: string;
 }
 
 /** The query parameters of a tile request, for sources whose tiles depend on them (database functions). */
@@ -54,6 +59,13 @@ export interface TileSource {
    */
   getTile(z: number, x: number, y: number, params?: TileParams, format?: TileFormat): Promise<Uint8Array | undefined>;
   close(): Promise<void>;
+  /** Sources read from a remote store: why the store is unreachable now (readiness names the source), else undefined. */
+  storageProblem?(): string | undefined;
+  /**
+   * Sources whose data can change under them (a remote archive): checks now and re-opens when it changed. A
+   * reload of an unchanged configuration calls it; throws SourceOpenError when the data cannot be read.
+   */
+  refresh?(): Promise<void>;
 }
 
 /**

@@ -43,7 +43,7 @@ export async function buildAppState(loaded: LoadedConfig, options: BuildOptions 
   const needsRaster = config.sources.some((s) => s.type === 'cog' || s.type === 'vrt') || (config.postgres?.outdb_rasters.length ?? 0) > 0;
   const raster = needsRaster ? new RasterPool(config) : undefined;
   const results = await Promise.allSettled(
-    config.sources.map((s) => (s.type === 'cog' || s.type === 'vrt' ? CogSource.open(s, raster!, config) : openSource(s))),
+    config.sources.map((s) => (s.type === 'cog' || s.type === 'vrt' ? CogSource.open(s, raster!, config) : openSource(s, config.storage))),
   );
   const opened = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

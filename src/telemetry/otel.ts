@@ -137,6 +137,17 @@ export class OtelPipeline {
     else (event === 'hit' ? i.sharedHits : i.sharedMisses).add(1, { kind: label });
   }
 
+  storageRead(source: string, provider: string, bytes: number): void {
+    const i = this.instruments;
+    if (!i) return;
+    i.storageReads.add(1, { source, provider });
+    i.storageBytes.add(bytes, { source, provider });
+  }
+
+  storageError(source: string, provider: string, kind: string): void {
+    this.instruments?.storageErrors.add(1, { source, provider, kind });
+  }
+
   /** Flushes what is pending, giving up after `timeoutMs` (a collector that is away must not hold a shutdown). */
   async shutdown(timeoutMs = 2000): Promise<void> {
     const work = Promise.allSettled([this.meterProvider?.shutdown(), this.tracerProvider.shutdown()]);
@@ -178,5 +189,8 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
     sharedHits: counter('shared_cache_hits_total', 'Lookups answered by the shared (fleet) cache, by kind'),
     sharedMisses: counter('shared_cache_misses_total', 'Lookups the shared (fleet) cache could not answer, by kind'),
     sharedErrors: counter('shared_cache_errors_total', 'Shared-cache commands that failed or timed out, by operation'),
+    storageReads: counter('storage_reads_total', 'Range requests answered by the store of a remote source'),
+    storageBytes: meter.createCounter('storage_read_bytes_total', { description: 'Bytes read from the store of a remote source', unit: 'By' }),
+    storageErrors: counter('storage_errors_total', 'Failed requests to the store of a remote source, by kind'),
   };
 }

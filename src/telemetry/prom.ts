@@ -29,6 +29,9 @@ export class PromMetrics {
   private readonly sharedHits: Counter<'kind'>;
   private readonly sharedMisses: Counter<'kind'>;
   private readonly sharedErrors: Counter<'op'>;
+  private readonly storageReads: Counter<'source' | 'provider'>;
+  private readonly storageBytes: Counter<'source' | 'provider'>;
+  private readonly storageErrors: Counter<'source' | 'provider' | 'kind'>;
   // prom-client hashes the label object on every call; the children of series already seen are kept instead.
   private readonly httpSeries = new Map<string, HttpSeries>();
   private readonly tileSeries = new Map<string, TileSeries>();
@@ -49,6 +52,9 @@ export class PromMetrics {
     this.sharedHits = new Counter({ name: 'shared_cache_hits_total', help: 'Lookups answered by the shared (fleet) cache, by kind (tile, image, transcoded)', labelNames: ['kind'], registers });
     this.sharedMisses = new Counter({ name: 'shared_cache_misses_total', help: 'Lookups the shared (fleet) cache could not answer, by kind', labelNames: ['kind'], registers });
     this.sharedErrors = new Counter({ name: 'shared_cache_errors_total', help: 'Shared-cache commands that failed or timed out, by operation (get, set, lock, unlock)', labelNames: ['op'], registers });
+    this.storageReads = new Counter({ name: 'storage_reads_total', help: 'Range requests answered by the object store (or http server) of a remote source', labelNames: ['source', 'provider'], registers });
+    this.storageBytes = new Counter({ name: 'storage_read_bytes_total', help: 'Bytes read from the store of a remote source', labelNames: ['source', 'provider'], registers });
+    this.storageErrors = new Counter({ name: 'storage_errors_total', help: 'Failed requests to the store of a remote source, by kind (unavailable, timeout, missing, denied, changed, invalid)', labelNames: ['source', 'provider', 'kind'], registers });
 
     // Beyond the spec, for a rendering host: read from the pool when scraped.
     new Gauge({
@@ -121,5 +127,14 @@ export class PromMetrics {
   shared(event: 'hit' | 'miss' | 'error', label: string): void {
     if (event === 'error') this.sharedErrors.inc({ op: label });
     else (event === 'hit' ? this.sharedHits : this.sharedMisses).inc({ kind: label });
+  }
+
+  storageRead(source: string, provider: string, bytes: number): void {
+    this.storageReads.inc({ source, provider });
+    this.storageBytes.inc({ source, provider }, bytes);
+  }
+
+  storageError(source: string, provider: string, kind: string): void {
+    this.storageErrors.inc({ source, provider, kind });
   }
 }

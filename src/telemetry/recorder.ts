@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { RenderService } from '../render/service.js';
 import { renderMetrics } from '../render/metrics.js';
 import { sharedCacheMetrics } from '../shared-cache/client.js';
+import { storageMetrics } from '../sources/object-store/metrics.js';
 import { idLabel, statusClass, tileOutcome, zLabel, type Cardinality, type TileOutcome } from './labels.js';
 import { OtelPipeline } from './otel.js';
 import { PromMetrics } from './prom.js';
@@ -47,6 +48,16 @@ export class Telemetry {
       const style = idLabel(d.style, this.cardinality);
       this.prom?.render(style, d.format, d.seconds);
       this.otel?.render(style, d.format, d.seconds);
+    });
+    storageMetrics.on('read', (r) => {
+      const source = idLabel(r.source, this.cardinality);
+      this.prom?.storageRead(source, r.provider, r.bytes);
+      this.otel?.storageRead(source, r.provider, r.bytes);
+    });
+    storageMetrics.on('failure', (f) => {
+      const source = idLabel(f.source, this.cardinality);
+      this.prom?.storageError(source, f.provider, f.kind);
+      this.otel?.storageError(source, f.provider, f.kind);
     });
     renderMetrics.on('error', (e) => {
       const style = idLabel(e.style, this.cardinality);

@@ -20,7 +20,7 @@ export async function fetchTileGeoJson(state: AppState, sourceId: string, coord:
   }
   const { z, x, y } = coord;
   if (z < info.minzoom || z > info.maxzoom || (!info.tilesOutsideBounds && !tileIntersectsBounds(coord, info.bounds))) return { kind: 'empty' };
-  const key = `${info.id}/${z}/${x}/${y}.geojson:identity`;
+  const key = `${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}.geojson:identity`;
   const cached = state.tileCache.get(key);
   if (cached) return cached.empty ? { kind: 'empty' } : { kind: 'json', body: cached.body, etag: cached.etag };
 

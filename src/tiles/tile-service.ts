@@ -74,7 +74,7 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
   const encoding: ContentEncoding = vector
     ? chooseEncoding(req.accepted, info.compression === 'gzip' ? 'gzip' : 'identity', compression.enabled)
     : 'identity';
-  const key = `${info.id}/${z}/${x}/${y}.${req.format}:${encoding}${info.takesParams ? paramsKey(req.params) : ''}`;
+  const key = `${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}.${req.format}:${encoding}${info.takesParams ? paramsKey(req.params) : ''}`;
   const cached = state.tileCache.get(key);
   if (cached) return cached.empty ? { kind: 'empty', cache: 'hit' } : tileResult(cached.body, req.format, encoding, cached.etag, 'hit');
 
@@ -159,7 +159,7 @@ export async function fetchRenderTile(state: AppState, req: TileRequest): Promis
   if (!isVector(info.format) || !isVector(req.format) || z <= info.maxzoom || z > RENDER_MAXZOOM) return fetchTile(state, req);
   const dz = z - info.maxzoom;
   const ancestor = { z: info.maxzoom, x: Math.floor(x / 2 ** dz), y: Math.floor(y / 2 ** dz) };
-  const key = `render-cut:${info.id}/${z}/${x}/${y}`;
+  const key = `render-cut:${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}`;
   const cached = state.tileCache.get(key);
   if (cached) return cached.empty ? { kind: 'empty' } : tileResult(cached.body, 'pbf', 'identity', cached.etag);
   return shared(state, key, async () => {

@@ -171,6 +171,14 @@ export interface RangeServer {
   bytesSent(): number;
   /** Delay before answering requests for ranges that start at or after `fromOffset` (0: all). */
   setDelay(ms: number, fromOffset?: number): void;
+  /** Serves other bytes from now on, with a new ETag (the archive replaced at the URL). */
+  replace(file: string): void;
+  /** Answers the next `n` requests with `status` (a 5xx, or 429 with Retry-After) instead of the bytes. */
+  failNext(n: number, status: number): void;
+  /** Requests answered with the file's bytes so far (206 or 200), and with a failure status. */
+  answered(): { ok: number; failed: number };
+  /** The most requests that were being answered at once. */
+  maxActive(): number;
   close(): Promise<void>;
 }
 
@@ -179,11 +187,17 @@ export interface RangeServer {
  * `honourRange: false` makes it a naive server that always sends the whole file with 200.
  */
 export function startRangeServer(file: string, opts: { honourRange?: boolean } = {}): Promise<RangeServer> {
-  const bytes = readFileSync(file);
+  let bytes = readFileSync(file);
+  const tagOf = (b: Buffer) => `"${sha256(b).slice(0, 16)}"`;
+  let etag = tagOf(bytes);
   const name = path.basename(file);
   const ranges: (string | undefined)[] = [];
   let sent = 0;
   let delay = { ms: 0, fromOffset: 0 };
+  let failing = { n: 0, status: 503 };
+  const counts = { ok: 0, failed: 0 };
+  let active = 0;
+  let maxActive = 0;
   const server = http.createServer((req, res) => {
     if (req.url !== `/${name}`) {
       res.writeHead(404).end('not found');
@@ -193,10 +207,26 @@ export function startRangeServer(file: string, opts: { honourRange?: boolean } =
     ranges.push(range);
     const m = range ? /^bytes=(\d+)-(\d*)$/.exec(range) : null;
     const start = m ? Number(m[1]) : 0;
+    active++;
+    maxActive = Math.max(maxActive, active);
+    res.on('close', () => active--);
     const answer = () => {
+      if (failing.n > 0) {
+        failing.n--;
+        counts.failed++;
+        res.writeHead(failing.status, failing.status === 429 ? { 'Retry-After': '1' } : {}).end('try again');
+        return;
+      }
+      const ifMatch = req.headers['if-match'];
+      if (ifMatch && ifMatch !== etag) {
+        counts.failed++;
+        res.writeHead(412, { ETag: etag }).end();
+        return;
+      }
+      counts.ok++;
       if (!m || opts.honourRange === false) {
         sent += bytes.length;
-        res.writeHead(200, { 'Content-Length': bytes.length, 'Accept-Ranges': 'bytes', ETag: '"fixture"' }).end(bytes);
+        res.writeHead(200, { 'Content-Length': bytes.length, 'Accept-Ranges': 'bytes', ETag: etag }).end(bytes);
         return;
       }
       const end = Math.min(bytes.length - 1, m[2] ? Number(m[2]) : bytes.length - 1);
@@ -207,7 +237,7 @@ export function startRangeServer(file: string, opts: { honourRange?: boolean } =
       const part = bytes.subarray(start, end + 1);
       sent += part.length;
       res
-        .writeHead(206, { 'Content-Length': part.length, 'Content-Range': `bytes ${start}-${end}/${bytes.length}`, 'Accept-Ranges': 'bytes', ETag: '"fixture"' })
+        .writeHead(206, { 'Content-Length': part.length, 'Content-Range': `bytes ${start}-${end}/${bytes.length}`, 'Accept-Ranges': 'bytes', ETag: etag })
         .end(part);
     };
     if (delay.ms > 0 && start >= delay.fromOffset) setTimeout(answer, delay.ms);
@@ -223,6 +253,15 @@ export function startRangeServer(file: string, opts: { honourRange?: boolean } =
         setDelay(ms, fromOffset = 0) {
           delay = { ms, fromOffset };
         },
+        replace(other) {
+          bytes = readFileSync(other);
+          etag = tagOf(bytes);
+        },
+        failNext(n, status) {
+          failing = { n, status };
+        },
+        answered: () => ({ ...counts }),
+        maxActive: () => maxActive,
         close: () =>
           new Promise<void>((done) => {
             server.closeAllConnections();

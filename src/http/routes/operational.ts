@@ -83,6 +83,13 @@ function localComponents(ctx: ServerContext): Component[] {
   // the pool probes it every few seconds, so this turns back by itself).
   const db = ctx.holder.current.postgres;
   if (db) out.push({ name: 'database', state: db.ready() ? 'connected' : 'unreachable', ready: db.ready() });
+  // Sources read from object storage or an http(s) URL: unready while their store fails (their tiles answer 503);
+  // each source watches its own store and turns back by itself (src/sources/object-store/reader.ts).
+  for (const source of ctx.holder.current.sources.values()) {
+    if (!source.storageProblem) continue;
+    const problem = source.storageProblem();
+    out.push({ name: `source "${source.info.id}"`, state: problem === undefined ? 'connected' : `unreachable (${problem})`, ready: problem === undefined });
+  }
   return out;
 }
 
@@ -140,7 +147,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
       method: 'get',
       path: '/ready',
       hono: '/ready',
-      summary: 'Readiness: 200 once every configured component can serve (renderers warmed, database reachable), else 503',
+      summary: 'Readiness: 200 once every configured component can serve (renderers warmed, database and object stores reachable), else 503',
       tag: 'Operational',
       responses: {
         200: { description: 'ready', content: { 'application/json': ReadySchema } },

@@ -1,0 +1,149 @@
+// s3:// sources against moto's S3 server with authentication on (SigV4 from the real AWS SDK; a wrong secret is
+// refused): the provider proofs of helpers/storage-proofs.ts, and a COG in the same bucket served through the
+// COG source, read by GDAL's /vsis3/ from the same server.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fixture, startServer } from './helpers/server.js';
+import { getJson, request, storedPmtilesTile, tempDir, waitFor } from './helpers/foundation.js';
+import { readFixture, startMoto } from './helpers/object-storage.js';
+import { OMT, storageProofs } from './helpers/storage-proofs.js';
+
+const COG = fixture('cog/test-rgb.cog.tif');
+
+const ctx = storageProofs(
+  async () => {
+    const moto = await startMoto();
+    await moto.createBucket('tiles');
+    return {
+      scheme: 's3',
+      bucket: 'tiles',
+      port: moto.port,
+      put: (key, body) => moto.put('tiles', key, body),
+      keys: (endpoint) => `endpoint = "${endpoint}"\nregion = "us-east-1"\naccess_key_id = "\${S3_KEY}"\nsecret_access_key = "\${S3_SECRET}"`,
+      wrongKeys: (endpoint) => `endpoint = "${endpoint}"\nregion = "us-east-1"\naccess_key_id = "\${S3_KEY}"\nsecret_access_key = "not-the-secret"`,
+      env: { S3_KEY: moto.accessKeyId, S3_SECRET: moto.secretAccessKey, MOTO_ENDPOINT: moto.endpoint },
+      deniedReason: /SignatureDoesNotMatch.*HTTP 403/,
+      missingReason: /NoSuchKey.*HTTP 404/,
+      stop: () => moto.stop(),
+    };
+  },
+  async (store, endpoint) => {
+    await store.put('rasters/test-rgb.cog.tif', readFixture(COG));
+    await store.put('rasters/second.cog.tif', readFixture(COG));
+    // GDAL reads through the proxy too, so that the COG's outage can be shown after the PMTiles proofs.
+    return `
+[[sources]]
+id = "cog-s3"
+type = "cog"
+path = "s3://tiles/rasters/test-rgb.cog.tif"
+endpoint = "${endpoint}"
+region = "us-east-1"
+access_key_id = "\${S3_KEY}"
+secret_access_key = "\${S3_SECRET}"
+[[sources]]
+id = "cog-s3-second"
+type = "cog"
+path = "s3://tiles/rasters/second.cog.tif"
+endpoint = "${endpoint}"
+region = "us-east-1"
+access_key_id = "\${S3_KEY}"
+secret_access_key = "\${S3_SECRET}"
+[[sources]]
+id = "cog-local"
+type = "cog"
+path = "${COG}"
+`;
+  },
+);
+
+/** The XYZ tile holding a point at zoom z. */
+function tileAt(lon: number, lat: number, z: number): [number, number] {
+  const n = 2 ** z;
+  const x = Math.floor(((lon + 180) / 360) * n);
+  const r = (lat * Math.PI) / 180;
+  const y = Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n);
+  return [x, y];
+}
+
+test('a COG in the bucket is served through the COG source (GDAL /vsis3/), the same pixels as the local file', async () => {
+  const { server } = ctx();
+  const remote = await getJson<{ bounds: number[]; center: number[]; maxzoom: number; minzoom: number }>(server.url, '/data/cog-s3.json');
+  const local = await getJson<{ bounds: number[]; center: number[]; maxzoom: number }>(server.url, '/data/cog-local.json');
+  assert.equal(remote.status, 200);
+  assert.deepEqual(remote.json.bounds, local.json.bounds);
+  assert.equal(remote.json.maxzoom, local.json.maxzoom);
+  const [lon, lat] = remote.json.center;
+  for (const z of [remote.json.maxzoom, Math.max(remote.json.minzoom, remote.json.maxzoom - 2)]) {
+    const [x, y] = tileAt(lon, lat, z);
+    const a = await request(server.url, `/data/cog-s3/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+    const b = await request(server.url, `/data/cog-local/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+    assert.equal(a.status, 200, a.body.toString());
+    assert.equal(b.status, 200);
+    assert.ok(a.body.equals(b.body), `${z}/${x}/${y}: the remote COG tile is the local one`);
+  }
+});
+
+test('a COG whose store is stopped answers 503 for that source, and serves again when the store is back', async () => {
+  const { server, proxy } = ctx();
+  // The second COG was opened at start-up (its header read) but no tile of it was drawn: GDAL has no pixels of it.
+  const tj = await getJson<{ center: number[]; maxzoom: number }>(server.url, '/data/cog-s3-second.json');
+  const [lon, lat] = tj.json.center;
+  const z = tj.json.maxzoom;
+  const [x, y] = tileAt(lon, lat, z);
+  const local = await request(server.url, `/data/cog-local/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+  await proxy.stop();
+  try {
+    const down = await request(server.url, `/data/cog-s3-second/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+    assert.equal(down.status, 503, `${down.status}: ${down.body.length} bytes`);
+    assert.ok(Number(down.headers['retry-after']) > 0);
+    assert.match(JSON.parse(down.body.toString()).detail as string, /cannot read s3:\/\/tiles\/rasters\/second\.cog\.tif/);
+    assert.equal((await request(server.url, `/data/cog-local/${z}/${x}/${y}.png`, { timeoutMs: 30_000 })).status, 200, 'the local COG keeps serving');
+  } finally {
+    await proxy.start();
+  }
+  const back = await waitFor('the COG tile once the store is back', async () => {
+    const r = await request(server.url, `/data/cog-s3-second/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+    return r.status === 200 ? r : undefined;
+  });
+  assert.ok(back.body.equals(local.body));
+});
+
+test('the CLI serves an s3:// argument with the SDK\'s default chain: AWS_ENDPOINT_URL, keys and region from the environment', async () => {
+  const { store } = ctx();
+  const env = store.env as Record<string, string>;
+  const cli = await startServer({
+    files: ['s3://tiles/planet/omt.pmtiles'],
+    env: { AWS_ENDPOINT_URL: env.MOTO_ENDPOINT, AWS_ACCESS_KEY_ID: env.S3_KEY, AWS_SECRET_ACCESS_KEY: env.S3_SECRET, AWS_REGION: 'us-east-1', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' },
+  });
+  try {
+    const tj = await getJson<{ tiles: string[]; maxzoom: number }>(cli.url, '/data/omt.json');
+    assert.equal(tj.status, 200);
+    assert.equal(tj.json.maxzoom, 1);
+    const r = await request(cli.url, '/data/omt/1/1/0.pbf', { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+    assert.equal(r.status, 200);
+    assert.ok(r.body.equals((await storedPmtilesTile(OMT, 1, 1, 0))!));
+  } finally {
+    await cli.stop();
+  }
+});
+
+test('a profile of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE), named by the source', async () => {
+  const { store } = ctx();
+  const env = store.env as Record<string, string>;
+  const credentials = path.join(tempDir('tsts-aws-'), 'credentials');
+  writeFileSync(credentials, `[reader]\naws_access_key_id = ${env.S3_KEY}\naws_secret_access_key = ${env.S3_SECRET}\n`);
+  const awsEnv = { AWS_SHARED_CREDENTIALS_FILE: credentials, AWS_CONFIG_FILE: '/nonexistent', AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_PROFILE: '' };
+  const svc = await startServer({
+    env: awsEnv,
+    toml: `[server]\ndisable_render = true\n[[sources]]\nid = "profiled"\ntype = "pmtiles"\npath = "s3://tiles/planet/omt.pmtiles"\nendpoint = "${env.MOTO_ENDPOINT}"\nregion = "us-east-1"\nprofile = "reader"\n`,
+  });
+  try {
+    const r = await request(svc.url, '/data/profiled/1/0/1.pbf', { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+    assert.equal(r.status, 200, r.body.toString());
+    assert.ok(r.body.equals((await storedPmtilesTile(OMT, 1, 0, 1))!));
+  } finally {
+    await svc.stop();
+  }
+});
