@@ -11,6 +11,7 @@ import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './config/sizing.js';
 import { runSingle, runWorker } from './cluster/worker.js';
 import { startAdminListener } from './http/admin/listener.js';
+import { openAuthorizationServer } from './http/routes/mcp.js';
 import { log } from './log.js';
 import type { Reloader } from './state/reload-result.js';
 import { buildAppState } from './state/build.js';
@@ -88,7 +89,10 @@ async function run(args: RunArgs): Promise<void> {
   // The admin listener (off unless server.admin_bind names a port) is bound before any worker starts, so that a
   // taken address stops start-up with one line; it answers 503 until the processes it reloads are up.
   let reloader: Reloader | undefined;
-  await startAdminListener(server.admin_bind, () => reloader, log);
+  // With [mcp.oauth], the admin listener manages its clients and sessions; opening the store here also makes the
+  // signing key and the tables once, before any worker races to.
+  const oauthStore = loaded.config.mcp.enabled && loaded.config.mcp.oauth.enabled ? (await openAuthorizationServer(loaded.config)).store : undefined;
+  await startAdminListener(server.admin_bind, () => reloader, log, oauthStore);
   if (count <= 1) {
     ({ reloader } = await runSingle(loaded));
   } else {

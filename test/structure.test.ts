@@ -96,7 +96,7 @@ test('config/ imports only config/', () => {
 });
 
 test('the areas below HTTP never import from http/, cluster/, cli or server', () => {
-  const below = /^(state|sources|styles|tiles|render|raster|spatial|uploads|telemetry)\//;
+  const below = /^(state|sources|styles|tiles|render|raster|spatial|uploads|telemetry|mcp)\//;
   let checked = 0;
   for (const [mod, deps] of importGraph()) {
     if (!below.test(mod)) continue;

@@ -13,6 +13,7 @@ import { registerEmbedRoutes } from './routes/embed.js';
 import { registerFileRoutes } from './routes/files.js';
 import { registerFontRoutes } from './routes/fonts.js';
 import { registerOperationalRoutes } from './routes/operational.js';
+import { registerMcpRoutes } from './routes/mcp.js';
 import { registerPageRoutes } from './routes/pages.js';
 import { registerRenderRoutes } from './routes/render.js';
 import { registerSpatialRoutes } from './routes/spatial.js';
@@ -57,6 +58,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   registerFontRoutes(router, ctx);
   registerEmbedRoutes(router, ctx);
   registerPageRoutes(router, ctx);
+  registerMcpRoutes(router, ctx, log);
   // Last: the render routes' wide patterns (/styles/{style}/{z}/{x}/{y}.png) must not shadow other /styles routes.
   registerRenderRoutes(router, ctx);
   return { app, router };
