@@ -326,3 +326,33 @@ describe('admin OAuth routes without OAuth', () => {
     }
   });
 });
+
+describe('OAuth with two worker processes', () => {
+  test('the SDK flow works with two processes; fresh connections (round-robin over them) all take the token, and all refuse it once revoked', async () => {
+    const adminPort = await freePort();
+    const server = await startServer({
+      workers: 2,
+      env: { CONSENT: SECRET },
+      toml: `[[sources]]\nid = "cities"\ntype = "mbtiles"\npath = "${fixture('vector/world_cities.mbtiles')}"\n[server]\nadmin_bind = "127.0.0.1:${adminPort}"\ndisable_render = true\n[cache]\ndir = "${tempDir('tsts-mcp-oauth2-')}"\n[mcp]\nenabled = true\n[mcp.oauth]\nenabled = true\nconsent_secret = "\${CONSENT}"\n`,
+    });
+    try {
+      const p = new TestProvider();
+      const client = await authorize(server.url, p);
+      // Fresh connections are spread over the processes: every one of them accepts the token.
+      for (let i = 0; i < 8; i++) {
+        const res = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${p.saved!.access_token}`, connection: 'close' }, body: MCP_LIST, signal: timeout() });
+        assert.equal(res.status, 200);
+      }
+      await client.close();
+      const sessions = (await admin(`http://127.0.0.1:${adminPort}`, 'GET', '/__admin/oauth/sessions')).json.sessions as { token_id: string }[];
+      assert.equal(sessions.length, 1);
+      assert.equal((await admin(`http://127.0.0.1:${adminPort}`, 'DELETE', `/__admin/oauth/sessions/${sessions[0].token_id}`)).json.deleted, true);
+      for (let i = 0; i < 8; i++) {
+        const res = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${p.saved!.access_token}`, connection: 'close' }, body: MCP_LIST, signal: timeout() });
+        assert.equal(res.status, 401);
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});
