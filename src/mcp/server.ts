@@ -17,9 +17,13 @@ export interface McpServerOptions {
   origin: string;
 }
 
+/** `tools/list` answers, made once per tool set (a server is made per HTTP request). */
+const listings = new Map<boolean, ReturnType<typeof toolListing>>();
+
 export function createMcpServer(o: McpServerOptions): Server {
   const tools = mcpTools(o.renderingOn);
-  const listing = toolListing(tools);
+  let listing = listings.get(o.renderingOn);
+  if (!listing) listings.set(o.renderingOn, (listing = toolListing(tools)));
   const server = new Server(
     { name: 'tileserver-ts', version: o.version },
     {
@@ -29,7 +33,7 @@ export function createMcpServer(o: McpServerOptions): Server {
         'query_features and get_tile_geojson read features; render_static_map (when offered) returns a picture.',
     },
   );
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing! }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     const result = await callTool(tools, req.params.name, req.params.arguments, o.dispatch, o.origin);
     if (!result) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${req.params.name}"; the tools are ${tools.map((t) => t.name).join(', ')}`);

@@ -80,6 +80,7 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
   if (!config.mcp.enabled) return;
   const staticToken = config.mcp.auth_token;
   const oauth = config.mcp.oauth.enabled ? openAuthorizationServer(config) : undefined;
+  if (staticToken === undefined && !oauth) log.warn('mcp: /mcp is open to anyone who reaches this port (neither mcp.auth_token nor [mcp.oauth] is set)');
   oauth?.catch((err: Error) => log.error({ err: err.message }, 'mcp: the OAuth server cannot start; /mcp refuses every request'));
 
   const dispatch = (c: Context) => (req: Request) => Promise.resolve(r.app.fetch(req, { incoming: (c.env as { incoming?: IncomingMessage } | undefined)?.incoming }));
