@@ -6,7 +6,7 @@
 // the rate limit), /mcp without a token — each with its status and WWW-Authenticate.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -309,6 +309,26 @@ consent_attempts_per_minute = 3
     const limited = await consent(p.authorizationUrl!, SECRET);
     assert.equal(limited.status, 429, 'the right secret too waits once the limit is reached');
     assert.equal(limited.headers.get('retry-after'), '60');
+  });
+});
+
+describe('[mcp] and reloads', () => {
+  test('a reload that changes [mcp] reports it in restart_required and keeps the running endpoint', async () => {
+    const adminPort = await freePort();
+    const base = `[[sources]]\nid = "cities"\ntype = "mbtiles"\npath = "${fixture('vector/world_cities.mbtiles')}"\n[server]\nadmin_bind = "127.0.0.1:${adminPort}"\n[cache]\ndir = "${tempDir('tsts-mcp-reload-')}"\n`;
+    const server = await startServer({ toml: `${base}[mcp]\nenabled = true\nauth_token = "first-token-0123456789"\n` });
+    try {
+      writeFileSync(server.configFile!, `${base}[mcp]\nenabled = true\nauth_token = "second-token-0123456789"\n`);
+      const reload = await fetch(`http://127.0.0.1:${adminPort}/__admin/reload`, { method: 'POST', signal: timeout() });
+      assert.equal(reload.status, 200);
+      const body = (await reload.json()) as { ok: boolean; restart_required: string[] };
+      assert.equal(body.ok, true);
+      assert.ok(body.restart_required.includes('mcp'), JSON.stringify(body.restart_required));
+      assert.equal((await mcpWith(server.url, 'first-token-0123456789')).status, 200);
+      assert.equal((await mcpWith(server.url, 'second-token-0123456789')).status, 401);
+    } finally {
+      await server.stop();
+    }
   });
 });
 
