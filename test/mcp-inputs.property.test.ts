@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import * as v from 'valibot';
-import { AuthorizationServer, redirectUriProblem } from '../src/mcp/oauth/authorization-server.js';
+import { AuthorizationServer, redirectUriProblem, REGISTRATIONS_PER_MINUTE } from '../src/mcp/oauth/authorization-server.js';
 import { loadSigningKey } from '../src/mcp/oauth/signing-key.js';
 import { OAuthStore } from '../src/mcp/oauth/store.js';
 import { callTool, mcpTools } from '../src/mcp/tools.js';
@@ -88,13 +88,17 @@ describe('OAuth inputs', async () => {
     fc.assert(
       fc.property(fc.oneof(fc.jsonValue(), fc.record({ redirect_uris: fc.oneof(fc.array(fc.oneof(fc.webUrl(), fc.string())), fc.jsonValue()), token_endpoint_auth_method: fc.oneof(fc.constantFrom('none', 'client_secret_post', 'private_key_jwt'), fc.jsonValue()), grant_types: fc.jsonValue(), client_name: fc.jsonValue(), scope: fc.jsonValue() }, { requiredKeys: [] })), (body) => {
         const a = as.register(body);
-        assert.ok(a.status === 201 || a.status === 400, String(a.status));
+        assert.ok(a.status === 201 || a.status === 400 || a.status === 429, String(a.status));
         const j = a.json as Record<string, unknown>;
         if (a.status === 201) assert.equal(typeof j.client_id, 'string');
-        else assert.ok(['invalid_client_metadata', 'invalid_redirect_uri'].includes(j.error as string), JSON.stringify(j));
+        else assert.ok(['invalid_client_metadata', 'invalid_redirect_uri', 'temporarily_unavailable'].includes(j.error as string), JSON.stringify(j));
       }),
       { numRuns: 1500 },
     );
+    // Past the per-minute limit every registration waits.
+    for (let i = 0; i < REGISTRATIONS_PER_MINUTE; i++) as.register({ redirect_uris: ['https://app.example/cb'] });
+    const limited = as.register({ redirect_uris: ['https://app.example/cb'] });
+    assert.deepEqual([limited.status, (limited.json as { error: string }).error], [429, 'temporarily_unavailable']);
   });
 
   const paramsArb = fc.dictionary(

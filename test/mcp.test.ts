@@ -176,6 +176,15 @@ describe('[mcp] settings', () => {
     assert.equal(unset.code, 1);
     assert.match(unset.stderr, /mcp\.auth_token: environment variable MCP_TEST_UNSET_VAR is not set/);
   });
+
+  test('an OAuth store that cannot be opened stops start-up with one line naming mcp.oauth.store_path', async () => {
+    // A path under a regular file: no directory can be made there.
+    const file = writeTempConfig(`${CITIES}\n[cache]\ndir = "${tempDir('tsts-mcp-store-')}"\n[mcp]\nenabled = true\n[mcp.oauth]\nenabled = true\nconsent_secret = "operator-secret"\nstore_path = "config.toml/oauth.sqlite"\n`);
+    const r = await runCli(['--config', file, '--port', '0']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^tileserver-ts: mcp\.oauth\.store_path: cannot open \/.+\/config\.toml\/oauth\.sqlite: /);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  });
 });
 
 describe('tileserver-ts mcp-stdio', () => {

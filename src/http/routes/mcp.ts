@@ -17,6 +17,7 @@ import { loadSigningKey } from '../../mcp/oauth/signing-key.js';
 import { OAuthStore } from '../../mcp/oauth/store.js';
 import { createMcpServer } from '../../mcp/server.js';
 import type { Config } from '../../config/schema.js';
+import { ConfigError } from '../../config/errors.js';
 import type { ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import type { Router } from '../router.js';
@@ -35,8 +36,17 @@ export function oauthStorePath(config: Config): string {
 /** The authorization server of a configuration with [mcp.oauth] enabled: its store opened, its key loaded or made. */
 export async function openAuthorizationServer(config: Config): Promise<AuthorizationServer> {
   const o = config.mcp.oauth;
-  const key = await loadSigningKey(resolvedCacheDir({ config }));
-  const store = new OAuthStore(oauthStorePath(config));
+  // Either failing stops start-up with one line naming the setting (cli.ts opens both before any worker starts).
+  const key = await loadSigningKey(resolvedCacheDir({ config })).catch((err: Error) => {
+    throw new ConfigError(`cache.dir: the OAuth signing key cannot be kept there: ${err.message}`);
+  });
+  const file = oauthStorePath(config);
+  let store: OAuthStore;
+  try {
+    store = new OAuthStore(file);
+  } catch (err) {
+    throw new ConfigError(`mcp.oauth.store_path: cannot open ${file}: ${(err as Error).message}`);
+  }
   return new AuthorizationServer({ ...o, consent_secret: o.consent_secret ?? '' }, store, key, config.server.public_url);
 }
 

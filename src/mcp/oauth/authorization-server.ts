@@ -36,6 +36,8 @@ export const SCOPE = 'mcp';
 /** An authorization code is good for this long, and once. */
 const CODE_TTL_SECS = 60;
 const CONSENT_WINDOW_MS = 60_000;
+/** Registrations accepted per minute over all processes: registering is open to anyone, the store's size is not. */
+export const REGISTRATIONS_PER_MINUTE = 60;
 const METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
 const GRANTS = ['authorization_code', 'refresh_token'] as const;
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -130,6 +132,8 @@ export class AuthorizationServer {
   /** RFC 7591 registration. The client gets an id (and a secret unless it is public); nothing else. */
   register(body: unknown): OAuthAnswer {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) return oauthError(400, 'invalid_client_metadata', 'the body is a JSON object of client metadata');
+    if (this.store.clientsRegisteredSince(Math.floor(Date.now() / 1000) - 60) >= REGISTRATIONS_PER_MINUTE)
+      return oauthError(429, 'temporarily_unavailable', `more than ${REGISTRATIONS_PER_MINUTE} clients registered in the last minute; retry later`, { 'retry-after': '60' });
     const m = body as Record<string, unknown>;
     const uris = m.redirect_uris;
     if (!Array.isArray(uris) || uris.length === 0 || uris.length > 20) return oauthError(400, 'invalid_redirect_uri', 'redirect_uris: an array of 1..20 redirect URIs is required');

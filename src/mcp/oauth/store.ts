@@ -139,6 +139,11 @@ export class OAuthStore {
     return rows.map((r) => ({ ...clientOf(r), sessions: r.sessions }));
   }
 
+  /** Clients registered since `sinceSecs` (unix seconds). */
+  clientsRegisteredSince(sinceSecs: number): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM clients WHERE client_id_issued_at >= ?').get(sinceSecs) as { n: number }).n;
+  }
+
   /** Deletes a client with its sessions and pending codes; false when there was none. */
   deleteClient(clientId: string): boolean {
     return this.db.prepare('DELETE FROM clients WHERE client_id = ?').run(clientId).changes > 0;
