@@ -62,8 +62,9 @@ describe('tool arguments', () => {
 describe('OAuth inputs', async () => {
   const dir = tempDir('tsts-mcp-prop-');
   const store = new OAuthStore(path.join(dir, 'oauth.sqlite'));
-  const key = await loadSigningKey(dir);
-  const as = new AuthorizationServer({ enabled: true, token_ttl_secs: 60, consent_attempts_per_minute: 1000, consent_secret: 'the-consent-secret' }, store, key, undefined);
+  const jose = await import('jose');
+  const key = await loadSigningKey(jose, dir);
+  const as = new AuthorizationServer(jose, { enabled: true, token_ttl_secs: 60, consent_attempts_per_minute: 1000, consent_secret: 'the-consent-secret' }, store, key, undefined);
   after(() => store.close());
   const registered = as.register({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'none' }).json as { client_id: string };
   const ok4xx = (s: number) => [200, 201, 302, 400, 401, 403, 429].includes(s);

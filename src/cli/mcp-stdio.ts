@@ -2,7 +2,6 @@
 // process and speaks JSON-RPC to it). No listener, no authentication (whoever can start the process can read the
 // files it serves): the tools answer through the same Hono app as the HTTP service, in-process. Logs stay on
 // stderr, since stdout carries the protocol. Rendering is not started here, so the static map tool is not offered.
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { LoadedConfig } from '../config/load.js';
 import { createApp } from '../http/app.js';
 import type { ServerContext } from '../http/context.js';
@@ -26,7 +25,8 @@ export async function runMcpStdio(loaded: LoadedConfig, log: Logger): Promise<vo
   const { server: s } = loaded.config;
   // URLs in answers (TileJSON tiles) point where the HTTP service of this configuration would listen.
   const origin = (s.public_url ?? `http://${s.host === '0.0.0.0' ? 'localhost' : s.host}:${s.port}`).replace(/\/+$/, '');
-  const server = createMcpServer({ version: VERSION, renderingOn: false, dispatch: async (req) => app.fetch(req, {}), origin });
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+  const server = await createMcpServer({ version: VERSION, renderingOn: false, dispatch: async (req) => app.fetch(req, {}), origin });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
   process.stdin.once('end', () => void server.close());

@@ -3,8 +3,9 @@
 // (`tileserver-ts mcp-stdio`, one server for the life of the process).
 // The SDK's low-level `Server` is used rather than `McpServer`: McpServer's tools take zod schemas, and the
 // inputs here are valibot schemas (the project's validator) with their JSON Schema generated from them.
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+// The SDK is imported when a server is first made, not when the service starts: it costs about 0.2 s of every
+// process's start, and most configurations never enable [mcp].
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { callTool, mcpTools, toolListing, type Dispatch } from './tools.js';
 
 export interface McpServerOptions {
@@ -20,7 +21,11 @@ export interface McpServerOptions {
 /** `tools/list` answers, made once per tool set (a server is made per HTTP request). */
 const listings = new Map<boolean, ReturnType<typeof toolListing>>();
 
-export function createMcpServer(o: McpServerOptions): Server {
+export async function createMcpServer(o: McpServerOptions): Promise<Server> {
+  const [{ Server }, { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/index.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
   const tools = mcpTools(o.renderingOn);
   let listing = listings.get(o.renderingOn);
   if (!listing) listings.set(o.renderingOn, (listing = toolListing(tools)));

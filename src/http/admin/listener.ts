@@ -16,7 +16,6 @@ export interface AdminListener {
   close(): Promise<void>;
 }
 
-
 /** The routes of the admin listener, with their methods (for 405 and `Allow`). */
 const ROUTES = new Map<string, string[]>([['/__admin/reload', ['POST']]]);
 /** With [mcp.oauth]: the OAuth clients and refresh-token sessions (`{id}` is one path segment). */

@@ -9,7 +9,6 @@
 import type { IncomingMessage } from 'node:http';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Context } from 'hono';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { resolvedCacheDir } from '../../config/paths.js';
 import type { Logger } from '../../log.js';
 import { AuthorizationServer, type OAuthAnswer } from '../../mcp/oauth/authorization-server.js';
@@ -37,7 +36,9 @@ export function oauthStorePath(config: Config): string {
 export async function openAuthorizationServer(config: Config): Promise<AuthorizationServer> {
   const o = config.mcp.oauth;
   // Either failing stops start-up with one line naming the setting (cli.ts opens both before any worker starts).
-  const key = await loadSigningKey(resolvedCacheDir({ config })).catch((err: Error) => {
+  // jose is imported only here, when OAuth is on (it is not needed at every start).
+  const jose = await import('jose');
+  const key = await loadSigningKey(jose, resolvedCacheDir({ config })).catch((err: Error) => {
     throw new ConfigError(`cache.dir: the OAuth signing key cannot be kept there: ${err.message}`);
   });
   const file = oauthStorePath(config);
@@ -47,7 +48,7 @@ export async function openAuthorizationServer(config: Config): Promise<Authoriza
   } catch (err) {
     throw new ConfigError(`mcp.oauth.store_path: cannot open ${file}: ${(err as Error).message}`);
   }
-  return new AuthorizationServer({ ...o, consent_secret: o.consent_secret ?? '' }, store, key, config.server.public_url);
+  return new AuthorizationServer(jose, { ...o, consent_secret: o.consent_secret ?? '' }, store, key, config.server.public_url);
 }
 
 function origin(c: Context): string {
@@ -115,7 +116,8 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
       authInfo = { token: check.info.token, clientId: check.info.clientId, scopes: check.info.scopes, expiresAt: check.info.expiresAt, extra: { sessionId: check.info.sessionId } };
     }
     const state = ctx.holder.current;
-    const server = createMcpServer({
+    const { WebStandardStreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
+    const server = await createMcpServer({
       version: ctx.version,
       renderingOn: !state.config.server.disable_render && ctx.render !== undefined,
       dispatch: dispatch(c),

@@ -8,10 +8,9 @@
 //    as digests, and rotated on every use (the old one is then refused; presenting it again ends the session).
 // A JWT alone would outlive a revocation until it expires: every /mcp call also checks that its session exists.
 import { randomBytes, randomUUID, timingSafeEqual, createHash } from 'node:crypto';
-import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type { McpOAuthConfig } from '../../config/schema.js';
 import { consentPage, errorPage } from './consent-page.js';
-import { SIGNING_ALG, type SigningKey } from './signing-key.js';
+import { SIGNING_ALG, type JoseModule, type SigningKey } from './signing-key.js';
 import { digest, type ClientRecord, type OAuthStore } from './store.js';
 
 export interface OAuthAnswer {
@@ -81,6 +80,7 @@ function redirectWith(uri: string, params: Record<string, string | undefined>): 
 
 export class AuthorizationServer {
   constructor(
+    private readonly jose: JoseModule,
     private readonly config: McpOAuthConfig & { consent_secret: string },
     readonly store: OAuthStore,
     private readonly key: SigningKey,
@@ -282,7 +282,7 @@ export class AuthorizationServer {
 
   private async accessToken(clientId: string, sessionId: string, scope: string, resource: string, origin: string): Promise<{ token: string; expiresIn: number }> {
     const ttl = this.config.token_ttl_secs;
-    const jwt = await new SignJWT({ client_id: clientId, sid: sessionId, scope })
+    const jwt = await new this.jose.SignJWT({ client_id: clientId, sid: sessionId, scope })
       .setProtectedHeader({ alg: SIGNING_ALG, kid: this.key.kid, typ: 'at+jwt' })
       .setIssuer(this.issuer(origin))
       .setAudience(resource)
@@ -343,10 +343,10 @@ export class AuthorizationServer {
     if (!m) return { ok: false, status: 401, error: 'invalid_request', detail: 'the Authorization header is not "Bearer <token>"' };
     let payload;
     try {
-      ({ payload } = await jwtVerify(m[1], this.key.publicKey, { issuer: this.issuer(origin), audience: this.resource(origin), algorithms: [SIGNING_ALG], typ: 'at+jwt' }));
+      ({ payload } = await this.jose.jwtVerify(m[1], this.key.publicKey, { issuer: this.issuer(origin), audience: this.resource(origin), algorithms: [SIGNING_ALG], typ: 'at+jwt' }));
     } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) return { ok: false, status: 401, error: 'invalid_token', detail: 'the access token has expired' };
-      if (err instanceof joseErrors.JWTClaimValidationFailed && err.claim === 'aud') return { ok: false, status: 401, error: 'invalid_token', detail: 'the access token is for another resource' };
+      if (err instanceof this.jose.errors.JWTExpired) return { ok: false, status: 401, error: 'invalid_token', detail: 'the access token has expired' };
+      if (err instanceof this.jose.errors.JWTClaimValidationFailed && err.claim === 'aud') return { ok: false, status: 401, error: 'invalid_token', detail: 'the access token is for another resource' };
       return { ok: false, status: 401, error: 'invalid_token', detail: 'the access token is not valid here' };
     }
     const sid = typeof payload.sid === 'string' ? payload.sid : '';

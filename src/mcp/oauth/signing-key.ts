@@ -6,7 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import type * as Jose from 'jose';
+
+/** The jose module, passed in by whoever opened the OAuth server (imported only when OAuth is on). */
+export type JoseModule = typeof Jose;
 
 export const SIGNING_ALG = 'ES256';
 export const KEY_FILE = 'mcp-oauth-signing-key.json';
@@ -18,23 +21,23 @@ export interface SigningKey {
   kid: string;
 }
 
-async function fromJwk(jwk: JWK): Promise<SigningKey> {
+async function fromJwk(jose: JoseModule, jwk: Jose.JWK): Promise<SigningKey> {
   const { d: _d, ...pub } = jwk;
-  const privateKey = (await importJWK(jwk, SIGNING_ALG)) as CryptoKey;
-  const publicKey = (await importJWK(pub, SIGNING_ALG)) as CryptoKey;
+  const privateKey = (await jose.importJWK(jwk, SIGNING_ALG)) as CryptoKey;
+  const publicKey = (await jose.importJWK(pub, SIGNING_ALG)) as CryptoKey;
   return { privateKey, publicKey, kid: String(jwk.kid) };
 }
 
-export async function loadSigningKey(stateDir: string): Promise<SigningKey> {
+export async function loadSigningKey(jose: JoseModule, stateDir: string): Promise<SigningKey> {
   const file = path.join(stateDir, KEY_FILE);
   try {
-    return await fromJwk(JSON.parse(readFileSync(file, 'utf8')) as JWK);
+    return await fromJwk(jose, JSON.parse(readFileSync(file, 'utf8')) as Jose.JWK);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`mcp.oauth: cannot read the signing key ${file}: ${(err as Error).message}`);
   }
   mkdirSync(stateDir, { recursive: true });
-  const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
-  const jwk = { ...(await exportJWK(privateKey)), kid: randomBytes(8).toString('hex'), alg: SIGNING_ALG };
+  const { privateKey } = await jose.generateKeyPair(SIGNING_ALG, { extractable: true });
+  const jwk = { ...(await jose.exportJWK(privateKey)), kid: randomBytes(8).toString('hex'), alg: SIGNING_ALG };
   const aside = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
   writeFileSync(aside, JSON.stringify(jwk), { mode: 0o600 });
   try {
@@ -44,5 +47,5 @@ export async function loadSigningKey(stateDir: string): Promise<SigningKey> {
   } finally {
     unlinkSync(aside);
   }
-  return fromJwk(JSON.parse(readFileSync(file, 'utf8')) as JWK);
+  return fromJwk(jose, JSON.parse(readFileSync(file, 'utf8')) as Jose.JWK);
 }
