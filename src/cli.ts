@@ -5,12 +5,14 @@ import cluster from 'node:cluster';
 import { parseArgs, type RunArgs } from './cli/args.js';
 import { AUTO_CONFIG_FILES, configFromInputs, findDefaultConfig } from './cli/inputs.js';
 import { ConfigError } from './config/errors.js';
-import { loadConfigFile } from './config/load.js';
+import { loadConfigFile, type LoadedConfig } from './config/load.js';
+import { runMcpStdio } from './cli/mcp-stdio.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './config/sizing.js';
 import { runSingle, runWorker } from './cluster/worker.js';
 import { startAdminListener } from './http/admin/listener.js';
+import { openAuthorizationServer } from './http/routes/mcp.js';
 import { log } from './log.js';
 import type { Reloader } from './state/reload-result.js';
 import { buildAppState } from './state/build.js';
@@ -27,6 +29,8 @@ const USAGE = `Usage:
                                        http(s)://, s3://bucket/key, gs://bucket/key or az://container/blob
                                        (credentials from each provider's standard environment variables)
   tileserver-ts                        serve ${AUTO_CONFIG_FILES.join(' or ')} from the working directory
+  tileserver-ts mcp-stdio [--config FILE | PATH|URL ...]
+                                       the MCP tools over stdin/stdout for a local agent (docs/mcp.md)
 Options:
   -c, --config FILE   configuration file (TOML)
       --host HOST     listen address (overrides server.host)
@@ -47,14 +51,18 @@ async function main(): Promise<void> {
   if (cluster.isWorker) return runWorker();
   // Set by this process once its metrics listener is bound (workers inherit it); never taken from outside.
   delete process.env[SCRAPE_ACTIVE_ENV];
-  const args = parseArgs(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  const stdio = argv[0] === 'mcp-stdio';
+  const args = parseArgs(stdio ? argv.slice(1) : argv);
   if (args.kind === 'help') return void process.stdout.write(USAGE);
   if (args.kind === 'version') return void process.stdout.write(`${VERSION}\n`);
   if (args.kind === 'usage') return usageError(args.message);
+  if (stdio) return runStdio(args);
   await run(args);
 }
 
-async function run(args: RunArgs): Promise<void> {
+/** The configuration named by the arguments: --config FILE, archives, or a config file in the working directory. */
+function loadFromArgs(args: RunArgs): LoadedConfig {
   let configFile = args.config;
   if (configFile === undefined && args.inputs.length === 0) {
     configFile = findDefaultConfig(process.cwd());
@@ -65,6 +73,16 @@ async function run(args: RunArgs): Promise<void> {
   }
   const loaded = configFile !== undefined ? loadConfigFile(configFile) : configFromInputs(args.inputs);
   for (const w of loaded.warnings) log.warn(w);
+  return loaded;
+}
+
+async function runStdio(args: RunArgs): Promise<void> {
+  if (args.host !== undefined || args.port !== undefined || args.workers !== undefined) usageError('mcp-stdio takes --config FILE or archives, folders and URLs; it listens on no port');
+  await runMcpStdio(loadFromArgs(args), log);
+}
+
+async function run(args: RunArgs): Promise<void> {
+  const loaded = loadFromArgs(args);
   const server = loaded.config.server;
   if (args.host !== undefined) server.host = args.host;
   if (args.port !== undefined) server.port = args.port;
@@ -90,7 +108,10 @@ async function run(args: RunArgs): Promise<void> {
   // The admin listener (off unless server.admin_bind names a port) is bound before any worker starts, so that a
   // taken address stops start-up with one line; it answers 503 until the processes it reloads are up.
   let reloader: Reloader | undefined;
-  await startAdminListener(server.admin_bind, () => reloader, log);
+  // With [mcp.oauth], the admin listener manages its clients and sessions; opening the store here also makes the
+  // signing key and the tables once, before any worker races to.
+  const oauthStore = loaded.config.mcp.enabled && loaded.config.mcp.oauth.enabled ? (await openAuthorizationServer(loaded.config)).store : undefined;
+  await startAdminListener(server.admin_bind, () => reloader, log, oauthStore);
   if (count <= 1) {
     ({ reloader } = await runSingle(loaded));
   } else {

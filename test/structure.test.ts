@@ -96,7 +96,7 @@ test('config/ imports only config/', () => {
 });
 
 test('the areas below HTTP never import from http/, cluster/, cli or server', () => {
-  const below = /^(state|sources|styles|tiles|render|raster|spatial|uploads|telemetry|shared-cache)\//;
+  const below = /^(state|sources|styles|tiles|render|raster|spatial|uploads|telemetry|shared-cache|mcp)\//;
   let checked = 0;
   for (const [mod, deps] of importGraph()) {
     if (!below.test(mod)) continue;
@@ -124,12 +124,13 @@ test('the bundle loads Chromium\'s driver, OpenTelemetry, the Redis client and t
   const topLevel = [...bundle.matchAll(/^import\s[^;]*?\sfrom\s+"([^"]+)";?$/gm)].map((m) => m[1]);
   assert.ok(topLevel.includes('hono'), `the bundle's static imports were read: ${topLevel.length}`);
   // The AWS and Azure SDKs took about 0.4 s and 0.5 s to load: only a process with an s3://, gs:// or az:// source pays it.
-  const eager = topLevel.filter((spec) => spec === 'playwright-core' || spec === 'ioredis' || /^@(opentelemetry|grpc|aws-sdk|azure)\//.test(spec));
+  // Likewise the MCP SDK and jose (about 0.2 s and 0.06 s), needed only with [mcp] enabled.
+  const eager = topLevel.filter((spec) => spec === 'playwright-core' || spec === 'ioredis' || spec === 'jose' || /^@(opentelemetry|grpc|aws-sdk|azure|modelcontextprotocol)\//.test(spec));
   assert.deepEqual(eager, []);
   // ioredis (about 45 ms of start-up) is loaded when `[cache] shared` is set.
   assert.ok(bundle.includes('import("ioredis")'), 'ioredis is still imported where the shared cache connects');
   for (const spec of ['@aws-sdk/client-s3', '@azure/storage-blob']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is imported where a source needs it`);
-  for (const spec of ['@opentelemetry/api', '@opentelemetry/exporter-trace-otlp-grpc']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is still imported where it is used`);
+  for (const spec of ['@opentelemetry/api', '@opentelemetry/exporter-trace-otlp-grpc', '@modelcontextprotocol/sdk/server/index.js', 'jose']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is still imported where it is used`);
   // The render thread's bundle launches the browsers: it loads the driver when it starts the first one.
   const renderThread = readFileSync(path.join(ROOT, 'dist/workers/render.js'), 'utf8');
   assert.ok(renderThread.includes('import("playwright-core")'), 'the render thread imports playwright-core where it launches a browser');

@@ -92,6 +92,11 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
     if (c.id.startsWith(UPLOAD_ID_PREFIX)) throw new ConfigError(`${label}: composites[${i}]: id "${c.id}" starts with "${UPLOAD_ID_PREFIX}", which is kept for uploaded files`);
   const compositeProblems = compositeConfigProblems(config);
   if (compositeProblems.length) throw new ConfigError(compositeProblems.map((p) => `${label}: ${p}`).join('\n'));
+  const mcp = config.mcp;
+  if (mcp.auth_token !== undefined && mcp.oauth.enabled)
+    throw new ConfigError(`${label}: mcp.auth_token: a static token and [mcp.oauth] enabled cannot both be set; choose one way to authenticate /mcp`);
+  if (mcp.oauth.enabled && mcp.oauth.consent_secret === undefined)
+    throw new ConfigError(`${label}: mcp.oauth.consent_secret: required when [mcp.oauth] is enabled (the operator's answer on the consent page)`);
   const warnings = unknown.filter((u) => !u.topLevel).map((u) => unknownKeyWarning(label, u));
   return { config, warnings };
 }
@@ -136,6 +141,7 @@ function resolvePaths(config: Config, baseDir: string): Config {
     sources: config.sources.map((s) => ({ ...s, path: isRemotePath(s.path) ? s.path : path.resolve(baseDir, s.path) })),
     styles: config.styles.map((s) => ({ ...s, path: path.resolve(baseDir, s.path) })),
     cache: { ...config.cache, dir: abs(config.cache.dir) },
+    mcp: { ...config.mcp, oauth: { ...config.mcp.oauth, store_path: abs(config.mcp.oauth.store_path) } },
     ...(config.postgres ? { postgres: { ...config.postgres, ssl_root_cert: abs(config.postgres.ssl_root_cert) } } : {}),
   };
 }

@@ -1,6 +1,6 @@
 // Settings a reload does not apply (spec, "Moves that need a restart"): the listeners' addresses, CORS and
 // telemetry, plus what this implementation reads once when a process starts (the number of processes, the body
-// timeout, the raster pool's sizing). A reload keeps the running values of these and reports the ones the file
+// timeout, the raster pool's sizing, the MCP endpoint and its OAuth server). A reload keeps the running values of these and reports the ones the file
 // changed, so an operator learns that a restart is needed instead of wondering why nothing happened.
 import type { Config } from './schema.js';
 
@@ -16,6 +16,7 @@ export const RESTART_ONLY_KEYS = [
   'telemetry',
   'raster.pool_size',
   'raster.max_queue_per_thread',
+  'mcp',
 ] as const;
 
 type Path = (typeof RESTART_ONLY_KEYS)[number];
@@ -42,6 +43,7 @@ export function keepRestartOnly(running: Config, next: Config): Config {
     ...next,
     server: { ...next.server, host, port, admin_bind, cors_origins, workers, request_timeout_ms, max_header_bytes },
     telemetry: running.telemetry,
+    mcp: running.mcp,
     raster: { ...next.raster, pool_size: running.raster.pool_size, max_queue_per_thread: running.raster.max_queue_per_thread },
   };
 }

@@ -338,6 +338,29 @@ export const StorageSchema = v.object({
   max_concurrent_reads: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1024)), 16),
 });
 
+/** `[mcp.oauth]`: OAuth 2.1 for `/mcp` (authorization code with PKCE, dynamic client registration); see docs/mcp.md. */
+export const McpOAuthSchema = v.object({
+  enabled: v.optional(v.boolean(), false),
+  /** The authorization server's identifier and the base of its endpoints; default: server.public_url, else each request's own origin. */
+  issuer_url: v.optional(v.pipe(v.string(), v.url('an absolute http(s) URL'), v.regex(/^https?:\/\/[^?#]*$/, 'an http(s) URL without query or fragment'))),
+  /** Lifetime of an access token (a signed JWT); the refresh token lives on until it is used or revoked. */
+  token_ttl_secs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10), v.maxValue(86_400)), 3600),
+  /** SQLite file of registered clients and refresh-token sessions; default: mcp-oauth.sqlite under [cache] dir. */
+  store_path: v.optional(nonEmpty),
+  /** What the operator types on the consent page to grant access; `${VAR}` keeps it out of the file. Required when enabled. */
+  consent_secret: v.optional(v.pipe(v.string(), v.minLength(8, 'at least 8 characters'))),
+  /** Wrong consent secrets accepted per minute, over all processes, before the page answers 429. */
+  consent_attempts_per_minute: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 5),
+});
+
+/** `[mcp]`: the Model Context Protocol endpoint `/mcp` and its tools; see docs/mcp.md. */
+export const McpSchema = v.object({
+  enabled: v.optional(v.boolean(), false),
+  /** A static bearer token `/mcp` requires (`${VAR}` allowed); unset and OAuth off: `/mcp` is open like the other routes. */
+  auth_token: v.optional(v.pipe(v.string(), v.minLength(16, 'at least 16 characters'))),
+  oauth: v.optional(McpOAuthSchema, {}),
+});
+
 export const ConfigSchema = v.object({
   fonts: v.optional(nonEmpty),
   files: v.optional(nonEmpty),
@@ -352,6 +375,7 @@ export const ConfigSchema = v.object({
   postgres: v.optional(PostgresSchema),
   raster: v.optional(RasterSchema, {}),
   storage: v.optional(StorageSchema, {}),
+  mcp: v.optional(McpSchema, {}),
 });
 
 export type Config = v.InferOutput<typeof ConfigSchema>;
@@ -370,4 +394,6 @@ export type PgFunctionConfig = v.InferOutput<typeof PgFunctionSchema>;
 export type OutdbRasterConfig = v.InferOutput<typeof OutdbRasterSchema>;
 export type RasterConfig = v.InferOutput<typeof RasterSchema>;
 export type StorageConfig = v.InferOutput<typeof StorageSchema>;
+export type McpConfig = v.InferOutput<typeof McpSchema>;
+export type McpOAuthConfig = v.InferOutput<typeof McpOAuthSchema>;
 export type Resampling = (typeof RESAMPLING)[number];

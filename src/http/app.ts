@@ -14,6 +14,7 @@ import { registerFileRoutes } from './routes/files.js';
 import { registerFontRoutes } from './routes/fonts.js';
 import { registerOgcRoutes } from './routes/ogc/index.js';
 import { registerOperationalRoutes } from './routes/operational.js';
+import { registerMcpRoutes } from './routes/mcp.js';
 import { registerPageRoutes } from './routes/pages.js';
 import { registerRenderRoutes } from './routes/render.js';
 import { registerSpatialRoutes } from './routes/spatial.js';
@@ -59,6 +60,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   registerEmbedRoutes(router, ctx);
   registerPageRoutes(router, ctx);
   registerOgcRoutes(router, ctx);
+  registerMcpRoutes(router, ctx, log);
   // Last: the render routes' wide patterns (/styles/{style}/{z}/{x}/{y}.png) must not shadow other /styles routes.
   registerRenderRoutes(router, ctx);
   return { app, router };

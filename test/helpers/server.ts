@@ -65,6 +65,8 @@ export interface StartOptions {
   /** Extra CLI arguments. */
   args?: string[];
   timeoutMs?: number;
+  /** Listen on this port rather than a free one (a restart on the port a test's URLs name). */
+  port?: number;
 }
 
 export function writeTempConfig(toml: string): string {
@@ -94,7 +96,7 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeou
 }
 
 export async function startServer(opts: StartOptions): Promise<TestServer> {
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const configFile = opts.toml !== undefined ? writeTempConfig(opts.toml) : undefined;
   const args = configFile ? ['--config', configFile] : [...(opts.files ?? [])];
   args.push('--host', '127.0.0.1', '--port', String(port), '--workers', String(opts.workers ?? 1), ...(opts.args ?? []));

@@ -9,6 +9,7 @@ import { parseBoolean } from '../../render/static-params.js';
 import type { Reloader } from '../../state/reload-result.js';
 import { requestId, targetPath } from '../access-log.js';
 import { problemBody } from '../../problem.js';
+import type { OAuthStore } from '../../mcp/oauth/store.js';
 
 export interface AdminListener {
   address: { host: string; port: number };
@@ -17,6 +18,44 @@ export interface AdminListener {
 
 /** The routes of the admin listener, with their methods (for 405 and `Allow`). */
 const ROUTES = new Map<string, string[]>([['/__admin/reload', ['POST']]]);
+/** With [mcp.oauth]: the OAuth clients and refresh-token sessions (`{id}` is one path segment). */
+const OAUTH_ROUTES = new Map<string, string[]>([
+  ['/__admin/oauth/clients', ['GET']],
+  ['/__admin/oauth/clients/{client_id}', ['DELETE']],
+  ['/__admin/oauth/sessions', ['GET']],
+  ['/__admin/oauth/sessions/{token_id}', ['DELETE']],
+]);
+
+/** The route template a path matches, and the id it names. */
+function matchRoute(routes: Map<string, string[]>, pathname: string): { template: string; id?: string } | undefined {
+  if (routes.has(pathname)) return { template: pathname };
+  const m = /^(\/__admin\/oauth\/(?:clients|sessions))\/([^/]+)$/.exec(pathname);
+  if (!m) return undefined;
+  const template = [...routes.keys()].find((t) => t.startsWith(`${m[1]}/{`));
+  if (!template) return undefined;
+  try {
+    return { template, id: decodeURIComponent(m[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The OAuth admin routes. Deletes are idempotent: `deleted: false` says there was nothing (left) to delete.
+ * Deleting a client ends its sessions with it; a deleted session's access tokens are refused at their next call.
+ */
+function oauthAnswer(store: OAuthStore, template: string, id: string | undefined): { status: number; body: unknown } {
+  switch (template) {
+    case '/__admin/oauth/clients':
+      return { status: 200, body: { clients: store.clients() } };
+    case '/__admin/oauth/sessions':
+      return { status: 200, body: { sessions: store.sessions() } };
+    case '/__admin/oauth/clients/{client_id}':
+      return { status: 200, body: { deleted: store.deleteClient(id!), client_id: id } };
+    default:
+      return { status: 200, body: { deleted: store.deleteSession(id!), token_id: id } };
+  }
+}
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
@@ -42,16 +81,24 @@ function splitTarget(target: string): { pathname: string; searchParams: URLSearc
  * before the processes it reloads have started (a taken address must stop start-up before anything else runs),
  * and answers 503 until they have.
  */
-export async function startAdminListener(bind: string, reloader: () => Reloader | undefined, log: Logger): Promise<AdminListener | undefined> {
+export async function startAdminListener(bind: string, reloader: () => Reloader | undefined, log: Logger, oauth?: OAuthStore): Promise<AdminListener | undefined> {
   const parsed = parseBind(bind);
   if (!parsed.ok) throw new Error(`server.admin_bind: ${parsed.problem}`);
   if (parsed.address.port === 0) return undefined;
+  const routes = new Map([...ROUTES, ...(oauth ? OAUTH_ROUTES : [])]);
 
   const handle = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
     const url = splitTarget(req.url ?? '/');
-    const methods = ROUTES.get(url.pathname);
-    if (!methods) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${[...ROUTES.keys()].join(', ')}`);
+    const route = matchRoute(routes, url.pathname);
+    const methods = route && routes.get(route.template);
+    if (!route || !methods) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${[...routes.keys()].join(', ')}`);
     if (!methods.includes(req.method ?? '')) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
+    if (oauth && route.template.startsWith('/__admin/oauth/')) {
+      req.resume();
+      const a = oauthAnswer(oauth, route.template, route.id);
+      if (req.method === 'DELETE') log.info({ req_id: id, route: route.template, id: route.id, deleted: (a.body as { deleted: boolean }).deleted }, 'admin oauth delete');
+      return send(res, a.status, a.body);
+    }
     const flush = parseBoolean(url.searchParams.get('flush') ?? undefined, 'flush');
     if (!flush.ok) return sendProblem(res, 400, 'Invalid query parameter', flush.problem.detail);
     const r = reloader();
@@ -83,7 +130,10 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
     address: { host: parsed.address.host, port },
     close: () =>
       new Promise((resolve) => {
-        server.close(() => resolve());
+        server.close(() => {
+          oauth?.close();
+          resolve();
+        });
         server.closeIdleConnections();
       }),
   };
