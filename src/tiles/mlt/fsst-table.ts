@@ -4,7 +4,8 @@
 // 255 best (code 255 is the escape for a literal byte).
 
 const MAX_SYMBOLS = 255;
-const MAX_SYMBOL_LENGTH = 8;
+// FSST allows 8-byte symbols; 6 keeps a symbol and its length in one exact number (a fast map key).
+const MAX_SYMBOL_LENGTH = 6;
 const ROUNDS = 5;
 /** Training looks at this many bytes at most; the table of a larger dictionary is learnt from its start. */
 const SAMPLE_BYTES = 16 * 1024;
@@ -34,15 +35,39 @@ class Table {
   }
 }
 
-const key = (data: Uint8Array, at: number, len: number): string => String.fromCharCode(...data.subarray(at, at + len));
+const BYTE_SPAN = 2 ** 48;
 
-/** Learns up to 255 symbols (1–8 bytes) from `data`, the concatenated dictionary. */
-export function learnSymbols(data: Uint8Array): Uint8Array[] {
+/** Bytes `at`..`at+len` (len ≤ 6) and the length packed into one number below 2^53. */
+function key(data: Uint8Array, at: number, len: number): number {
+  let k = 0;
+  for (let i = len - 1; i >= 0; i--) k = k * 256 + data[at + i];
+  return len * BYTE_SPAN + k;
+}
+
+function symbolOf(k: number): Uint8Array {
+  const len = Math.floor(k / BYTE_SPAN);
+  let rest = k - len * BYTE_SPAN;
+  const out = new Uint8Array(len);
+  for (let i = 0; i < len; i++) {
+    out[i] = rest % 256;
+    rest = Math.floor(rest / 256);
+  }
+  return out;
+}
+
+export interface SymbolTable {
+  symbols: Uint8Array[];
+  /** Compressed bytes per input byte on the training sample with the final table: the caller's size estimate. */
+  ratio: number;
+}
+
+/** Learns up to 255 symbols (1–6 bytes) from `data`, the concatenated dictionary. */
+export function learnSymbols(data: Uint8Array): SymbolTable {
   const sample = data.length > SAMPLE_BYTES ? data.subarray(0, SAMPLE_BYTES) : data;
   let table = new Table([]);
   for (let round = 0; round < ROUNDS; round++) {
-    const gains = new Map<string, number>();
-    const add = (k: string, n: number) => gains.set(k, (gains.get(k) ?? 0) + n);
+    const gains = new Map<number, number>();
+    const add = (k: number, n: number) => gains.set(k, (gains.get(k) ?? 0) + n);
     let at = 0;
     let prevAt = -1;
     let prevLen = 0;
@@ -56,8 +81,14 @@ export function learnSymbols(data: Uint8Array): Uint8Array[] {
       prevLen = len;
       at += len;
     }
-    const best = [...gains].filter(([k]) => k.length > 1 || gains.get(k)! > 2).sort((a, b) => b[1] - a[1]).slice(0, MAX_SYMBOLS);
-    table = new Table(best.map(([k]) => Uint8Array.from(k, (c) => c.charCodeAt(0))));
+    const best = [...gains].sort((a, b) => b[1] - a[1]).slice(0, MAX_SYMBOLS);
+    table = new Table(best.map(([k]) => symbolOf(k)));
   }
-  return table.symbols;
+  let codes = 0;
+  for (let at = 0; at < sample.length; ) {
+    const len = table.match(sample, at, sample.length);
+    codes += len ? 1 : 2;
+    at += len || 1;
+  }
+  return { symbols: table.symbols, ratio: sample.length ? codes / sample.length : 1 };
 }

@@ -10,6 +10,8 @@ import { byteStream, concat, encodeIntStream, LENGTH_OPTIONS, PhysicalStreamType
 
 /** Below this many dictionary bytes a symbol table costs more than it saves. */
 const FSST_MIN_BYTES = 256;
+/** FSST is kept only when estimated at most this fraction of the plain dictionary. */
+const FSST_MAX_RATIO = 0.9;
 
 const utf8 = new TextEncoder();
 
@@ -25,10 +27,13 @@ function joined(parts: readonly Uint8Array[]): { bytes: Uint8Array; lengths: Uin
 /** FSST-compressed dictionary streams, or undefined when the dictionary is too small to bother. */
 function fsstStreams(dictionary: Uint8Array, lengths: Uint32Array): Uint8Array[] | undefined {
   if (dictionary.length < FSST_MIN_BYTES) return undefined;
-  const symbols = learnSymbols(dictionary);
+  const { symbols, ratio } = learnSymbols(dictionary);
   if (symbols.length === 0) return undefined;
   const symbolLengths = Uint32Array.from(symbols, (s) => s.length);
   const table = concat(symbols);
+  // The package's FSST coder tries every symbol at every byte, so it only runs when the estimate says the
+  // compressed dictionary and its table beat the plain dictionary.
+  if (ratio * dictionary.length + table.length + symbols.length >= dictionary.length * FSST_MAX_RATIO) return undefined;
   const compressed = encodeFsst(table, symbolLengths, dictionary);
   return [
     byteStream(dataKind(DictionaryType.FSST), table, symbols.length),
