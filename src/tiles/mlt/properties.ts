@@ -21,7 +21,7 @@ import {
   encodeUint64NullableColumn,
 } from '@maplibre/mlt/dist/encoding/propertyEncoder.js';
 import type { PropValue, TileFeature } from '../vector-model.js';
-import { encodeStringColumn } from './strings.js';
+import { stringColumn } from './strings.js';
 import { concat, encodeIntStream, PhysicalStreamType, presentStream, VALUE_OPTIONS, varint, type StreamKind } from './streams.js';
 
 const INT32_MIN = -(2 ** 31);
@@ -120,7 +120,7 @@ export function encodePropertyColumn(name: string, features: readonly TileFeatur
   let data: Uint8Array;
   switch (type) {
     case 'string':
-      data = encodeStringColumn(values.map((v) => (v === null ? null : String(v))), nullable);
+      data = stringColumn(values.map((v) => (v === null ? null : String(v))), nullable).data;
       break;
     case 'boolean': {
       const booleans = values.map((v) => (v === null ? null : Boolean(v)));

@@ -43,8 +43,13 @@ function fsstStreams(dictionary: Uint8Array, lengths: Uint32Array): Uint8Array[]
   ];
 }
 
-/** A string column: stream count, then the streams (PRESENT first when some features lack the value). */
-export function encodeStringColumn(values: readonly (string | null)[], nullable: boolean): Uint8Array {
+export type StringForm = 'plain' | 'dictionary' | 'fsst';
+
+/**
+ * A string column, in the smallest form: stream count, then the streams (PRESENT first when some features lack
+ * the value).
+ */
+export function stringColumn(values: readonly (string | null)[], nullable: boolean): { form: StringForm; data: Uint8Array } {
   const present: string[] = [];
   for (const v of values) if (v !== null) present.push(v);
   const head = nullable ? [presentStream(values.map((v) => v !== null))] : [];
@@ -67,11 +72,13 @@ export function encodeStringColumn(values: readonly (string | null)[], nullable:
   }
   let best = plainStreams;
   let bestSize = size(plainStreams);
+  let form: StringForm = 'plain';
   if (unique.length < present.length) {
     const dict = joined(unique);
     const offsetStream = encodeIntStream(OFFSET_KIND, offsets, false, VALUE_OPTIONS);
     const dictStreams = [offsetStream, encodeIntStream(lengthKind(LengthType.DICTIONARY), dict.lengths, false, LENGTH_OPTIONS), byteStream(dataKind(DictionaryType.SINGLE), dict.bytes, dict.lengths.length)];
     if (size(dictStreams) < bestSize) {
+      form = 'dictionary';
       best = dictStreams;
       bestSize = size(dictStreams);
     }
@@ -79,6 +86,7 @@ export function encodeStringColumn(values: readonly (string | null)[], nullable:
     if (fsst) {
       const fsstDict = [offsetStream, ...fsst];
       if (size(fsstDict) < bestSize) {
+        form = 'fsst';
         best = fsstDict;
         bestSize = size(fsstDict);
       }
@@ -88,10 +96,13 @@ export function encodeStringColumn(values: readonly (string | null)[], nullable:
     const fsst = fsstStreams(plain.bytes, plain.lengths);
     if (fsst) {
       const fsstDict = [encodeIntStream(OFFSET_KIND, offsets, false, VALUE_OPTIONS), ...fsst];
-      if (size(fsstDict) < bestSize) best = fsstDict;
+      if (size(fsstDict) < bestSize) {
+        form = 'fsst';
+        best = fsstDict;
+      }
     }
   }
-  return concat([varint(head.length + best.length), ...head, ...best]);
+  return { form, data: concat([varint(head.length + best.length), ...head, ...best]) };
 }
 
 function size(streams: readonly Uint8Array[]): number {
