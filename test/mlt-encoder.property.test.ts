@@ -13,6 +13,9 @@ import { decodeFsst } from '@maplibre/mlt/dist/decoding/fsstDecoder.js';
 import { encodeFsst } from '@maplibre/mlt/dist/encoding/fsstEncoder.js';
 import { DictionaryType } from '@maplibre/mlt/dist/metadata/tile/dictionaryType.js';
 import fc from './helpers/fast-check.js';
+
+// Properties here end on the first failure without shrinking (endOnFailure): their inputs are large, and shrinking
+// hundreds of strings or values through an encoder takes minutes.
 import { encodeIntStream, LENGTH_OPTIONS, PhysicalStreamType, VALUE_OPTIONS, type IntOptions, type StreamKind } from '../src/tiles/mlt/streams.js';
 import { learnSymbols } from '../src/tiles/mlt/fsst-table.js';
 import { stringColumn } from '../src/tiles/mlt/strings.js';
@@ -75,7 +78,7 @@ describe('integer streams', () => {
               assert.ok(stream.length <= plain.length, `${stream.length} > plain ${plain.length}`);
             }
           }),
-          { numRuns: 300 },
+          { numRuns: 300, endOnFailure: true },
         );
         // The generators reach the techniques that matter for each kind.
         const all = [...techniquesSeen].join(' ');
@@ -110,7 +113,7 @@ describe('FSST', () => {
         assert.deepEqual(decodeFsst(table, lengths, compressed), data);
         if (data.length > 2000 && compressed.length < data.length / 2) compressedSome = true;
       }),
-      { numRuns: 150 },
+      { numRuns: 150, endOnFailure: true },
     );
     assert.ok(compressedSome, 'repetitive text compresses to under half');
   });
@@ -152,7 +155,7 @@ describe('string columns', () => {
           }
         },
       ),
-      { numRuns: 200 },
+      { numRuns: 200, endOnFailure: true },
     );
     assert.deepEqual([...forms].sort(), ['dictionary', 'fsst', 'plain'], 'every form was chosen for some column');
   });
@@ -176,7 +179,7 @@ describe('other property columns', () => {
         const back = decodeMlt(encodeCompactMlt(tile));
         assert.deepEqual(back[0].features.map((f) => f.properties.k ?? null), values.map((v) => (typeof v === 'bigint' && v < 2n ** 53n ? Number(v) : v)));
       }),
-      { numRuns: 300 },
+      { numRuns: 300, endOnFailure: true },
     );
   });
 });
@@ -201,7 +204,7 @@ describe('geometry', () => {
         const expected = tile[0].features.map((f) => (f.type === 1 ? { ...f, geometry: f.geometry.flatMap((p) => p.length ? [p] : []) } : f));
         assert.deepEqual(back[0].features.map((f) => [f.type, f.geometry]), expected.map((f) => [f.type, f.geometry]));
       }),
-      { numRuns: 200 },
+      { numRuns: 200, endOnFailure: true },
     );
   });
 });
@@ -225,7 +228,7 @@ describe('ids', () => {
         const seen = table.getFeatures().map((f) => (f.id === undefined || f.id === null ? undefined : Number(f.id)));
         assert.deepEqual(seen, ids.map((id) => (id === undefined ? undefined : Number(id))));
       }),
-      { numRuns: 300 },
+      { numRuns: 300, endOnFailure: true },
     );
   });
 });
