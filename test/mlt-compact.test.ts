@@ -3,8 +3,9 @@
 // it), through the real server (`/data/{id}/{z}/{x}/{y}.mlt` of an MVT source, tile cache off): within 1.1x of the
 // reference tile by tile and in total, and smaller than the MVT, raw and gzip-compressed, wherever the reference
 // is. The same tiles make the round trip MVT -> MLT -> MVT feature for feature, and the server's gzip answer
-// is the same tile.
+// is the same tile. The pool threads that encode run at a lower priority than the event loop (nice +10).
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { request } from './helpers/foundation.js';
@@ -81,5 +82,45 @@ describe('round trip MVT -> MLT -> MVT', () => {
     assert.equal(res.status, 200);
     assert.equal(res.headers['content-encoding'], 'gzip');
     assert.deepEqual(gunzipSync(res.body), served.get(densest.name));
+  });
+});
+
+/** Fields of /proc/<pid>/task/<tid>/stat after the command name: [0] state, [1] ppid, … [16] nice. */
+function statFields(file: string): string[] {
+  const st = readFileSync(file, 'utf8');
+  return st.slice(st.lastIndexOf(')') + 2).split(' ');
+}
+
+/** The server's process and its descendants (the HTTP worker processes). */
+function processTree(root: number): number[] {
+  const parent = new Map<number, number>();
+  for (const p of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      parent.set(Number(p), Number(statFields(`/proc/${p}/stat`)[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) for (const [pid, ppid] of parent) if (ppid === tree[i]) tree.push(pid);
+  return tree;
+}
+
+describe('encoding priority', () => {
+  test('the vector pool thread that transcoded runs at nice +10 from the process (the event loop first)', () => {
+    const base = Number(statFields(`/proc/${server.proc.pid}/stat`)[16]);
+    const nices: number[] = [];
+    for (const pid of processTree(server.proc.pid!)) {
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        try {
+          nices.push(Number(statFields(`/proc/${pid}/task/${tid}/stat`)[16]));
+        } catch {
+          // thread gone meanwhile
+        }
+      }
+    }
+    // Run under `nice -n 19`, both are 19 (the ceiling) and this cannot tell them apart; `make test` runs at 0.
+    const want = Math.min(19, base + 10);
+    assert.ok(nices.includes(want), `a thread at nice ${want} (process at ${base}); threads: ${[...new Set(nices)].join(', ')}`);
   });
 });
