@@ -6,9 +6,9 @@
 const MAX_SYMBOLS = 255;
 // FSST allows 8-byte symbols; 6 keeps a symbol and its length in one exact number (a fast map key).
 const MAX_SYMBOL_LENGTH = 6;
-const ROUNDS = 5;
+const ROUNDS = 4;
 /** Training looks at this many bytes at most; the table of a larger dictionary is learnt from its start. */
-const SAMPLE_BYTES = 16 * 1024;
+const SAMPLE_BYTES = 8 * 1024;
 
 /** A symbol table as matched while training: candidates per first byte, longest first. */
 class Table {

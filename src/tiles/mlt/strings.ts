@@ -8,8 +8,8 @@ import { OffsetType } from '@maplibre/mlt/dist/metadata/tile/offsetType.js';
 import { learnSymbols } from './fsst-table.js';
 import { byteStream, concat, encodeIntStream, LENGTH_OPTIONS, PhysicalStreamType, presentStream, VALUE_OPTIONS, varint } from './streams.js';
 
-/** Below this many dictionary bytes a symbol table costs more than it saves. */
-const FSST_MIN_BYTES = 256;
+/** Below this many dictionary bytes a symbol table (up to 255 symbols and their lengths) rarely pays for itself and for its learning. */
+const FSST_MIN_BYTES = 1024;
 /** FSST is kept only when estimated at most this fraction of the plain dictionary. */
 const FSST_MAX_RATIO = 0.9;
 
