@@ -6,8 +6,6 @@
 import { encodeSignedInt32Stream, encodeUnsignedInt32Stream } from '@maplibre/mlt/dist/encoding/integerStreamEncoder.js';
 import { buildEncodedStream } from '@maplibre/mlt/dist/decoding/decodingTestUtils.js';
 import { encodeBooleanRle } from '@maplibre/mlt/dist/encoding/encodingUtils.js';
-import { createFastPforEncoderWorkspace, encodeFastPforInt32WithWorkspace, type FastPforEncoderWorkspace } from '@maplibre/mlt/dist/encoding/fastPforEncoder.js';
-import { encodeBigEndianInt32s } from '@maplibre/mlt/dist/encoding/bigEndianEncode.js';
 import { encodeVarintInt32 } from '@maplibre/mlt/dist/encoding/integerEncodingUtils.js';
 import { LogicalLevelTechnique } from '@maplibre/mlt/dist/metadata/tile/logicalLevelTechnique.js';
 import { PhysicalLevelTechnique } from '@maplibre/mlt/dist/metadata/tile/physicalLevelTechnique.js';
@@ -69,23 +67,6 @@ export function countRuns(values: ArrayLike<number>, delta: boolean): number {
   return runs;
 }
 
-/**
- * The package's `encodeFastPfor` builds a fresh encoder workspace (several large tables) on every call; a tile
- * tries FastPFOR on dozens of streams, so one workspace per thread is kept and handed to the same encoder.
- */
-let fastPforWorkspace: FastPforEncoderWorkspace | undefined;
-
-/** Logical step by the package's stream encoder (physical NONE: little-endian words), then FastPFOR. */
-function fastPforData(values: Int32Array | Uint32Array, signed: boolean, metadata: StreamMetadata): Uint8Array {
-  const logical: StreamMetadata = { ...metadata, physicalLevelTechnique: PhysicalLevelTechnique.NONE };
-  const le = signed ? encodeSignedInt32Stream(values as Int32Array, logical) : encodeUnsignedInt32Stream(values as Uint32Array, logical);
-  const view = new DataView(le.buffer, le.byteOffset, le.byteLength);
-  const words = new Uint32Array(le.byteLength >> 2);
-  for (let i = 0; i < words.length; i++) words[i] = view.getUint32(i * 4, true);
-  fastPforWorkspace ??= createFastPforEncoderWorkspace();
-  return encodeBigEndianInt32s(encodeFastPforInt32WithWorkspace(words, fastPforWorkspace));
-}
-
 function metadataFor(kind: StreamKind, technique: IntTechnique, physical: PhysicalLevelTechnique, count: number, runs: number): StreamMetadata {
   const [l1, l2] = LOGICAL[technique];
   const base = {
@@ -122,12 +103,9 @@ export function encodeIntStream(kind: StreamKind, values: Int32Array | Uint32Arr
     for (const physical of physicals) {
       if (physical === PhysicalLevelTechnique.FAST_PFOR && technique === 'delta-rle') continue;
       const metadata = metadataFor(kind, technique, physical, n, runs);
-      const data =
-        physical === PhysicalLevelTechnique.FAST_PFOR
-          ? fastPforData(values, signed, metadata)
-          : signed
-            ? encodeSignedInt32Stream(values as Int32Array, metadata)
-            : encodeUnsignedInt32Stream(values as Uint32Array, metadata);
+      const data = signed
+        ? encodeSignedInt32Stream(values as Int32Array, metadata)
+        : encodeUnsignedInt32Stream(values as Uint32Array, metadata);
       const stream = buildEncodedStream(metadata, data);
       if (!best || stream.length < best.length) best = stream;
     }
