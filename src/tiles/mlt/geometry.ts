@@ -5,8 +5,9 @@
 import { GEOMETRY_TYPE } from '@maplibre/mlt/dist/vector/geometry/geometryType.js';
 import { LengthType } from '@maplibre/mlt/dist/metadata/tile/lengthType.js';
 import { DictionaryType } from '@maplibre/mlt/dist/metadata/tile/dictionaryType.js';
+import { OffsetType } from '@maplibre/mlt/dist/metadata/tile/offsetType.js';
 import { classifyRings, type TileFeature } from '../vector-model.js';
-import { concat, encodeIntStream, LENGTH_OPTIONS, PhysicalStreamType, varint, type IntOptions, type StreamKind } from './streams.js';
+import { concat, encodeIntStream, LENGTH_OPTIONS, PhysicalStreamType, VALUE_OPTIONS, varint, type IntOptions, type StreamKind } from './streams.js';
 
 /** Geometry types: RLE collapses a layer of one type to a constant, which the decoder then reads as such. */
 const TYPE_OPTIONS: IntOptions = { techniques: ['none', 'rle'], fastPfor: false };
@@ -14,6 +15,10 @@ const VERTEX_OPTIONS: IntOptions = { techniques: ['componentwise-delta'], fastPf
 
 const TYPES_KIND: StreamKind = { physical: PhysicalStreamType.LENGTH, logical: {} };
 const VERTEX_KIND: StreamKind = { physical: PhysicalStreamType.DATA, logical: { dictionaryType: DictionaryType.VERTEX } };
+const VERTEX_OFFSET_KIND: StreamKind = { physical: PhysicalStreamType.OFFSET, logical: { offsetType: OffsetType.VERTEX } };
+/** Coordinates of a dictionary key: tile coordinates (with buffers) are far inside ±2^25. */
+const KEY_SPAN = 2 ** 26;
+const KEY_HALF = 2 ** 25;
 const lengthKind = (lengthType: LengthType): StreamKind => ({ physical: PhysicalStreamType.LENGTH, logical: { lengthType } });
 
 /** One feature normalised to polygons → rings → flat x,y pairs, with its MLT geometry type. */
@@ -43,6 +48,33 @@ function shapeOf(f: TileFeature): Shape {
       return { type: polygons.length === 1 ? GEOMETRY_TYPE.POLYGON : GEOMETRY_TYPE.MULTIPOLYGON, polygons };
     }
   }
+}
+
+/**
+ * The vertex dictionary form: each distinct vertex once (in order of first use, componentwise-delta coded like the
+ * plain form), and per vertex an index into it. Low-zoom tiles repeat many vertices (polygons of adjacent areas
+ * share their borders), where this is smaller; undefined when no vertex repeats or a coordinate is out of range.
+ */
+function vertexDictionaryStreams(vertices: Int32Array): Uint8Array[] | undefined {
+  const n = vertices.length >> 1;
+  const index = new Map<number, number>();
+  const offsets = new Uint32Array(n);
+  const dictionary: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const x = vertices[2 * i];
+    const y = vertices[2 * i + 1];
+    if (x <= -KEY_HALF || x >= KEY_HALF || y <= -KEY_HALF || y >= KEY_HALF) return undefined;
+    const key = (x + KEY_HALF) * KEY_SPAN + (y + KEY_HALF);
+    let at = index.get(key);
+    if (at === undefined) {
+      at = dictionary.length >> 1;
+      index.set(key, at);
+      dictionary.push(x, y);
+    }
+    offsets[i] = at;
+  }
+  if (dictionary.length === vertices.length) return undefined;
+  return [encodeIntStream(VERTEX_OFFSET_KIND, offsets, false, VALUE_OPTIONS), encodeIntStream(VERTEX_KIND, Int32Array.from(dictionary), true, VERTEX_OPTIONS)];
 }
 
 /**
@@ -94,6 +126,9 @@ export function encodeGeometryColumn(features: readonly TileFeature[]): Uint8Arr
   if (hasMulti) streams.push(encodeIntStream(lengthKind(LengthType.GEOMETRIES), Uint32Array.from(geometryLengths), false, LENGTH_OPTIONS));
   if (hasMulti || hasPolygon || hasLine) streams.push(encodeIntStream(lengthKind(LengthType.PARTS), Uint32Array.from(partLengths), false, LENGTH_OPTIONS));
   if (hasPolygon) streams.push(encodeIntStream(lengthKind(LengthType.RINGS), Uint32Array.from(ringLengths), false, LENGTH_OPTIONS));
-  streams.push(encodeIntStream(VERTEX_KIND, vertices, true, VERTEX_OPTIONS));
+  const plain = encodeIntStream(VERTEX_KIND, vertices, true, VERTEX_OPTIONS);
+  const dictionary = vertexDictionaryStreams(vertices);
+  if (dictionary && dictionary[0].length + dictionary[1].length < plain.length) streams.push(...dictionary);
+  else streams.push(plain);
   return concat([varint(streams.length), ...streams]);
 }
