@@ -160,7 +160,7 @@ function throughput(tiles: Pair[]): void {
 /** The part of the pipeline a profiled function belongs to. */
 function areaOf(url: string, fn: string): string {
   if (fn === '(garbage collector)') return 'garbage collection';
-  if (url === 'node:internal/encoding' || fn === 'encodeUtf8String' || fn === 'decodeUTF8') return 'UTF-8 (TextEncoder / TextDecoder, called by @maplibre/mlt)';
+  if (url === 'node:internal/encoding' || fn === 'encodeUtf8String' || fn === 'decodeUTF8') return 'UTF-8 (TextEncoder / TextDecoder: string columns, both ways)';
   if (url.includes('@maplibre/mlt/dist/encoding/fsst')) return '@maplibre/mlt FSST coder (encodeFsst)';
   if (url.includes('@maplibre/mlt/dist/encoding')) return '@maplibre/mlt stream encoders';
   if (url.includes('fsst-table')) return 'FSST symbol table learning (src/tiles/mlt/fsst-table.ts)';
