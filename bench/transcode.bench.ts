@@ -1,12 +1,16 @@
-// MVT <-> MLT transcoding: (1) throughput of one thread (one core) over the 11 OpenMapTiles fixture tiles in
+// MVT <-> MLT transcoding: (0) the size of our MLT against the MVT and the format's reference encoder's MLT, raw
+// and gzip, tile by tile, with encode ms per tile for the package's plain encoder (before) and the compact encoder
+// (after); (1) throughput of one thread (one core) over the 11 OpenMapTiles fixture tiles in
 // each direction, with the time split between decoding and encoding; (2) where each direction spends its time,
 // from a --cpu-prof profile of the same loop; (3) serving through the real server with its tile cache off:
-// `.mlt` of an MVT archive (a transcode per request) against `.pbf` of the same archive (stored bytes).
+// `.mlt` of an MVT archive (a transcode per request) against `.pbf` of the same archive (stored bytes); (4) the
+// p99 of a small cached tile alone and while the densest tile is transcoded over and over (the issue's bound: 2x).
 //
 //   node --import tsx bench/transcode.bench.ts        (make bench runs it; build first: node scripts/build.mjs)
 //
 // Environment: BENCH_TRANSCODE_SECONDS (s per direction, 8), BENCH_DURATION (s per served run, 10),
-// BENCH_WARMUP (3), BENCH_CONNECTIONS (16), BENCH_PROFILE_SECONDS (4; 0 skips the profile).
+// BENCH_WARMUP (3), BENCH_CONNECTIONS (16), BENCH_PROFILE_SECONDS (4; 0 skips the profile), BENCH_ENCODE_RUNS
+// (encodes per tile and encoder for the size table's timings, 5).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -14,7 +18,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Compression, TileType } from 'pmtiles';
 import { buildPmtiles } from '../scripts/pmtiles-writer.js';
-import { decodeMlt, encodeMlt } from '../src/tiles/mlt-codec.js';
+import { decodeMlt, encodeMlt, encodeMltPlain } from '../src/tiles/mlt-codec.js';
 import { decodeMvt } from '../src/tiles/mvt-decode.js';
 import { encodeMvt } from '../src/tiles/mvt-encode.js';
 import { ChildServer, cores, cycleLoad, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
@@ -24,6 +28,7 @@ const PROFILE_SECONDS = process.env.BENCH_PROFILE_SECONDS === '0' ? 0 : envNumbe
 const DURATION = envNumber('BENCH_DURATION', 10);
 const WARMUP = envNumber('BENCH_WARMUP', 3);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 16);
+const ENCODE_RUNS = envNumber('BENCH_ENCODE_RUNS', 5);
 const HEADERS = { 'accept-encoding': 'gzip, deflate, br, zstd' };
 const CLI = path.join(ROOT, 'dist/cli.js');
 const OMT = path.join(ROOT, 'fixtures/vector/omt-tiles');
@@ -60,7 +65,7 @@ interface Throughput {
 }
 
 /** Transcodes every tile in turn for `seconds`, timing decode and encode separately. */
-function loop(tiles: Pair[], from: 'mvt' | 'mlt', seconds: number): Throughput {
+function loop(tiles: Pair[], from: 'mvt' | 'mlt', seconds: number, encodeToMlt: (m: ReturnType<typeof decodeMvt>) => Uint8Array = encodeMlt): Throughput {
   const r: Throughput = { tiles: 0, bytes: 0, decodeMs: 0, encodeMs: 0, cpuMs: 0 };
   const cpu0 = process.cpuUsage();
   const end = performance.now() + seconds * 1000;
@@ -70,7 +75,7 @@ function loop(tiles: Pair[], from: 'mvt' | 'mlt', seconds: number): Throughput {
       const t0 = performance.now();
       const model = from === 'mvt' ? decodeMvt(input) : decodeMlt(input);
       const t1 = performance.now();
-      if (from === 'mvt') encodeMlt(model);
+      if (from === 'mvt') encodeToMlt(model);
       else encodeMvt(model);
       r.encodeMs += performance.now() - t1;
       r.decodeMs += t1 - t0;
@@ -83,16 +88,55 @@ function loop(tiles: Pair[], from: 'mvt' | 'mlt', seconds: number): Throughput {
   return r;
 }
 
+/** Median wall time of `runs` calls of `fn`, after one call to warm it up. */
+function medianMs(fn: () => unknown, runs: number): number {
+  fn();
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    fn();
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  return times[times.length >> 1];
+}
+
+/** (0) Sizes, raw and gzip (default level), and encode time per tile, before (plain encodeTile) and after. */
+function sizes(tiles: Pair[]): void {
+  process.stdout.write(`\n0. size of the MLT made from each MVT (bytes; gzip at the default level) and encode ms per tile (median of ${ENCODE_RUNS}), before (the package's plain encodeTile) and after (the compact encoder)\n`);
+  const gz = (b: Uint8Array) => gzipSync(b).length;
+  const rows = [['tile', 'mvt', 'reference mlt', 'before', 'after', 'after/ref', 'gzip: mvt', 'ref', 'before', 'after', 'encode ms: before', 'after']];
+  const sum = { mvt: 0, ref: 0, before: 0, after: 0, gzMvt: 0, gzRef: 0, gzBefore: 0, gzAfter: 0, msBefore: 0, msAfter: 0 };
+  for (const t of [...tiles].sort((a, b) => b.z - a.z)) {
+    const model = decodeMvt(t.mvt);
+    const before = encodeMltPlain(model);
+    const after = encodeMlt(model);
+    const msBefore = medianMs(() => encodeMltPlain(model), ENCODE_RUNS);
+    const msAfter = medianMs(() => encodeMlt(model), ENCODE_RUNS);
+    const row = { mvt: t.mvt.length, ref: t.mlt.length, before: before.length, after: after.length, gzMvt: gz(t.mvt), gzRef: gz(t.mlt), gzBefore: gz(before), gzAfter: gz(after), msBefore, msAfter };
+    for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += row[k];
+    rows.push([`${t.z}/${t.x}/${t.y}`, fmt(row.mvt), fmt(row.ref), fmt(row.before), fmt(row.after), fmt(row.after / row.ref, 2), fmt(row.gzMvt), fmt(row.gzRef), fmt(row.gzBefore), fmt(row.gzAfter), fmt(msBefore, 1), fmt(msAfter, 1)]);
+  }
+  rows.push([`all ${tiles.length}`, fmt(sum.mvt), fmt(sum.ref), fmt(sum.before), fmt(sum.after), fmt(sum.after / sum.ref, 3), fmt(sum.gzMvt), fmt(sum.gzRef), fmt(sum.gzBefore), fmt(sum.gzAfter), fmt(sum.msBefore, 1), fmt(sum.msAfter, 1)]);
+  process.stdout.write(table(rows) + '\n');
+  process.stdout.write(`  total after/reference ${fmt(sum.after / sum.ref, 3)} (before ${fmt(sum.before / sum.ref, 3)}); encode time after/before ${fmt(sum.msAfter / sum.msBefore, 2)}x\n`);
+}
+
 function throughput(tiles: Pair[]): void {
   process.stdout.write(`\n1. one thread (one core), ${tiles.length} tiles in turn, ${SECONDS} s per direction after a warm-up round\n`);
   const rows = [['direction', 'tiles/s (wall)', 'tiles/CPU-s', 'MB/CPU-s in', 'CPU ms/tile', 'decode', 'encode', 'vs martin MVT->MLT']];
-  for (const from of ['mvt', 'mlt'] as const) {
-    loop(tiles, from, 0.001);
-    const r = loop(tiles, from, SECONDS);
+  const runs = [
+    { label: 'MVT -> MLT (compact)', from: 'mvt' as const, encode: encodeMlt },
+    { label: 'MVT -> MLT (plain, before)', from: 'mvt' as const, encode: encodeMltPlain },
+    { label: 'MLT -> MVT', from: 'mlt' as const, encode: encodeMlt },
+  ];
+  for (const { label, from, encode } of runs) {
+    loop(tiles, from, 0.001, encode);
+    const r = loop(tiles, from, SECONDS, encode);
     const total = r.decodeMs + r.encodeMs;
     const perCpuS = (r.tiles * 1000) / r.cpuMs;
     rows.push([
-      from === 'mvt' ? 'MVT -> MLT' : 'MLT -> MVT',
+      label,
       fmt((r.tiles * 1000) / total, 1),
       fmt(perCpuS, 1),
       fmt((r.bytes / 1e6) * (1000 / r.cpuMs), 1),
@@ -116,8 +160,11 @@ function throughput(tiles: Pair[]): void {
 /** The part of the pipeline a profiled function belongs to. */
 function areaOf(url: string, fn: string): string {
   if (fn === '(garbage collector)') return 'garbage collection';
-  if (url === 'node:internal/encoding' || fn === 'encodeUtf8String' || fn === 'decodeUTF8') return 'UTF-8 (TextEncoder / TextDecoder, called by @maplibre/mlt)';
-  if (url.includes('@maplibre/mlt/dist/encoding')) return '@maplibre/mlt encoder (encodeTile)';
+  if (url === 'node:internal/encoding' || fn === 'encodeUtf8String' || fn === 'decodeUTF8') return 'UTF-8 (TextEncoder / TextDecoder: string columns, both ways)';
+  if (url.includes('@maplibre/mlt/dist/encoding/fsst')) return '@maplibre/mlt FSST coder (encodeFsst)';
+  if (url.includes('@maplibre/mlt/dist/encoding')) return '@maplibre/mlt stream encoders';
+  if (url.includes('fsst-table')) return 'FSST symbol table learning (src/tiles/mlt/fsst-table.ts)';
+  if (url.includes('/tiles/mlt/')) return 'compact MLT encoder: choosing encodings (src/tiles/mlt/)';
   if (url.includes('@maplibre/mlt') || url.includes('point-geometry')) return '@maplibre/mlt decoder (decodeTile, getFeatures)';
   if (url.includes('mvt-decode')) return 'MVT decoding (src/tiles/mvt-decode.ts)';
   if (url.includes('mvt-encode')) return 'MVT encoding (src/tiles/mvt-encode.ts)';
@@ -242,6 +289,66 @@ async function serving(tiles: Pair[]): Promise<void> {
   }
 }
 
+/**
+ * (4) The issue's bound on interference: the p99 of a small cached tile (the `.mlt` of the smallest fixture tile,
+ * transcoded once and then served from the tile cache) alone, and while the densest tile is transcoded over and
+ * over (stored at many coordinates, so that every request is a new transcode the cache cannot answer).
+ */
+async function interference(tiles: Pair[]): Promise<void> {
+  const small = tiles.reduce((a, b) => (b.mvt.length < a.mvt.length ? b : a));
+  const dense = tiles.reduce((a, b) => (b.mvt.length > a.mvt.length ? b : a));
+  const COPIES = 512;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'transcode-interference-'));
+  const archive = path.join(dir, 'mixed.pmtiles');
+  const denseGz = gzipSync(dense.mvt);
+  writeFileSync(
+    archive,
+    buildPmtiles(
+      [{ z: small.z, x: small.x, y: small.y, data: gzipSync(small.mvt) }, ...Array.from({ length: COPIES }, (_, i) => ({ z: 14, x: i, y: 0, data: denseGz }))],
+      { tileType: TileType.Mvt, tileCompression: Compression.Gzip, bounds: [-180, -85.0511287798066, 180, 85.0511287798066], center: [0, 0, 0], metadata: { name: 'interference' } },
+    ),
+  );
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const config = path.join(dir, 'config.toml');
+  writeFileSync(config, `[server]\nhost = "127.0.0.1"\nport = ${port}\n\n[[sources]]\nid = "mix"\ntype = "pmtiles"\npath = ${JSON.stringify(archive)}\n`);
+  const server = ChildServer.start('tileserver-ts', process.execPath, [CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
+  try {
+    await server.waitReady(`${base}/data/mix.json`);
+    const smallPath = `/data/mix/${small.z}/${small.x}/${small.y}.mlt`;
+    if ((await httpGet(base + smallPath, HEADERS, 60_000)).status !== 200) throw new Error(`${smallPath} failed`);
+    const connections = 4;
+    await cycleLoad(base, [smallPath], { connections, duration: WARMUP, timeout: 60, headers: HEADERS });
+    const alone = await cycleLoad(base, [smallPath], { connections, duration: DURATION, timeout: 60, headers: HEADERS });
+    let running = true;
+    let transcodes = 0;
+    let next = 0;
+    const busy = (async () => {
+      while (running && next < COPIES) {
+        const r = await httpGet(`${base}/data/mix/14/${next++}/0.mlt`, HEADERS, 120_000);
+        if (r.status !== 200) throw new Error(`dense transcode: ${r.status}`);
+        transcodes++;
+      }
+    })();
+    const during = await cycleLoad(base, [smallPath], { connections, duration: DURATION, timeout: 60, headers: HEADERS });
+    running = false;
+    await busy;
+    process.stdout.write(
+      `\n4. p99 of a small cached tile (${smallPath}, ${connections} connections, ${DURATION} s) alone and while ${dense.z}/${dense.x}/${dense.y} (${fmt(dense.mvt.length / 1024)} KiB MVT) is transcoded back to back\n`,
+    );
+    process.stdout.write(
+      table([
+        ['run', 'req/s', 'p50', 'p99', 'dense transcodes'],
+        ['alone', fmt(alone.requests.average, 1), `${fmt(alone.latency.p50, 1)} ms`, `${fmt(alone.latency.p99, 1)} ms`, '0'],
+        ['during transcodes', fmt(during.requests.average, 1), `${fmt(during.latency.p50, 1)} ms`, `${fmt(during.latency.p99, 1)} ms`, String(transcodes)],
+      ]) + '\n',
+    );
+    process.stdout.write(`  p99 during / alone: ${fmt(during.latency.p99 / Math.max(0.001, alone.latency.p99), 2)}x (the bound: 2x)\n`);
+  } finally {
+    await server.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const tiles = pairs();
   const child = process.argv.find((a) => a.startsWith('--profile-child='));
@@ -257,9 +364,11 @@ async function main(): Promise<void> {
     `MVT <-> MLT transcoding: node ${process.version}, ${cores()} cores, @maplibre/mlt ${(JSON.parse(readFileSync(path.join(ROOT, 'node_modules/@maplibre/mlt/package.json'), 'utf8')) as { version: string }).version}, ` +
       `fixtures/vector/omt-tiles (${tiles.length} tiles, ${fmt(tiles.reduce((n, t) => n + t.mvt.length, 0) / 1e6, 1)} MB of MVT)\n`,
   );
+  sizes(tiles);
   throughput(tiles);
   if (PROFILE_SECONDS > 0) for (const from of ['mvt', 'mlt'] as const) profile(from);
   await serving(tiles);
+  await interference(tiles);
 }
 
 main().catch((err: unknown) => {

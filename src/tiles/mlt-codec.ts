@@ -1,8 +1,11 @@
-// MapLibre Tile (MLT) to and from the shared vector model, through @maplibre/mlt's `decodeTile` and
-// `encodeTile`. The encoder infers one physical type per property column; MVT allows a key to hold values
+// MapLibre Tile (MLT) to and from the shared vector model. Tiles are written by the compact encoder in ./mlt/
+// (per-stream choice of encodings, built from @maplibre/mlt's stream encoders) and read with `decodeTile`.
+// `encodeMltPlain` keeps the package's `encodeTile`, the plainest encoding the format allows, as the baseline the
+// transcode benchmark compares against. The plain encoder infers one physical type per property column; MVT allows a key to hold values
 // of different types across features, so such columns are pinned to the nested (map) column type, which
 // holds scalars of any type and gives them back unchanged.
 import { decodeTile, encodeTile, type EncodeOptions, type FeatureGeometry, type FeatureInput, type Layer, type PropertyType } from '@maplibre/mlt';
+import { encodeCompactMlt } from './mlt/layer.js';
 import { classifyRings, type GeomType, type PropValue, type TileFeature, type TileLayer, type VectorTileData } from './vector-model.js';
 
 const INT64_MAX = 2n ** 63n - 1n;
@@ -73,8 +76,16 @@ function toMltLayer(layer: TileLayer): Layer {
   return { name: layer.name, extent: layer.extent, features };
 }
 
-/** Encodes the model as MLT. Layers are encoded one by one: pinned column types are per layer. */
+/** Encodes the model as MLT with the compact encoder (see ./mlt/layer.ts). */
 export function encodeMlt(tile: VectorTileData): Uint8Array {
+  return encodeCompactMlt(tile);
+}
+
+/**
+ * Encodes the model with the package's plain `encodeTile` (varints and plain strings only): the "before" of the
+ * benchmark. Layers are encoded one by one: pinned column types are per layer.
+ */
+export function encodeMltPlain(tile: VectorTileData): Uint8Array {
   const blocks: Uint8Array[] = [];
   for (const layer of tile) {
     const options: EncodeOptions = { propertyTypes: pinnedTypes(layer.features), mapOptions: { singlePrecisionFloats: false } };

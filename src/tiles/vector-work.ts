@@ -41,7 +41,10 @@ function getPool(config: Config): Piscina | undefined {
     return undefined;
   }
   const threads = transcodeThreads(config);
-  pool = new Piscina({ filename, minThreads: 0, maxThreads: threads, idleTimeout: 30_000, maxQueue: threads * QUEUE_PER_THREAD });
+  // The pool's threads run at a lower priority (nice +10, through piscina's niceIncrement and @napi-rs/nice on
+  // Linux): a transcode of a dense tile takes hundreds of milliseconds of CPU, and the event loop serving cached
+  // tiles meanwhile must get the core first.
+  pool = new Piscina({ filename, minThreads: 0, maxThreads: threads, idleTimeout: 30_000, maxQueue: threads * QUEUE_PER_THREAD, niceIncrement: 10 });
   return pool;
 }
 
