@@ -11,7 +11,7 @@ import { cells, TileBatches } from '../src/render/tile-batches.js';
 import { batchEdge, planBlock, tileRect } from '../src/render/tile-render.js';
 
 describe('tile batches: the frame of what was asked', () => {
-  test('the frame is the smallest box of 2x2 units holding every tile asked for, inside the block and the world', () => {
+  test('the frame is the smallest box holding every tile asked for (a lone tile: its 2x2 metatile), inside the block and the world', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 8 }),
@@ -29,14 +29,16 @@ describe('tile batches: the frame of what was asked', () => {
           for (const t of tiles) assert.ok(drawn.has(`${t.x}/${t.y}`), `tile ${t.x}/${t.y} not drawn`);
           // Within the block and the world.
           for (const [x, y] of cells(plan)) assert.ok(x < Math.min(edge, n) && y < Math.min(edge, n));
-          // Smallest: every edge row and column of the box holds a unit that was asked for.
-          const unit = Math.min(2, edge);
+          // Smallest: every edge row and column of the box holds a tile that was asked for; a lone tile (asked for
+          // once or more) is drawn with the rest of its 2x2 metatile.
+          const unit = new Set(tiles.map((t) => `${t.x},${t.y}`)).size === 1 ? Math.min(2, edge) : 1;
           const units = new Set(tiles.map((t) => `${Math.floor(t.x / unit) * unit},${Math.floor(t.y / unit) * unit}`));
           const ux = [...units].map((u) => Number(u.split(',')[0]));
           const uy = [...units].map((u) => Number(u.split(',')[1]));
           assert.equal(plan.x0, Math.min(...ux));
           assert.equal(plan.y0, Math.min(...uy));
           assert.equal(plan.x0 + plan.cols! - 1, Math.min(n, Math.max(...ux) + unit) - 1);
+          assert.equal(plan.y0 + plan.rows! - 1, Math.min(n, Math.max(...uy) + unit) - 1);
           // The frame's pixels: the tiles plus the buffer on each side; tile rects inside it.
           assert.equal(plan.frame.width, plan.cols! * 512 + 64);
           assert.equal(plan.frame.height, plan.rows! * 512 + 64);

@@ -475,14 +475,10 @@ export class RenderService {
         const found = new Map<string, CachedImage>();
         let all = true;
         for (const w of batch.wanted) {
-          const [ux, uy] = w.split(',').map(Number);
-          for (let y = uy; y < uy + batch.unit; y++)
-            for (let x = ux; x < ux + batch.unit; x++) {
-              if (x >= 2 ** batch.tile.z || y >= 2 ** batch.tile.z) continue;
-              const body = await cache.getDisk(batch.cellKey(x, y));
-              if (body) found.set(batch.cellKey(x, y), { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] });
-              else all = false;
-            }
+          const [x, y] = w.split(',').map(Number);
+          const body = await cache.getDisk(batch.cellKey(x, y));
+          if (body) found.set(batch.cellKey(x, y), { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] });
+          else all = false;
         }
         if (all && !batch.plan) {
           this.batches.finish(batch);
