@@ -3,25 +3,16 @@
 // `.pbf` URL and once from the `.mlt` URL of an MVT source, gives the same pixels and the same features per source
 // layer (geometry type, id, properties as maplibre reads them), on every fixture tile.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { PNG } from 'pngjs';
-import { launchChromium, watch } from './helpers/browser.js';
+import { launchChromium, watch, startPageServer } from './helpers/browser.js';
 import { startServer, type TestServer } from './helpers/server.js';
 import { buildVectorArchives, omtPairs } from './helpers/vector-archives.js';
 import { decodeMvt } from '../src/tiles/mvt-decode.js';
 
-const LIB_DIR = path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/dist/maplibre-gl.mjs'));
-const LIB_FILES: Record<string, string> = {
-  'maplibre-gl.mjs': 'text/javascript; charset=utf-8',
-  'maplibre-gl-worker.mjs': 'text/javascript; charset=utf-8',
-  'maplibre-gl.css': 'text/css; charset=utf-8',
-};
 
 const PAGE = `<!doctype html>
 <html><head><meta charset="utf-8"><link rel="icon" href="data:,">
@@ -52,28 +43,6 @@ window.draw = (style, center, zoom, layers) => new Promise((resolve) => {
 });
 window.ready = true;
 </script></body></html>`;
-
-/** The test's own static server for the page and the maplibre-gl files (never a CDN: the network is closed). */
-function startStatic(): Promise<http.Server> {
-  const srv = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (url.pathname === '/') {
-      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(PAGE);
-      return;
-    }
-    const name = url.pathname.replace(/^\/lib\//, '');
-    const type = LIB_FILES[name];
-    if (!url.pathname.startsWith('/lib/') || !type) {
-      res.writeHead(404).end();
-      return;
-    }
-    readFile(path.join(LIB_DIR, name)).then(
-      (body) => res.writeHead(200, { 'Content-Type': type }).end(body),
-      () => res.writeHead(500).end(),
-    );
-  });
-  return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve(srv)));
-}
 
 /** A colour per source layer, so a feature drawn in the wrong layer or missing shows up in the pixels. */
 function colour(i: number): string {
@@ -116,7 +85,7 @@ const requested: string[] = [];
 before(async () => {
   const archives = buildVectorArchives();
   server = await startServer({ toml: `[[sources]]\nid = "omt"\ntype = "pmtiles"\npath = "${archives.mvtPmtiles}"\n` });
-  statics = await startStatic();
+  statics = await startPageServer(PAGE);
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 512, height: 512 } });
   problems = watch(page);

@@ -2,23 +2,14 @@
 // style (with an API key) from the real server, fetches its TileJSON, tiles, sprites and glyphs, and reaches
 // `idle` with no failed request; the canvas then shows the OpenMapTiles water in the style's colour.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from './helpers/browser.js';
+import { launchChromium, startPageServer } from './helpers/browser.js';
 import { PNG } from 'pngjs';
 import { osmLibertyToml, startServer, type TestServer } from './helpers/server.js';
 
-const LIB_DIR = path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/dist/maplibre-gl.mjs'));
-const LIB_FILES: Record<string, string> = {
-  'maplibre-gl.mjs': 'text/javascript; charset=utf-8',
-  'maplibre-gl-worker.mjs': 'text/javascript; charset=utf-8',
-  'maplibre-gl.css': 'text/css; charset=utf-8',
-};
 const KEY = 'k3y with spaces&more';
 /** OSM Liberty's `water` fill colour. */
 const WATER = [158, 189, 255];
@@ -41,28 +32,6 @@ map.once('idle', () => { window.__state.idle = true; });
 window.__map = map;
 </script></body></html>`;
 
-/** The test's own static server for the page and the maplibre-gl files (never a CDN: the network is closed). */
-function startStatic(): Promise<http.Server> {
-  const srv = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (url.pathname === '/') {
-      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(PAGE);
-      return;
-    }
-    const name = url.pathname.replace(/^\/lib\//, '');
-    const type = LIB_FILES[name];
-    if (!url.pathname.startsWith('/lib/') || !type) {
-      res.writeHead(404).end();
-      return;
-    }
-    readFile(path.join(LIB_DIR, name)).then(
-      (body) => res.writeHead(200, { 'Content-Type': type }).end(body),
-      () => res.writeHead(500).end(),
-    );
-  });
-  return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve(srv)));
-}
-
 let server: TestServer;
 let statics: http.Server;
 let browser: Browser;
@@ -71,7 +40,7 @@ before(async () => {
   server = await startServer({
     toml: osmLibertyToml(),
   });
-  statics = await startStatic();
+  statics = await startPageServer(PAGE);
   browser = await launchChromium();
 });
 

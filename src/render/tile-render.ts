@@ -51,8 +51,8 @@ export function planMetatile(t: TileRequest, metatile: number, buffer: number, m
 
 /**
  * Adaptive metatiles (render.metatile = "auto"): the tiles asked for at once are drawn together. Tiles are grouped
- * by `batchEdge` x `batchEdge` block; within a block the frame covers the bounding box of the 2x2 metatiles that
- * were asked for by the time a renderer is free (one metatile for a lone tile, up to the whole block for a view).
+ * by `batchEdge` x `batchEdge` block; within a block the frame covers the bounding box of the tiles asked for by
+ * the time a renderer is free (a lone tile's 2x2 metatile, up to the whole block for a view; tile-batches.ts).
  * The block edge is the largest of 4 and 2 (1 at z0) whose frame fits `maxFrame` at the tile's scale.
  */
 export function batchEdge(t: TileRequest, buffer: number, maxFrame: number): number {

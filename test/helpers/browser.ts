@@ -1,5 +1,9 @@
 // Headless Debian Chromium for the page tests, launched as the other browser tests launch it, and small helpers
 // to read what a page draws.
+import { readFile } from 'node:fs/promises';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { PNG } from 'pngjs';
 
@@ -68,4 +72,36 @@ export function watch(page: Page, ignoreStatus: (url: string, status: number) =>
     if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) problems.push(`console ${m.type()}: ${m.text()}`);
   });
   return problems;
+}
+
+const LIB_DIR = path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/dist/maplibre-gl.mjs'));
+const LIB_FILES: Record<string, string> = {
+  'maplibre-gl.mjs': 'text/javascript; charset=utf-8',
+  'maplibre-gl-worker.mjs': 'text/javascript; charset=utf-8',
+  'maplibre-gl.css': 'text/css; charset=utf-8',
+};
+
+/**
+ * A test's own static server on 127.0.0.1: `page` at `/` and the maplibre-gl files of node_modules under `/lib/`
+ * (never a CDN: the network is closed). For tests that drive maplibre-gl directly, outside the service's pages.
+ */
+export function startPageServer(page: string): Promise<http.Server> {
+  const srv = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname === '/') {
+      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(page);
+      return;
+    }
+    const name = url.pathname.replace(/^\/lib\//, '');
+    const type = LIB_FILES[name];
+    if (!url.pathname.startsWith('/lib/') || !type) {
+      res.writeHead(404).end();
+      return;
+    }
+    readFile(path.join(LIB_DIR, name)).then(
+      (body) => res.writeHead(200, { 'Content-Type': type }).end(body),
+      () => res.writeHead(500).end(),
+    );
+  });
+  return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve(srv)));
 }
