@@ -103,6 +103,11 @@ async function load(url, key) {
   const style = await res.json();
   // Property transitions would make consecutive frames blend into each other.
   style.transition = { duration: 0, delay: 0 };
+  // A raster tile fades in over its parent for raster-fade-duration (300 ms by default) after it arrives, so a
+  // frame drawn soon after would mix two zoom levels, and two renders of one view would differ by their timing.
+  for (const layer of style.layers || []) {
+    if (layer.type === 'raster') layer.paint = Object.assign({}, layer.paint, { 'raster-fade-duration': 0 });
+  }
   if (!map) {
     map = new ml.Map({
       container: 'map',
