@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import fc from './helpers/fast-check.js';
 import { validateConfig } from '../src/config/load.js';
 import { ConfigError } from '../src/config/errors.js';
-import { applyColormap, colorOf, parseHexColor, prepareColormap } from '../src/sources/raster/colormap.js';
+import { applyColormap, colorOf, parseHexColor, prepareColormap } from '../src/raster/colormap.js';
 
 const RUNS = { numRuns: 1000 };
 const byte = fc.integer({ min: 0, max: 255 });

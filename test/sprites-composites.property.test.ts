@@ -12,7 +12,7 @@ import fc from './helpers/fast-check.js';
 import type { Config } from '../src/config/schema.js';
 import { openSource } from '../src/sources/open.js';
 import { CompositeSource } from '../src/sources/composite.js';
-import { isProblem, resolveSource } from '../src/sources/resolve.js';
+import { isProblem, resolveSource } from '../src/serve/resolve.js';
 import type { TileSource } from '../src/sources/source.js';
 import type { AppState } from '../src/state/app-state.js';
 import { parseSpriteFile } from '../src/styles/sprites.js';

@@ -1,6 +1,7 @@
 // The import structure of src/: no module imports itself back through others, the configuration imports only
-// itself, and the areas below HTTP (state, sources, styles, tiles, render, raster, spatial, uploads, telemetry) never
-// import from http/ or cluster/ (imports point down the data flow; shared types live below every area that uses them).
+// itself, and every import points down the layers of the data flow (config → tiles → sources → styles → state →
+// serve → render → http → cluster; the full order is LAYERS below), so shared types live below every area that
+// uses them.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -95,18 +96,74 @@ test('config/ imports only config/', () => {
   }
 });
 
-test('the areas below HTTP never import from http/, cluster/, cli or server', () => {
-  const below = /^(state|sources|styles|tiles|render|raster|spatial|uploads|telemetry|shared-cache|mcp)\//;
-  let checked = 0;
-  for (const [mod, deps] of importGraph()) {
-    if (!below.test(mod)) continue;
-    checked++;
-    for (const d of deps) assert.ok(!/^(http|cluster)\//.test(d) && d !== 'cli' && d !== 'server', `${mod} imports ${d}`);
+/**
+ * The areas of src/ from the bottom up (the README's Layout lists them in this order). A module imports only from
+ * its own area and from areas in earlier rows; areas in one row do not import each other. An area is a folder of
+ * src/ or a top-level module.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ['config'],
+  ['log-format', 'version', 'runtime'],
+  ['log', 'problem'],
+  ['tiles'],
+  ['raster'],
+  ['sources'],
+  ['styles'],
+  ['state'],
+  ['shared-cache', 'uploads'],
+  ['serve'],
+  ['spatial', 'ogc'],
+  ['render', 'mcp'],
+  ['telemetry'],
+  ['http'],
+  ['server'],
+  ['cluster'],
+  ['cli'],
+];
+
+const areaOf = (mod: string) => mod.split('/')[0];
+
+/** Imports that go sideways or up the layers, and modules whose area has no row. */
+function layerViolations(graph: Map<string, string[]>, layers: readonly (readonly string[])[]): string[] {
+  const rank = new Map(layers.flatMap((row, i) => row.map((area) => [area, i] as const)));
+  const out: string[] = [];
+  for (const [mod, deps] of graph) {
+    const from = areaOf(mod);
+    if (!rank.has(from)) {
+      out.push(`${mod}: area "${from}" has no layer`);
+      continue;
+    }
+    for (const d of deps) {
+      const to = areaOf(d);
+      if (to === from || !graph.has(d)) continue;
+      if (!rank.has(to) || rank.get(to)! >= rank.get(from)!) out.push(`${mod} imports ${d}`);
+    }
   }
-  assert.ok(checked > 40, `only ${checked} modules below HTTP were checked`);
+  return out;
+}
+
+test('the layer check finds an import that goes up, one that goes sideways, and an area with no layer', () => {
+  const planted = new Map([
+    ['tiles/a', ['config/b', 'tiles/c']],
+    ['config/b', []],
+    ['tiles/c', ['state/d']],
+    ['state/d', ['tiles/a']],
+    ['shared-cache/e', ['uploads/f']],
+    ['uploads/f', []],
+    ['newarea/g', []],
+  ]);
+  assert.deepEqual(layerViolations(planted, LAYERS).sort(), ['newarea/g: area "newarea" has no layer', 'shared-cache/e imports uploads/f', 'tiles/c imports state/d']);
 });
 
-test('shared-cache/ sits below tiles and render: it imports only config/, log and version, and types of state and styles', () => {
+test('every import in src/ points down the layers', () => {
+  const graph = importGraph();
+  assert.deepEqual(layerViolations(graph, LAYERS), []);
+  // Every row names an area that exists, so the order stays a description of src/.
+  const areas = new Set([...graph.keys()].map(areaOf));
+  for (const area of LAYERS.flat()) assert.ok(areas.has(area), `the layer "${area}" has no module`);
+});
+
+test('shared-cache/ takes only config/, log and version, and types of state and styles', () => {
   let checked = 0;
   for (const [mod, deps] of importGraph()) {
     if (!mod.startsWith('shared-cache/')) continue;

@@ -1,7 +1,6 @@
 // Piscina worker entry of the raster pool (src/raster/pool.ts): every GDAL call of the service runs here, off
 // the HTTP process's event loop. Bundled to dist/workers/raster.js.
-import type { GdalOptions } from '../src/raster/gdal-storage.js';
-import { closeGeneration, describeRaster, warpTile, type RasterTask } from '../src/raster/warp-tile.js';
+import { closeGeneration, describeRaster, warpTile, type GdalOptions, type RasterTask } from '../src/raster/warp-tile.js';
 
 export type RasterJob = { op: 'tile'; task: RasterTask } | { op: 'describe'; file: string; storage?: GdalOptions } | { op: 'close'; generation: number };
 

@@ -1,5 +1,5 @@
 // The checks of `[[composites]]` that need only the configuration; raster members and zoom ranges need the
-// opened sources and are checked when the state is built (src/sources/resolve.ts, buildComposites).
+// opened sources and are checked when the state is built (src/sources/composite.ts, buildComposites).
 import type { Config } from './schema.js';
 
 /** Ids distinct from every source id and from each other, members naming configured sources, each once. One message per problem. */

@@ -14,7 +14,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { parseTileCoord } from '../tiles/coords.js';
 import { formatFromExtension } from '../tiles/format.js';
-import { fetchTile, type TileResult } from '../tiles/tile-service.js';
+import { fetchTile, type TileResult } from '../serve/tile-service.js';
 import type { ServerContext } from './context.js';
 import { noteRoute } from './access-log.js';
 import { simpleCorsHeaders } from './cors.js';

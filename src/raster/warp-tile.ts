@@ -10,8 +10,10 @@ import { LRUCache } from 'lru-cache';
 import sharp from 'sharp';
 import type { ColormapConfig, Resampling } from '../config/schema.js';
 import { gdalPath } from '../config/object-location.js';
-import type { GdalOptions } from './gdal-storage.js';
-import { applyColormap, prepareColormap } from '../sources/raster/colormap.js';
+import { applyColormap, prepareColormap } from './colormap.js';
+
+/** GDAL configuration options (name → value), set in the raster thread before a file is opened. */
+export type GdalOptions = Record<string, string>;
 
 export interface RasterTask {
   /** Raster files (COG, VRT, any GDAL dataset), composited in this order. */

@@ -2,13 +2,13 @@
 // (`/data/a+b+c/...`). Members are read concurrently; a member's gzip and MLT tiles are normalised to MVT and
 // same-named layers are merged (tiles/merge.ts). TileJSON by the spec's rule 1: vector_layers is the union
 // by id, minzoom the largest member minzoom, maxzoom the smallest member maxzoom; bounds the union.
-import type { Config } from '../config/schema.js';
+import type { CompositeConfig, Config } from '../config/schema.js';
 import { log } from '../log.js';
 import { tileIntersectsBounds } from '../tiles/coords.js';
 import { isGzip, isVector } from '../tiles/format.js';
 import { runVector } from '../tiles/vector-work.js';
 import { gunzipSync } from 'node:zlib';
-import type { Bounds, SourceInfo, TileSource, VectorLayer } from './source.js';
+import { SourceOpenError, type Bounds, type SourceInfo, type TileSource, type VectorLayer } from './source.js';
 
 /** Why a set of sources cannot form a composite; `status` is the HTTP answer for an ad-hoc composite. */
 export class CompositeError extends Error {
@@ -111,4 +111,18 @@ export class CompositeSource implements TileSource {
   close(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+/** Builds the named composites of a state from its opened sources; a raster member or disjoint zoom ranges fail the build. */
+export function buildComposites(entries: readonly CompositeConfig[], sources: ReadonlyMap<string, TileSource>, config: Config): Map<string, CompositeSource> {
+  const out = new Map<string, CompositeSource>();
+  for (const c of entries) {
+    try {
+      out.set(c.id, new CompositeSource(c.id, c.sources.map((m) => sources.get(m)!), config));
+    } catch (err) {
+      if (err instanceof CompositeError) throw new SourceOpenError(c.id, err.message);
+      throw err;
+    }
+  }
+  return out;
 }

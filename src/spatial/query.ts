@@ -1,15 +1,15 @@
 // `POST /api/spatial/query`: which tiles cover the bounding box at the (clamped) zoom, read them, and run the
 // feature query over them in the vector pool. The number of tiles one query may decode is bounded.
 import { HttpProblem } from '../problem.js';
-import { isProblem, resolveSource, type SourceProblem } from '../sources/resolve.js';
+import { isProblem, resolveSource, type SourceProblem } from '../serve/resolve.js';
 import type { SourceInfo, TileSource } from '../sources/source.js';
 import type { AppState } from '../state/app-state.js';
 import { tileIntersectsBounds, tileToLonLat, type TileCoord } from '../tiles/coords.js';
 import { isVector } from '../tiles/format.js';
 import { runVector } from '../tiles/vector-work.js';
-import { worldXY } from './project.js';
+import { worldXY } from '../tiles/project.js';
 import type { QueryBody } from './query-body.js';
-import type { BBox, QueryFeature } from './query-tiles.js';
+import type { BBox, QueryFeature } from '../tiles/query-tiles.js';
 
 /** At most this many tiles are decoded for one query (a 6x6 block plus its edges at any zoom). */
 export const MAX_QUERY_TILES = 64;

@@ -9,7 +9,7 @@ import type { FontIndex } from '../styles/fonts.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
 import type { TileCache } from '../tiles/tile-cache.js';
 import type { PgPool } from '../sources/postgres/pool.js';
-import type { RasterPool } from '../raster/pool.js';
+import type { RasterPool } from '../sources/raster/pool.js';
 
 export interface AppState {
   readonly config: Config;
@@ -18,7 +18,7 @@ export interface AppState {
   /** Unix seconds when this snapshot was built. */
   readonly loadedAt: number;
   readonly sources: ReadonlyMap<string, TileSource>;
-  /** Named composites (`[[composites]]`), by id; ad-hoc `a+b` composites are resolved per request (sources/resolve.ts). */
+  /** Named composites (`[[composites]]`), by id; ad-hoc `a+b` composites are resolved per request (serve/resolve.ts). */
   readonly composites: ReadonlyMap<string, CompositeSource>;
   /** The configured styles, validated (src/styles/registry.ts). */
   readonly styles: ReadonlyMap<string, LoadedStyle>;

@@ -10,7 +10,7 @@ import type { StyleConfig } from '../config/schema.js';
 import type { TileSource } from '../sources/source.js';
 import type { FontIndex } from './fonts.js';
 import type { LoadedStyle } from './loaded-style.js';
-import { sourceRef } from './rewrite.js';
+import { sourceRef } from './source-ref.js';
 import { findSpriteBase } from './sprites.js';
 
 // The shape of a loaded style lives in loaded-style.ts, a leaf module the state's type can import.

@@ -9,7 +9,7 @@
 //
 // Geometry is in tile units (flat coordinate lists, vector-model.ts). Cut coordinates are rounded to whole units,
 // as MVT stores them; the ancestor's precision is all there is, so a deep cut shows the ancestor's steps.
-import { inside, segmentRange, type Rect } from '../spatial/intersect.js';
+import { inside, segmentRange, type Rect } from './intersect.js';
 import type { TileFeature, TileLayer, VectorTileData } from './vector-model.js';
 
 /** The deepest zoom renderers are offered for vector sources (the tile URL's own limit). */

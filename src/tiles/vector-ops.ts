@@ -3,7 +3,7 @@
 // Input bytes may be gzip-compressed; outputs are uncompressed (content encoding is the caller's business).
 import { gunzipSync } from 'node:zlib';
 import { encode, type CompressionLevels, type ContentEncoding } from './encoding.js';
-import { queryTiles, type BBox, type QueryResult } from '../spatial/query-tiles.js';
+import { queryTiles, type BBox, type QueryResult } from './query-tiles.js';
 import { tileToGeoJson } from './geojson.js';
 import { mergeTiles } from './merge.js';
 import { decodeMlt, encodeMlt } from './mlt-codec.js';

@@ -5,7 +5,7 @@
 import { UPLOAD_ID_PREFIX } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { RasterPool } from '../raster/pool.js';
+import { RasterPool } from '../sources/raster/pool.js';
 import type { TileSource } from '../sources/source.js';
 import type { ExtraSources } from '../state/sources-view.js';
 import { sourceIdOf, type UploadFormat } from './names.js';

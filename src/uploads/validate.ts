@@ -4,7 +4,7 @@
 import Database from 'better-sqlite3';
 import { open } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
-import type { RasterPool } from '../raster/pool.js';
+import type { RasterPool } from '../sources/raster/pool.js';
 import { MbtilesSource } from '../sources/mbtiles.js';
 import { CogSource } from '../sources/raster/cog.js';
 import { SourceOpenError, type TileSource } from '../sources/source.js';

@@ -5,8 +5,8 @@ import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 import type { TileSource } from '../../sources/source.js';
 import type { UrlContext } from '../../sources/tilejson.js';
 import type { AppState } from '../../state/app-state.js';
-import { generatedStyle } from '../../styles/generated.js';
-import { findSource, servedStyle, sourceTileJsonUrl, styleJsonUrl } from '../../styles/rewrite.js';
+import { generatedStyle } from '../../serve/generated.js';
+import { findSource, servedStyle, sourceTileJsonUrl, styleJsonUrl } from '../../serve/rewrite.js';
 import { isVector } from '../../tiles/format.js';
 
 export interface PageStyle {

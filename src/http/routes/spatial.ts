@@ -1,7 +1,7 @@
 // Spatial API: /api/spatial/schema/{source}, /api/spatial/stats/{source} and POST /api/spatial/query.
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import { isProblem, resolveSource } from '../../sources/resolve.js';
+import { isProblem, resolveSource } from '../../serve/resolve.js';
 import { spatialSchema, spatialStats } from '../../spatial/describe.js';
 import { runQuery } from '../../spatial/query.js';
 import { parseQueryBody, QueryBodySchema } from '../../spatial/query-body.js';

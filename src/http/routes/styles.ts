@@ -2,11 +2,11 @@
 // and sprites. The logic is in src/styles/; these handlers validate, look up and answer.
 import * as v from 'valibot';
 import type { Context } from 'hono';
-import { generatedStyle, styleById } from '../../styles/generated.js';
-import { findSource, servedStyle, styleJsonUrl } from '../../styles/rewrite.js';
+import { generatedStyle, styleById } from '../../serve/generated.js';
+import { findSource, servedStyle, styleJsonUrl } from '../../serve/rewrite.js';
 import { parseSpriteFile, readSprite } from '../../styles/sprites.js';
-import { styleTileJson } from '../../styles/style-tilejson.js';
-import { wmtsCapabilities } from '../../styles/wmts.js';
+import { styleTileJson } from '../../serve/style-tilejson.js';
+import { wmtsCapabilities } from '../../serve/wmts.js';
 import { isVector } from '../../tiles/format.js';
 import { urlContext, type ServerContext } from '../context.js';
 import { problem } from '../problem.js';

@@ -2,7 +2,7 @@
 import type { Context } from 'hono';
 import type { AppState } from '../../state/app-state.js';
 import type { TileCoord } from '../../tiles/coords.js';
-import { fetchTileGeoJson } from '../../tiles/tile-geojson.js';
+import { fetchTileGeoJson } from '../../serve/tile-geojson.js';
 import { problem } from '../problem.js';
 import { notModified, sendBytes } from '../respond.js';
 

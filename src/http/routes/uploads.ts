@@ -13,7 +13,7 @@ import { lingerAfterEarlyAnswer } from '../linger.js';
 import { problem } from '../problem.js';
 import { sendJson } from '../respond.js';
 import { param, type Absence, type Router } from '../router.js';
-import { sourceTileJsonUrl } from '../../styles/rewrite.js';
+import { sourceTileJsonUrl } from '../../serve/rewrite.js';
 import type { Logger } from '../../log.js';
 
 const PROBLEM = { 'application/problem+json': true as const };

@@ -2,7 +2,7 @@
 // webp), warped to web mercator in the raster pool. Zoom range: 0 up to the zoom where a tile pixel matches a
 // source pixel (overridable); bounds from the file's georeferencing, so tiles outside the data answer 204.
 import type { Config, SourceConfig } from '../../config/schema.js';
-import type { RasterPool } from '../../raster/pool.js';
+import type { RasterPool } from './pool.js';
 import type { TileFormat } from '../../tiles/format.js';
 import { defaultCenter, SourceOpenError, type SourceInfo, type TileParams, type TileSource } from '../source.js';
 

@@ -3,7 +3,7 @@
 // pool composites them in the order returned. `rescale_min`/`rescale_max` columns feed dynamic colormaps.
 import { escapeIdentifier as ident } from 'pg';
 import type { Config, OutdbRasterConfig } from '../../config/schema.js';
-import type { RasterPool } from '../../raster/pool.js';
+import type { RasterPool } from './pool.js';
 import type { TileFormat } from '../../tiles/format.js';
 import type { TileFunction } from '../postgres/discover.js';
 import type { PgPool } from '../postgres/pool.js';

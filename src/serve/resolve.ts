@@ -1,9 +1,8 @@
 // Finds the source a request names: a configured source, a named composite, or an ad-hoc composite `a+b+c`
 // (source ids cannot contain "+", so the sign is unambiguous). Ad-hoc composites are remembered per state.
-import type { CompositeConfig, Config } from '../config/schema.js';
 import type { AppState } from '../state/app-state.js';
-import { CompositeError, CompositeSource } from './composite.js';
-import { SourceOpenError, type TileSource } from './source.js';
+import { CompositeError, CompositeSource } from '../sources/composite.js';
+import type { TileSource } from '../sources/source.js';
 
 export interface SourceProblem {
   kind: 'problem';
@@ -52,17 +51,3 @@ export function resolveSource(state: AppState, id: string): TileSource | SourceP
 }
 
 export const isProblem = (r: TileSource | SourceProblem): r is SourceProblem => 'kind' in r;
-
-/** Builds the named composites of a state from its opened sources; a raster member or disjoint zoom ranges fail the build. */
-export function buildComposites(entries: readonly CompositeConfig[], sources: ReadonlyMap<string, TileSource>, config: Config): Map<string, CompositeSource> {
-  const out = new Map<string, CompositeSource>();
-  for (const c of entries) {
-    try {
-      out.set(c.id, new CompositeSource(c.id, c.sources.map((m) => sources.get(m)!), config));
-    } catch (err) {
-      if (err instanceof CompositeError) throw new SourceOpenError(c.id, err.message);
-      throw err;
-    }
-  }
-  return out;
-}

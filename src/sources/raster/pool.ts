@@ -9,13 +9,13 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { poolShare, workerCount } from '../config/sizing.js';
-import type { Config } from '../config/schema.js';
+import { poolShare, workerCount } from '../../config/sizing.js';
+import type { Config } from '../../config/schema.js';
 import { gdalStorageOptions, type GdalOptions } from './gdal-storage.js';
-import { isRemotePath } from '../config/object-location.js';
-import { RETRY_AFTER_STORAGE } from '../sources/object-store/reader.js';
-import { SourceOpenError, TileUnavailableError } from '../sources/source.js';
-import type { RasterInfo, RasterTask } from './warp-tile.js';
+import { isRemotePath } from '../../config/object-location.js';
+import { RETRY_AFTER_STORAGE } from '../object-store/reader.js';
+import { SourceOpenError, TileUnavailableError } from '../source.js';
+import type { RasterInfo, RasterTask } from '../../raster/warp-tile.js';
 
 /** The built worker beside the bundle (dist/workers/raster.js). */
 function workerFile(): string | undefined {

@@ -2,8 +2,8 @@
 // layers whose geometry meets the bounding box inside the tile's own area, drop repeats of a feature split
 // across tiles (same layer, same id), count them all and return the first `limit` with their geometry in
 // longitude/latitude.
-import { featureGeometry, jsonId, jsonProperties, type Geometry } from '../tiles/geojson.js';
-import type { VectorTileData } from '../tiles/vector-model.js';
+import { featureGeometry, jsonId, jsonProperties, type Geometry } from './geojson.js';
+import type { VectorTileData } from './vector-model.js';
 import { featureIntersects } from './intersect.js';
 import { lonLatToTileUnits, tileUnitsToLonLat } from './project.js';
 

@@ -1,7 +1,7 @@
 // Whether a feature's geometry meets an axis-aligned rectangle, in tile units. Exact for the integer
 // geometry of vector tiles: points inside (edges included), any segment crossing, or the rectangle lying
 // inside a polygon.
-import type { TileFeature } from '../tiles/vector-model.js';
+import type { TileFeature } from './vector-model.js';
 
 export interface Rect {
   minX: number;

@@ -3,7 +3,7 @@
 // Every URL carries the request's `key` (spec, Authentication 3).
 import { withKey, type UrlContext } from '../sources/tilejson.js';
 import type { AppState } from '../state/app-state.js';
-import type { LoadedStyle } from './loaded-style.js';
+import type { LoadedStyle } from '../styles/loaded-style.js';
 import { styleExtent } from './style-tilejson.js';
 
 /** Zoom levels of the tile matrix set: the service's whole zoom range; rendering overzooms past the data. */

@@ -3,16 +3,16 @@
 import { createHash } from 'node:crypto';
 import type { AppState } from '../state/app-state.js';
 import type { TileParams, TileSource } from '../sources/source.js';
-import { chooseEncoding, decodeGzip, encode, type ContentEncoding } from './encoding.js';
-import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from './format.js';
-import { tileIntersectsBounds, type TileCoord } from './coords.js';
-import { isProblem, resolveSource } from '../sources/resolve.js';
+import { chooseEncoding, decodeGzip, encode, type ContentEncoding } from '../tiles/encoding.js';
+import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from '../tiles/format.js';
+import { tileIntersectsBounds, type TileCoord } from '../tiles/coords.js';
+import { isProblem, resolveSource } from './resolve.js';
 import { transcodeStored } from './transcode.js';
 import { LRUCache } from 'lru-cache';
-import { decodeMvt } from './mvt-decode.js';
-import { encodeMvt } from './mvt-encode.js';
-import { cutTile, RENDER_MAXZOOM } from './overzoom.js';
-import type { VectorTileData } from './vector-model.js';
+import { decodeMvt } from '../tiles/mvt-decode.js';
+import { encodeMvt } from '../tiles/mvt-encode.js';
+import { cutTile, RENDER_MAXZOOM } from '../tiles/overzoom.js';
+import type { VectorTileData } from '../tiles/vector-model.js';
 import { sharedCache } from '../shared-cache/client.js';
 import { sourceIdentity } from '../shared-cache/identity.js';
 

@@ -2,12 +2,12 @@
 // tile coordinates. Same range rules as the tile itself (204 outside the zoom range or bounds, or when the
 // source has no tile); the JSON is cached in the tile cache beside the tile's other representations.
 import { HttpProblem } from '../problem.js';
-import { isProblem, resolveSource, type SourceProblem } from '../sources/resolve.js';
+import { isProblem, resolveSource, type SourceProblem } from './resolve.js';
 import type { AppState } from '../state/app-state.js';
-import { tileIntersectsBounds, type TileCoord } from './coords.js';
-import { isVector } from './format.js';
+import { tileIntersectsBounds, type TileCoord } from '../tiles/coords.js';
+import { isVector } from '../tiles/format.js';
 import { etagOf } from './tile-service.js';
-import { runVector } from './vector-work.js';
+import { runVector } from '../tiles/vector-work.js';
 
 export type GeoJsonResult = { kind: 'json'; body: Uint8Array; etag: string } | { kind: 'empty' } | SourceProblem;
 

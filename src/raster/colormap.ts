@@ -4,7 +4,7 @@
 //   map_type discrete:   the first entry within ±0.5 of the value; none matches: nodata_color.
 //   rescale_mode static and none: the raw pixel value is looked up; dynamic: (value - min) / (max - min), with
 //   min/max returned by the database function, so entry values are then positions 0..1.
-import type { ColormapConfig } from '../../config/schema.js';
+import type { ColormapConfig } from '../config/schema.js';
 
 export type Rgba = [number, number, number, number];
 

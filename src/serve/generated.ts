@@ -6,7 +6,7 @@ import type { LayerSpecification, StyleSpecification } from '@maplibre/maplibre-
 import { isVector } from '../tiles/format.js';
 import type { UrlContext } from '../sources/tilejson.js';
 import type { AppState } from '../state/app-state.js';
-import type { LoadedStyle } from './loaded-style.js';
+import type { LoadedStyle } from '../styles/loaded-style.js';
 import { findSource, servedSources } from './rewrite.js';
 
 /** FNV-1a, 32 bit: a small stable hash, so a layer keeps its colour across restarts and machines. */

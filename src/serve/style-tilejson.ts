@@ -4,8 +4,9 @@ import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 import { WORLD_BOUNDS, type Bounds, type Center } from '../sources/source.js';
 import { withKey, type TileJson, type UrlContext } from '../sources/tilejson.js';
 import type { AppState } from '../state/app-state.js';
-import type { LoadedStyle } from './loaded-style.js';
-import { findSource, sourceRef } from './rewrite.js';
+import type { LoadedStyle } from '../styles/loaded-style.js';
+import { findSource } from './rewrite.js';
+import { sourceRef } from '../styles/source-ref.js';
 
 /** Raster TileJSON of styles is offered only where raster rendering is configured (spec: disable_render). */
 export const rasterStylesOffered = (state: AppState) => !state.config.server.disable_render;

@@ -1,26 +1,14 @@
 // A style as served: every URL it carries made absolute and pointing at this service (decisions.md), with the
 // request's `key` appended (spec, Authentication 3). MLT sources point at the `.pbf` transcode URL (spec rule 4).
 import type { SourceSpecification, StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
-import { isProblem, resolveSource } from '../sources/resolve.js';
+import { isProblem, resolveSource } from './resolve.js';
 import type { UrlContext } from '../sources/tilejson.js';
 import { withKey } from '../sources/tilejson.js';
 import type { SourceInfo, TileSource } from '../sources/source.js';
 import type { AppState } from '../state/app-state.js';
 import { RENDER_MAXZOOM } from '../tiles/overzoom.js';
-import type { LoadedStyle } from './loaded-style.js';
-
-/**
- * The source id of a style source URL that names a source of this service: `mbtiles://ID`, `pmtiles://ID` or
- * `source://ID` (tileserver-gl's `mbtiles://{ID}` spelling is accepted too), else undefined. ID may be a source,
- * a named composite or an ad-hoc composite `a+b`.
- */
-export function sourceRef(url: unknown): string | undefined {
-  if (typeof url !== 'string') return undefined;
-  const m = /^(?:mbtiles|pmtiles|source):\/\/(.+)$/.exec(url);
-  if (!m) return undefined;
-  const id = m[1].replace(/^\{(.*)\}$/, '$1');
-  return id === '' ? undefined : id;
-}
+import type { LoadedStyle } from '../styles/loaded-style.js';
+import { sourceRef } from '../styles/source-ref.js';
 
 /** Ids are URL-safe already; `+` (ad-hoc composites) is kept literal, as it means itself in a path. */
 const enc = (id: string) => encodeURIComponent(id).replace(/%2B/gi, '+');

@@ -3,11 +3,11 @@
 // with a warning in the log.
 import type { AppState } from '../state/app-state.js';
 import type { SourceInfo } from '../sources/source.js';
-import type { ContentEncoding } from './encoding.js';
+import type { ContentEncoding } from '../tiles/encoding.js';
 import { HttpProblem } from '../problem.js';
 import { log } from '../log.js';
-import type { TileCoord } from './coords.js';
-import { runVector } from './vector-work.js';
+import type { TileCoord } from '../tiles/coords.js';
+import { runVector } from '../tiles/vector-work.js';
 
 /**
  * The tile as `to` bytes in content encoding `encoding` (compressing a big tile costs tens of milliseconds, so it

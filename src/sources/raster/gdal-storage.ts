@@ -4,11 +4,12 @@
 // ...); this module adds what it names differently (the AWS SDK's AWS_ENDPOINT_URL, the Azure CLI's
 // AZURE_STORAGE_KEY) and a COG/VRT source's own storage keys. GDAL's options are process-wide, so two raster
 // sources on the same provider must agree on them: a conflict is a start-up error, not a coin toss per request.
-import { parseLocation } from '../config/object-location.js';
-import type { Config, SourceConfig } from '../config/schema.js';
-import { SourceOpenError } from '../sources/source.js';
+import { parseLocation } from '../../config/object-location.js';
+import type { Config, SourceConfig } from '../../config/schema.js';
+import type { GdalOptions } from '../../raster/warp-tile.js';
+import { SourceOpenError } from '../source.js';
 
-export type GdalOptions = Record<string, string>;
+export type { GdalOptions };
 
 /** GDAL's S3 endpoint options for an endpoint URL (`http://host:port`): host and port, https or not, path-style. */
 function s3Endpoint(url: string, pathStyle: boolean | undefined): GdalOptions {
