@@ -4,7 +4,8 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import type { IncomingMessage } from 'node:http';
-import type { RenderResult, RenderService } from '../../render/service.js';
+import type { RenderResult } from '../../render/render-result.js';
+import type { RenderService } from '../../render/service.js';
 import { RenderError } from '../../render/renderer.js';
 import type { Problem } from '../../render/static-params.js';
 import { styleById } from '../../serve/generated.js';

@@ -1,0 +1,33 @@
+// What a render request gives the HTTP layer (an image and where it came from) and what it tells the render
+// service about its caller; the public path of a rendered tile, which a forwarded request asks the owner for.
+import type { CachedImage } from './render-cache.js';
+import type { ImageFormat } from './static-params.js';
+import type { TileRequest } from './tile-render.js';
+
+export const extOf = (f: ImageFormat) => (f === 'jpeg' ? 'jpg' : f);
+
+/** The public path of a rendered tile (what a forwarded request asks the owner process for). */
+export function tilePath(styleId: string, t: TileRequest, format: ImageFormat): string {
+  const size = t.base === 256 ? '256/' : '';
+  const scale = t.scale > 1 ? `@${t.scale}x` : '';
+  return `/styles/${encodeURIComponent(styleId)}/${size}${t.z}/${t.x}/${t.y}${scale}.${extOf(format)}`;
+}
+
+/** An image and how it was obtained; `timing` (milliseconds per phase) when this request rendered it. */
+export interface RenderResult {
+  image: CachedImage;
+  /** `peer`: drawn (or found cached) by the process that owns the tile's block (peers.ts); `shared`: from the fleet's cache. */
+  from: 'memory' | 'disk' | 'shared' | 'render' | 'peer';
+  timing: Record<string, number> | undefined;
+  /** For `peer`: the owner's own Server-Timing header. */
+  peerTiming?: string;
+}
+
+/** Where a render's answer goes: the request's own cancel signal, for dropping work no one waits for. */
+export interface RenderCaller {
+  signal?: AbortSignal;
+  /** Forwarded by another process of the cluster as this tile's owner: drawn here, never forwarded again. */
+  fromPeer?: boolean;
+  /** Who asked (the client's address): the render queue gives clients turns (fair-queue.ts). */
+  client?: string;
+}
