@@ -78,6 +78,65 @@ export function httpGet(url: string, headers: Record<string, string> = {}, timeo
   });
 }
 
+export interface OpenLoopResult {
+  sent: number;
+  /** Non-200 answers and failed requests. */
+  errors: number;
+  /** Milliseconds from each request's scheduled start to the end of its answer. */
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/**
+ * An open-loop probe: GETs `path` at a fixed rate for `seconds`, whatever the answers do, on keep-alive connections
+ * (as a map client's would be), and times each from its scheduled start to the last byte of its answer, so a
+ * late start (a stalled event loop here or a full connection) counts against the server as a user would feel it.
+ * Unlike a closed loop at full speed, the rate leaves the machine room: a rise in latency shows a stall, not the
+ * queue of a saturated loop.
+ */
+export async function openLoop(base: string, route: string, o: { rate: number; seconds: number; headers: Record<string, string> }): Promise<OpenLoopResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const url = new URL(route, base);
+  const interval = 1000 / o.rate;
+  const total = Math.round(o.rate * o.seconds);
+  const times: number[] = [];
+  let errors = 0;
+  const one = (scheduled: number) =>
+    new Promise<void>((resolve) => {
+      const req = http.get(url, { agent, headers: o.headers, timeout: 30_000 }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          if (res.statusCode !== 200) errors++;
+          times.push(performance.now() - scheduled);
+          resolve();
+        });
+        res.on('error', () => {
+          errors++;
+          resolve();
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('timed out')));
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+    });
+  const start = performance.now() + 5;
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const at = start + i * interval;
+    const wait = at - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    pending.push(one(at));
+  }
+  await Promise.all(pending);
+  agent.destroy();
+  times.sort((a, b) => a - b);
+  const q = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? NaN;
+  return { sent: total, errors, p50: q(0.5), p99: q(0.99), max: times[times.length - 1] ?? NaN };
+}
+
 const running = new Set<ChildServer>();
 let hooked = false;
 
