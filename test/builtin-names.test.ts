@@ -1,8 +1,8 @@
 // Names of built-in object properties (`__proto__`, `constructor`, `toString`, ...) in every place a client can
 // put a name: each path segment and each query value of every documented route, an unknown query key, the JSON
 // body of the spatial query, an upload's file name and field, and the paths of the admin and metrics listeners.
-// A lookup keyed by such a name on a plain object finds an inherited member instead of nothing (issue 21: the
-// /assets/ and /_openapi/ routes answered 500), so none may answer 5xx, and every 4xx is problem JSON.
+// A lookup keyed by such a name on a plain object finds an inherited member instead of nothing (the
+// /assets/ and /_openapi/ routes once answered 500 that way), so none may answer 5xx, and every 4xx is problem JSON.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The sweep of issue 21 item 5: settings that no other test showed taking effect in a running server, each set
+// The settings sweep: settings that no other test showed taking effect in a running server, each set
 // to a value other than its default and checked where a user would see it. `server.host` (from the file, not
 // --host: answered on 127.0.0.2, refused on 127.0.0.1), `render.chromium_path` (a path that does not exist
 // leaves the renderer unavailable, said in the log, /ping and /ready, and a style tile is 503; a second check
@@ -9,7 +9,7 @@
 // (with TLS turned on in the test cluster: require connects over TLS, seen in pg_stat_ssl; verify-ca connects
 // with the server's certificate as ssl_root_cert and stops start-up with another one), and of a table: `geometry_column`, `max_features`, `buffer` and `extent`,
 // read from the tiles, and the schema, name, zooms and bounds of a function and an out-of-database raster
-// catalogue. docs/test-evidence/21.md lists every setting and where it is shown.
+// catalogue. docs/testing.md ("Where each setting is shown to take effect") lists every setting and where it is shown.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';

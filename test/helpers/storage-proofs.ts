@@ -1,4 +1,4 @@
-// The proofs every object-storage provider owes (issue 23), run against a real storage server that a test file
+// The proofs every object-storage provider owes, run against a real storage server that a test file
 // starts: tiles byte-for-byte equal to the local file, TileJSON from the remote header, wrong credentials and a
 // missing object stop start-up with one line, a replaced object is re-opened (new tiles and new TileJSON, never
 // the old header with the new tiles, and a reload reads the new header), an outage answers 503 for that source
