@@ -47,7 +47,7 @@ export async function azureBlob(loc: ObjectLocation, opts: AzureOptions): Promis
   return new BlobClient(url, new AnonymousCredential(), PIPELINE);
 }
 
-function azureFailure(err: unknown, pinned: boolean): StoreError {
+function azureFailure(err: unknown): StoreError {
   if (err instanceof StoreError) return err;
   const e = err as { name?: string; message?: string; code?: string; statusCode?: number; details?: { errorCode?: string } };
   const status = e.statusCode;
@@ -57,7 +57,7 @@ function azureFailure(err: unknown, pinned: boolean): StoreError {
   // The SDK's message for a HEAD-less error is often empty or the code again.
   const reason = `${code}${message && message !== code ? `: ${message}` : ''} (HTTP ${status})`;
   const throttled = status === 429 || status === 503 && /ServerBusy/.test(code);
-  return new StoreError(throttled ? 'unavailable' : failureOfStatus(status, pinned), reason, throttled);
+  return new StoreError(throttled ? 'unavailable' : failureOfStatus(status), reason, throttled);
 }
 
 async function collect(stream: NodeJS.ReadableStream | undefined): Promise<Uint8Array> {
@@ -76,7 +76,7 @@ export class AzureStore implements ObjectStore {
       return { data: await collect(res.readableStreamBody), etag: res.etag };
     } catch (err) {
       if (isNetworkError(err) && (err as { statusCode?: number }).statusCode === undefined) throw new StoreError('unavailable', oneLine((err as Error).message));
-      throw azureFailure(err, ifMatch !== undefined);
+      throw azureFailure(err);
     }
   }
 
