@@ -8,11 +8,11 @@ CONFIG ?= config/default.toml
 # wrk (load generator of bench/metrics.bench.ts: autocannon saturates before the server on a hot tile),
 # PostgreSQL + PostGIS (the database source tests start a throwaway cluster), Mesa's Vulkan drivers (lavapipe, the
 # fastest software GL stack under the Chromium renderer: render.gl), openssl (certificates for the PostGIS TLS tests),
-# python3-venv (the virtualenv moto's S3 server is installed into for the object-storage tests and bench),
-# redis-server (the fleet's shared render cache in the tests and the fleet bench).
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 python3-venv make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server
+# redis-server (the fleet's shared render cache in the tests and the fleet bench), python3, make and g++ (node-gyp
+# building the native modules). The object-storage tests' S3 and Azure servers come from npm (devDependencies).
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server
 
-.PHONY: run test bench build deps system-deps fixtures typecheck clean goldens moto
+.PHONY: run test bench build deps system-deps fixtures typecheck clean goldens
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -46,17 +46,7 @@ typecheck: deps
 run: build
 	node dist/cli.js --config $(CONFIG)
 
-# moto's S3 server for the object-storage tests (test/storage-s3.test.ts, test/storage-gcs.test.ts) and
-# `BENCH=storage`: the machine's own `moto_server` when it has one, else moto installed into a virtualenv under
-# .tmp/moto (Debian 12's pip refuses to install into the system python). The tests look in .tmp/moto first.
-MOTO_VENV := .tmp/moto
-moto: system-deps
-	@if [ -x $(MOTO_VENV)/bin/moto_server ] || command -v moto_server >/dev/null 2>&1; then :; else \
-	  echo "installing moto[server] into $(MOTO_VENV)"; \
-	  python3 -m venv $(MOTO_VENV) && $(MOTO_VENV)/bin/pip install --quiet 'moto[server]>=5.2,<6'; \
-	fi
-
-test: build moto
+test: build
 	npx tsc --noEmit
 	node --import tsx --test --test-concurrency=1 --test-reporter=spec test/*.test.ts
 
@@ -69,7 +59,7 @@ goldens: build
 # the stored tiles as files, the machine's limit that bench/stored.bench.ts measures tileserver-ts against.
 BENCH_APT_PACKAGES := wrk nginx
 
-bench: build moto
+bench: build
 	@missing=""; for p in $(BENCH_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

@@ -1,5 +1,5 @@
-// PMTiles from object storage: tileserver-ts serving the bench archive from an S3 server (moto, the one the tests
-// use, with authentication on, the SDK signing every request) against the same archive as a local file, both
+// PMTiles from object storage: tileserver-ts serving the bench archive from an S3 server (s3rver, the one the
+// tests use, checking the SigV4 signature of every request) against the same archive as a local file, both
 // with the tile cache off so that every tile is read from its store. autocannon at BENCH_CONNECTIONS over the
 // spread of 2,000 distinct tiles of the tiles bench. Printed per setup: tiles/s, p50, p99, and from the
 // server's own metrics the storage requests per tile (storage_reads_total over tile requests): with the header
@@ -11,13 +11,14 @@
 //
 // Environment: BENCH_DURATION (s per run, 10), BENCH_WARMUP (s, 3), BENCH_CONNECTIONS (32), BENCH_WORKERS
 // (processes of the server; default one per core), BENCH_MAX_READS (storage.max_concurrent_reads, 16).
-// moto's server runs on the same cores as the server and the load generator: its Python request handling is
-// the ceiling of the remote figures here, as a remote store's latency would be in production.
+// s3rver runs on the same cores as the server and the load generator: its request handling (one Node process,
+// objects read from files) is the ceiling of the remote figures here, as a remote store's latency would be in
+// production.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { buildBenchData, PMTILES } from '../scripts/build-bench-data.js';
-import { startMoto, type MotoServer } from '../test/helpers/object-storage.js';
+import { startS3Server, type S3Server } from '../test/helpers/object-storage.js';
 import { parseScrape } from '../test/helpers/prom-text.js';
 import { ChildServer, cores, cycleLoad, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
 
@@ -34,14 +35,14 @@ const HEADERS = { 'accept-encoding': 'gzip' };
 
 interface Setup {
   label: string;
-  sourceToml: (moto: MotoServer) => string;
+  sourceToml: (store: S3Server) => string;
 }
 
 const SETUPS: Setup[] = [
   {
-    label: 's3:// (moto)',
-    sourceToml: (moto) =>
-      `path = "s3://bench/world.pmtiles"\nendpoint = "${moto.endpoint}"\nregion = "us-east-1"\naccess_key_id = "${moto.accessKeyId}"\nsecret_access_key = "${moto.secretAccessKey}"`,
+    label: 's3:// (s3rver)',
+    sourceToml: (store) =>
+      `path = "s3://bench/world.pmtiles"\nendpoint = "${store.endpoint}"\nregion = "us-east-1"\naccess_key_id = "${store.accessKeyId}"\nsecret_access_key = "${store.secretAccessKey}"`,
   },
   { label: 'local file', sourceToml: () => `path = "${PMTILES}"` },
 ];
@@ -58,19 +59,18 @@ async function main(): Promise<void> {
   if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run node scripts/build.mjs first');
   const list = buildBenchData();
   const paths = list.spread.map((zxy) => `/data/world/${zxy}.pbf`);
-  const moto = await startMoto();
+  const store = await startS3Server(['bench']);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-bench-storage-'));
   const rows: string[][] = [['setup', 'tiles/s', 'p50', 'p99', 'non-2xx/errors', 'storage requests/tile (cold pass)', 'storage requests/tile (measured)']];
   try {
-    await moto.createBucket('bench');
-    await moto.put('bench', 'world.pmtiles', new Uint8Array(readFileSync(PMTILES)));
+    await store.put('bench', 'world.pmtiles', new Uint8Array(readFileSync(PMTILES)));
     for (const setup of SETUPS) {
       const port = await freePort();
       const metricsPort = await freePort();
       const config = path.join(dir, `${setup.label.replace(/\W+/g, '-')}.toml`);
       writeFileSync(
         config,
-        `[server]\ndisable_render = true\n[cache]\nenabled = false\n[storage]\nmax_concurrent_reads = ${MAX_READS}\n[telemetry]\nscrape_bind = "127.0.0.1:${metricsPort}"\n[[sources]]\nid = "world"\ntype = "pmtiles"\n${setup.sourceToml(moto)}\n`,
+        `[server]\ndisable_render = true\n[cache]\nenabled = false\n[storage]\nmax_concurrent_reads = ${MAX_READS}\n[telemetry]\nscrape_bind = "127.0.0.1:${metricsPort}"\n[[sources]]\nid = "world"\ntype = "pmtiles"\n${setup.sourceToml(store)}\n`,
       );
       const server = ChildServer.start(setup.label, process.execPath, [CLI, '--config', config, '--host', '127.0.0.1', '--port', String(port), '--workers', String(WORKERS)], {
         env: { LOG_LEVEL: 'warn', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
@@ -107,10 +107,10 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await moto.stop();
+    await store.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  process.stdout.write(`\nPMTiles from S3 (moto) against a local file, tile cache off, ${fmt(paths.length)} distinct tiles, ${CONNECTIONS} connections, ${WORKERS} process(es), ${DURATION} s\n`);
+  process.stdout.write(`\nPMTiles from S3 (s3rver) against a local file, tile cache off, ${fmt(paths.length)} distinct tiles, ${CONNECTIONS} connections, ${WORKERS} process(es), ${DURATION} s\n`);
   process.stdout.write(`${table(rows)}\n`);
 }
 

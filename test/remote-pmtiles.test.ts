@@ -114,11 +114,12 @@ describe('the shared reader over http(s)', () => {
   let swap: RangeServer;
   let flaky: RangeServer;
   let busy: RangeServer;
+  let deaf: RangeServer;
   let svc: TestServer;
   const gz = { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 };
 
   before(async () => {
-    [swap, flaky, busy] = await Promise.all([startRangeServer(OMT), startRangeServer(OMT), startRangeServer(OMT)]);
+    [swap, flaky, busy, deaf] = await Promise.all([startRangeServer(OMT), startRangeServer(OMT), startRangeServer(OMT), startRangeServer(OMT, { honourIfMatch: false })]);
     svc = await startServer({
       toml: `
 [server]
@@ -140,12 +141,16 @@ path = "${flaky.url}"
 id = "busy"
 type = "pmtiles"
 path = "${busy.url}"
+[[sources]]
+id = "deaf"
+type = "pmtiles"
+path = "${deaf.url}"
 `,
     });
   });
   after(async () => {
     await svc?.stop();
-    await Promise.all([swap?.close(), flaky?.close(), busy?.close()]);
+    await Promise.all([swap?.close(), flaky?.close(), busy?.close(), deaf?.close()]);
   });
 
   test('an archive replaced at the URL: the new tiles come with the new TileJSON, never the old header; a SIGHUP re-reads it too', async () => {
@@ -168,6 +173,15 @@ path = "${busy.url}"
     process.kill(svc.proc.pid!, 'SIGHUP');
     await waitFor('the TileJSON after SIGHUP', async () => ((await getJson<{ maxzoom: number }>(svc.url, '/data/swap.json')).json.maxzoom === 1 ? true : undefined));
     assert.ok((await request(svc.url, '/data/swap/0/0/0.pbf', gz)).body.equals(omt));
+  });
+
+  test('a server that ignores If-Match: an archive replaced by a shorter one (416 for the old ranges) is re-opened too', async () => {
+    assert.ok((await request(svc.url, '/data/deaf/0/0/0.pbf', gz)).body.equals((await storedPmtilesTile(OMT, 0, 0, 0))!));
+    deaf.replace(SMALL);
+    const tile = await request(svc.url, '/data/deaf/0/0/0.pbf', gz);
+    assert.equal(tile.status, 200, tile.body.toString());
+    assert.ok(tile.body.equals((await storedPmtilesTile(SMALL, 0, 0, 0))!), 'the tile is the new archive\'s');
+    assert.equal((await getJson<{ maxzoom: number }>(svc.url, '/data/deaf.json')).json.maxzoom, 0);
   });
 
   test('an archive replaced by something that is not PMTiles: 503 naming the reason, the old header stays, and the fixed object serves again', async () => {

@@ -1,5 +1,5 @@
-// s3:// sources against moto's S3 server with authentication on (SigV4 from the real AWS SDK; a wrong secret is
-// refused): the provider proofs of helpers/storage-proofs.ts, and a COG in the same bucket served through the
+// s3:// sources against s3rver, an S3 server from npm that checks SigV4 signatures (from the real AWS SDK; a wrong
+// secret is refused): the provider proofs of helpers/storage-proofs.ts, and a COG in the same bucket served through the
 // COG source, read by GDAL's /vsis3/ from the same server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,26 +7,25 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fixture, startServer } from './helpers/server.js';
 import { getJson, request, storedPmtilesTile, tempDir, waitFor } from './helpers/foundation.js';
-import { readFixture, startMoto } from './helpers/object-storage.js';
+import { readFixture, startS3Server } from './helpers/object-storage.js';
 import { OMT, storageProofs } from './helpers/storage-proofs.js';
 
 const COG = fixture('cog/test-rgb.cog.tif');
 
 const ctx = storageProofs(
   async () => {
-    const moto = await startMoto();
-    await moto.createBucket('tiles');
+    const s3 = await startS3Server(['tiles']);
     return {
       scheme: 's3',
       bucket: 'tiles',
-      port: moto.port,
-      put: (key, body) => moto.put('tiles', key, body),
+      port: s3.port,
+      put: (key, body) => s3.put('tiles', key, body),
       keys: (endpoint) => `endpoint = "${endpoint}"\nregion = "us-east-1"\naccess_key_id = "\${S3_KEY}"\nsecret_access_key = "\${S3_SECRET}"`,
       wrongKeys: (endpoint) => `endpoint = "${endpoint}"\nregion = "us-east-1"\naccess_key_id = "\${S3_KEY}"\nsecret_access_key = "not-the-secret"`,
-      env: { S3_KEY: moto.accessKeyId, S3_SECRET: moto.secretAccessKey, MOTO_ENDPOINT: moto.endpoint },
+      env: { S3_KEY: s3.accessKeyId, S3_SECRET: s3.secretAccessKey, S3_ENDPOINT: s3.endpoint },
       deniedReason: /SignatureDoesNotMatch.*HTTP 403/,
       missingReason: /NoSuchKey.*HTTP 404/,
-      stop: () => moto.stop(),
+      stop: () => s3.stop(),
     };
   },
   async (store, endpoint) => {
@@ -115,7 +114,7 @@ test('the CLI serves an s3:// argument with the SDK\'s default chain: AWS_ENDPOI
   const env = store.env as Record<string, string>;
   const cli = await startServer({
     files: ['s3://tiles/planet/omt.pmtiles'],
-    env: { AWS_ENDPOINT_URL: env.MOTO_ENDPOINT, AWS_ACCESS_KEY_ID: env.S3_KEY, AWS_SECRET_ACCESS_KEY: env.S3_SECRET, AWS_REGION: 'us-east-1', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' },
+    env: { AWS_ENDPOINT_URL: env.S3_ENDPOINT, AWS_ACCESS_KEY_ID: env.S3_KEY, AWS_SECRET_ACCESS_KEY: env.S3_SECRET, AWS_REGION: 'us-east-1', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' },
   });
   try {
     const tj = await getJson<{ tiles: string[]; maxzoom: number }>(cli.url, '/data/omt.json');
@@ -137,7 +136,7 @@ test('a profile of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE), na
   const awsEnv = { AWS_SHARED_CREDENTIALS_FILE: credentials, AWS_CONFIG_FILE: '/nonexistent', AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_PROFILE: '' };
   const svc = await startServer({
     env: awsEnv,
-    toml: `[server]\ndisable_render = true\n[[sources]]\nid = "profiled"\ntype = "pmtiles"\npath = "s3://tiles/planet/omt.pmtiles"\nendpoint = "${env.MOTO_ENDPOINT}"\nregion = "us-east-1"\nprofile = "reader"\n`,
+    toml: `[server]\ndisable_render = true\n[[sources]]\nid = "profiled"\ntype = "pmtiles"\npath = "s3://tiles/planet/omt.pmtiles"\nendpoint = "${env.S3_ENDPOINT}"\nregion = "us-east-1"\nprofile = "reader"\n`,
   });
   try {
     const r = await request(svc.url, '/data/profiled/1/0/1.pbf', { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });

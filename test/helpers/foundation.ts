@@ -184,9 +184,10 @@ export interface RangeServer {
 
 /**
  * Serves one file over HTTP at `/<name>` with byte ranges (206, Content-Range), as object storage does.
- * `honourRange: false` makes it a naive server that always sends the whole file with 200.
+ * `honourRange: false` makes it a naive server that always sends the whole file with 200; `honourIfMatch: false`
+ * one that answers If-Match with the bytes it has now (as some servers and S3-compatible stores do).
  */
-export function startRangeServer(file: string, opts: { honourRange?: boolean } = {}): Promise<RangeServer> {
+export function startRangeServer(file: string, opts: { honourRange?: boolean; honourIfMatch?: boolean } = {}): Promise<RangeServer> {
   let bytes = readFileSync(file);
   const tagOf = (b: Buffer) => `"${sha256(b).slice(0, 16)}"`;
   let etag = tagOf(bytes);
@@ -218,7 +219,7 @@ export function startRangeServer(file: string, opts: { honourRange?: boolean } =
         return;
       }
       const ifMatch = req.headers['if-match'];
-      if (ifMatch && ifMatch !== etag) {
+      if (ifMatch && ifMatch !== etag && opts.honourIfMatch !== false) {
         counts.failed++;
         res.writeHead(412, { ETag: etag }).end();
         return;

@@ -1,16 +1,16 @@
 // Real storage servers for the object-storage tests, started on free ports and stopped by the tests:
-// - moto's S3 server (python; `make test` installs it into .tmp/moto when the machine has none) with IAM
-//   authentication on: after three unauthenticated IAM calls that create a user and its access key, every
-//   request must carry a valid SigV4 signature of that key (wrong secret: SignatureDoesNotMatch).
+// - s3rver's S3 server (npm `@20minutes/s3rver`, run by s3rver-main.cjs) with a random key pair: it checks the
+//   SigV4 signature of every signed request against that key's secret (wrong secret: SignatureDoesNotMatch).
 // - Azurite's blob service (npm `azurite`), which checks SharedKey signatures of its well-known account.
 // - A TCP proxy put between the server under test and the store: stopping it is a storage outage, a delay on it
 //   a slow store.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { BlobServiceClient, ContainerSASPermissions, generateBlobSASQueryParameters, StorageSharedKeyCredential } from '@azure/storage-blob';
 import { freePort, ROOT } from './server.js';
 
@@ -105,82 +105,62 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// moto (S3)
+// s3rver (S3)
 
-/** moto's server and the python that has boto3 beside it: the repo's venv (make test), else the machine's. */
-function motoCommands(): { server: string; python: string } {
-  const venv = path.join(ROOT, '.tmp/moto/bin');
-  if (existsSync(path.join(venv, 'moto_server'))) return { server: path.join(venv, 'moto_server'), python: path.join(venv, 'python') };
-  const found = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' });
-  if (found.status === 0 && found.stdout.trim()) {
-    const server = found.stdout.trim();
-    // The interpreter moto was installed for has boto3 beside it (pip, pipx); a wrapper script (pyenv's shims) means python3.
-    const shebang = /^#!(\S*python[0-9.]*)\s*$/.exec(readFileSync(server, 'utf8').split('\n')[0]);
-    return { server, python: shebang ? shebang[1] : 'python3' };
-  }
-  throw new Error('moto_server is not installed: run `make test` (it installs moto into .tmp/moto) or pip install "moto[server]"');
-}
-
-export interface MotoServer {
+export interface S3Server {
   port: number;
   endpoint: string;
   accessKeyId: string;
   secretAccessKey: string;
   /** A client signed with the valid key. */
   s3: S3Client;
-  createBucket(bucket: string): Promise<void>;
   put(bucket: string, key: string, body: Uint8Array): Promise<void>;
   stop(): Promise<void>;
 }
 
-// The three unauthenticated calls moto allows (INITIAL_NO_AUTH_ACTION_COUNT=3) create the reader's identity.
-const CREATE_KEY = `
-import boto3, json, sys
-iam = boto3.client('iam', endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id='setup', aws_secret_access_key='setup')
-iam.create_user(UserName='tileserver')
-iam.put_user_policy(UserName='tileserver', PolicyName='all', PolicyDocument=json.dumps({'Version': '2012-10-17', 'Statement': [{'Effect': 'Allow', 'Action': '*', 'Resource': '*'}]}))
-k = iam.create_access_key(UserName='tileserver')['AccessKey']
-print(json.dumps({'id': k['AccessKeyId'], 'secret': k['SecretAccessKey']}))
-`;
-
-export async function startMoto(): Promise<MotoServer> {
-  const { server, python } = motoCommands();
+/**
+ * Starts s3rver with `buckets` made and a key pair of its own, drawn afresh for each server. The buckets are
+ * made at start-up, not with CreateBucket: s3rver checks a bucket request's signature against the path without
+ * the trailing slash the AWS SDK signs (`PUT /bucket/`), so an SDK CreateBucket is refused. Object requests, the
+ * only ones the server under test makes, are signed over the same path by both.
+ */
+export async function startS3Server(buckets: string[]): Promise<S3Server> {
+  const main = path.join(ROOT, 'test/helpers/s3rver-main.cjs');
+  if (!existsSync(path.join(ROOT, 'node_modules/@20minutes/s3rver/package.json'))) throw new Error('s3rver is not installed (npm devDependency @20minutes/s3rver): run npm install');
   const port = await freePort();
+  const directory = mkdtempSync(path.join(os.tmpdir(), 'tsts-s3rver-'));
+  const accessKeyId = `TSTS${randomBytes(8).toString('hex').toUpperCase()}`;
+  const secretAccessKey = randomBytes(30).toString('base64');
   let out = '';
-  const proc = spawn(server, ['-H', '127.0.0.1', '-p', String(port)], {
-    env: { ...process.env, INITIAL_NO_AUTH_ACTION_COUNT: '3', AWS_ACCESS_KEY_ID: 'setup', AWS_SECRET_ACCESS_KEY: 'setup' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const proc = spawn(process.execPath, [main, directory, String(port), accessKeyId, secretAccessKey, ...buckets], { stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
   const endpoint = `http://127.0.0.1:${port}`;
-  try {
-    await waitForPort(port, proc, 'moto_server', () => out);
-    const made = spawnSync(python, ['-c', CREATE_KEY, endpoint], { encoding: 'utf8', timeout: 30_000 });
-    if (made.status !== 0) throw new Error(`creating moto's IAM key failed: ${made.stderr}`);
-    const key = JSON.parse(made.stdout) as { id: string; secret: string };
-    const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: key.id, secretAccessKey: key.secret } });
-    return {
-      port,
-      endpoint,
-      accessKeyId: key.id,
-      secretAccessKey: key.secret,
-      s3,
-      async createBucket(bucket) {
-        await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-      },
-      async put(bucket, key, body) {
-        await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
-      },
-      async stop() {
-        s3.destroy();
-        await stopChild(proc);
-      },
-    };
-  } catch (err) {
+  const stop = async () => {
     await stopChild(proc);
+    rmSync(directory, { recursive: true, force: true });
+  };
+  try {
+    await waitForPort(port, proc, 's3rver', () => out);
+  } catch (err) {
+    await stop();
     throw err;
   }
+  const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });
+  return {
+    port,
+    endpoint,
+    accessKeyId,
+    secretAccessKey,
+    s3,
+    async put(bucket, key, body) {
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+    },
+    async stop() {
+      s3.destroy();
+      await stop();
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ export class HttpStore implements ObjectStore {
       await res.body?.cancel();
       const status = res.status;
       const throttled = status === 429;
-      throw new StoreError(throttled ? 'unavailable' : failureOfStatus(status), `HTTP ${status} ${res.statusText}`.trim(), throttled);
+      throw new StoreError(throttled ? 'unavailable' : failureOfStatus(status, ifMatch !== undefined), `HTTP ${status} ${res.statusText}`.trim(), throttled);
     }
     const data = new Uint8Array(await res.arrayBuffer());
     return { data, etag };

@@ -54,8 +54,8 @@ export async function s3Client(opts: S3Options, defaults: { region?: string; end
   }
 }
 
-/** An SDK error as one of the reader's kinds, with the provider's code, message and status. */
-export function s3Failure(err: unknown): StoreError {
+/** An SDK error as one of the reader's kinds, with the provider's code, message and status (`pinned`: read with If-Match). */
+export function s3Failure(err: unknown, pinned = false): StoreError {
   if (err instanceof StoreError) return err;
   const e = err as { name?: string; message?: string; Code?: string; $metadata?: { httpStatusCode?: number } };
   const status = e.$metadata?.httpStatusCode;
@@ -68,7 +68,7 @@ export function s3Failure(err: unknown): StoreError {
   const message = oneLine(e.message ?? '');
   const reason = `${code}${message && message !== code && message !== 'UnknownError' ? `: ${message}` : ''} (HTTP ${status})`;
   const throttled = status === 429 || /SlowDown|Throttl|TooManyRequests/.test(code);
-  return new StoreError(throttled ? 'unavailable' : failureOfStatus(status), reason, throttled);
+  return new StoreError(throttled ? 'unavailable' : failureOfStatus(status, pinned), reason, throttled);
 }
 
 export class S3Store implements ObjectStore {
@@ -93,7 +93,7 @@ export class S3Store implements ObjectStore {
       const data = out.Body ? await out.Body.transformToByteArray() : new Uint8Array(0);
       return { data, etag: out.ETag };
     } catch (err) {
-      throw s3Failure(err);
+      throw s3Failure(err, ifMatch !== undefined);
     }
   }
 

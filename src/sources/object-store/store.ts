@@ -41,11 +41,15 @@ export class StoreError extends Error {
   }
 }
 
-/** The kind of an HTTP status from a store. */
-export function failureOfStatus(status: number): StoreFailure {
+/**
+ * The kind of an HTTP status from a store. `pinned`: the read asked for an ETag (If-Match). Its range comes from
+ * the header of that ETag's object, so "range not satisfiable" means the object is no longer that one (it
+ * shrank): a store that ignores If-Match answers 416 where one that honours it answers 412.
+ */
+export function failureOfStatus(status: number, pinned = false): StoreFailure {
   if (status === 404) return 'missing';
   if (status === 401 || status === 403) return 'denied';
-  if (status === 412) return 'changed';
+  if (status === 412 || (status === 416 && pinned)) return 'changed';
   return 'unavailable';
 }
 
