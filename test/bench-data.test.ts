@@ -1,9 +1,9 @@
-// The PMTiles v3 writer of the benchmark data (scripts/pmtiles-writer.ts): archives it writes read back with the
+// The PMTiles v3 writer of the benchmark data (src/seed/pmtiles-writer.ts): archives it writes read back with the
 // `pmtiles` package, with a root directory alone and with leaf directories, deduplicated and run-length encoded.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Compression, PMTiles, TileType, type Source } from 'pmtiles';
-import { buildPmtiles, HEADER_BYTES, type PmtilesTileInput } from '../scripts/pmtiles-writer.js';
+import { buildPmtiles, HEADER_BYTES, type PmtilesTileInput } from '../src/seed/pmtiles-writer.js';
 
 function memorySource(buf: Buffer): Source {
   return {

@@ -1,7 +1,8 @@
 // A PMTiles v3 writer (https://github.com/protomaps/PMTiles/blob/main/spec/v3/spec.md) for generated archives:
 // tiles sorted by Hilbert tile id (clustered), identical contents stored once, consecutive repeats run-length
 // encoded, directories varint-encoded in columns and gzip-compressed, leaf directories when the root would not
-// fit in the first 16,384 bytes. The whole archive is built in memory: meant for fixtures and bench data.
+// fit in the first 16,384 bytes. The whole archive is built in memory: used for fixtures and bench data, and by
+// `tileserver-ts seed` to turn its journal of seeded tiles into the finished archive.
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { Compression, TileType, zxyToTileId } from 'pmtiles';
