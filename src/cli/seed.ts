@@ -4,7 +4,7 @@ import { loadConfigFile } from '../config/load.js';
 import { ConfigError } from '../config/errors.js';
 import { log } from '../log.js';
 import { CoverageError } from '../seed/coverage.js';
-import { OutputError } from '../seed/outputs.js';
+import { OutputError, OutputExistsError } from '../seed/outputs.js';
 import { runSeed, SeedRunError, SeedUsageError } from '../seed/runner.js';
 import { SourceOpenError } from '../sources/source.js';
 import { parseSeedArgs } from './seed-args.js';
@@ -52,10 +52,11 @@ export async function runSeedCommand(argv: readonly string[]): Promise<number> {
       stdout: { write: (t) => void process.stdout.write(t) },
       stderr: { write: (t) => void process.stderr.write(t) },
       tty,
-      columns: process.stderr.columns,
+      // 0 under a pseudo-terminal that was given no size: the reporter's default width then.
+      columns: process.stderr.columns || undefined,
     });
   } catch (err) {
-    if (err instanceof SeedUsageError || err instanceof CoverageError) {
+    if (err instanceof SeedUsageError || err instanceof CoverageError || err instanceof OutputExistsError) {
       process.stderr.write(`tileserver-ts seed: ${err.message}\n`);
       return 2;
     }

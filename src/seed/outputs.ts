@@ -30,6 +30,8 @@ export interface ArchiveDescription {
 }
 
 export class OutputError extends Error {}
+/** The output exists and --resume was not given: a mistake in the arguments (exit 2), not a failed run. */
+export class OutputExistsError extends Error {}
 
 const isVectorFormat = (f: SeedFormat) => f === 'pbf' || f === 'mlt';
 
@@ -43,7 +45,7 @@ const TILE_TYPES: Record<SeedFormat, TileType> = { pbf: TileType.Mvt, mlt: TileT
 export async function openJournal(out: string, resume: boolean, plan: () => Iterable<TileCoord>): Promise<Journal> {
   const partial = partialOf(out);
   if (!resume) {
-    if (existsSync(out)) throw new OutputError(`--out: ${out} exists; give --resume to add the missing tiles to it, or remove it`);
+    if (existsSync(out)) throw new OutputExistsError(`--out: ${out} exists; give --resume to add the missing tiles to it, or remove it`);
     rmSync(partial, { force: true });
     return new Journal(partial);
   }
