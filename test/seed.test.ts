@@ -26,9 +26,8 @@ const EXPECTED_PER_ZOOM = [1, 1, 1, 1, 1, 1, 4, 9, 25];
 const TOTAL = EXPECTED_PER_ZOOM.reduce((a, b) => a + b, 0);
 
 const work = tempDir('tsts-seed-');
-/** A configuration of the world source with its own render cache directory (and a shared cache when given). */
-function config(cacheDir: string, extra = ''): string {
-  return writeTempConfig(`[[sources]]
+/** The world source with its own render cache directory (and a shared cache when given), each tile drawn alone. */
+const worldToml = (cacheDir: string, extra = '') => `[[sources]]
 id = "world"
 type = "pmtiles"
 path = "${WORLD}"
@@ -37,8 +36,8 @@ pool_size = 1
 metatile = 1
 [cache]
 dir = "${cacheDir}"
-${extra}`);
-}
+${extra}`;
+const config = (cacheDir: string, extra = '') => writeTempConfig(worldToml(cacheDir, extra));
 
 interface ProgressLine {
   type: string;
@@ -299,8 +298,8 @@ dir = "${path.join(work, 'server-cache')}"
     assert.equal(run.code, 0, run.stderr);
     assert.equal(progressLines(run.stdout).at(-1)!.written, 10);
     await server?.stop();
-    // The same disk cache: a seeded tile comes from the disk.
-    server = await startServer({ toml: `[[sources]]\nid = "world"\ntype = "pmtiles"\npath = "${WORLD}"\n[cache]\ndir = "${warmCache}"\n` });
+    // The same configuration (cached images are keyed by the image settings too): a seeded tile comes from the disk.
+    server = await startServer({ toml: worldToml(warmCache) });
     const fromDisk = await fetchBytes(`${server.url}/styles/world/6/33/22.png`);
     assert.equal(fromDisk.status, 200);
     assert.equal(fromDisk.headers.get('server-timing'), 'cache;desc="disk"');
@@ -308,7 +307,7 @@ dir = "${path.join(work, 'server-cache')}"
     assert.doesNotMatch((await fetchBytes(`${server.url}/styles/world/6/0/0.png`)).headers.get('server-timing') ?? '', /cache/);
     await server.stop();
     // Another machine (its own empty disk cache) with the same shared cache.
-    server = await startServer({ toml: `[[sources]]\nid = "world"\ntype = "pmtiles"\npath = "${WORLD}"\n[cache]\ndir = "${path.join(work, 'other-machine')}"\n${shared}\n` });
+    server = await startServer({ toml: worldToml(path.join(work, 'other-machine'), shared) });
     let timing = '';
     for (let i = 0; i < 50 && timing !== 'cache;desc="shared"'; i++) {
       // The shared cache connects in the background after start-up.
