@@ -145,6 +145,14 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
   const total = [...perZoom.values()].reduce((a, b) => a + b, 0);
   const service = await startInProcess(loaded, log);
   let journal: Journal | undefined;
+  let stopSignal: NodeJS.Signals | undefined;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (stopSignal) process.exit(sig === 'SIGINT' ? 130 : 143);
+    stopSignal = sig;
+    io.stderr.write(`${io.tty ? '\n' : ''}tileserver-ts seed: ${sig}: finishing the tiles in flight and writing what was done (again to quit at once)\n`);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     const target = await describeTarget(service, req, coverage);
     const vector = target.format === 'pbf' || target.format === 'mlt';
@@ -154,14 +162,6 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
 
     const counts: ProgressCounts = { total, done: 0, skipped: 0, fetched: 0, written: 0, empty: 0, errors: 0 };
     const progress = new ProgressReporter(counts, io.tty ? io.stderr : io.stdout, io.tty, io.columns);
-    let stopSignal: NodeJS.Signals | undefined;
-    const onSignal = (sig: NodeJS.Signals) => {
-      if (stopSignal) process.exit(sig === 'SIGINT' ? 130 : 143);
-      stopSignal = sig;
-      io.stderr.write(`${io.tty ? '\n' : ''}tileserver-ts seed: ${sig}: finishing the tiles in flight and writing what was done (again to quit at once)\n`);
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
     const errorsShown = new Set<string>();
     progress.start();
     const tiles = tilesOf(coverage, req.minZoom, req.maxZoom);
@@ -204,11 +204,11 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
       finishArchive(finishing, req.out, target.description);
     }
     const last = progress.finish(stopSignal ? 'interrupted' : 'done');
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
     if (stopSignal) return stopSignal === 'SIGINT' ? 130 : 143;
     return last.errors > 0 ? 1 : 0;
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     journal?.close();
     await service.close();
   }
