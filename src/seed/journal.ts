@@ -5,6 +5,7 @@
 // the file (SQLite's rollback journal keeps it whole). An MBTiles output is this file renamed; a PMTiles output
 // is built from it (outputs.ts).
 import Database from 'better-sqlite3';
+import { zxyToTileId } from 'pmtiles';
 
 type Db = InstanceType<typeof Database>;
 
@@ -82,10 +83,17 @@ export class Journal {
     this.db.transaction(() => Object.entries(entries).forEach(([k, v]) => set.run(k, v)))();
   }
 
-  /** Every stored tile, XYZ rows, one at a time (a PMTiles output is built from them). */
-  *tiles(): Generator<JournalTile> {
-    for (const r of this.db.prepare('SELECT zoom_level AS z, tile_column AS x, tile_row AS row, tile_data AS data FROM tiles').iterate() as Iterable<{ z: number; x: number; row: number; data: Buffer }>) {
-      yield { z: r.z, x: r.x, y: 2 ** r.z - 1 - r.row, data: r.data };
+  /**
+   * Every stored tile in PMTiles tile-id order (XYZ rows), one at a time: only the coordinates are held in
+   * memory to sort them, each tile's bytes are read when its turn comes (a PMTiles output is written from them).
+   */
+  *tilesInIdOrder(): Generator<JournalTile> {
+    const keys = (this.db.prepare('SELECT zoom_level AS z, tile_column AS x, tile_row AS row FROM tiles').all() as { z: number; x: number; row: number }[]).map((k) => ({ ...k, id: zxyToTileId(k.z, k.x, 2 ** k.z - 1 - k.row) }));
+    keys.sort((a, b) => a.id - b.id);
+    const read = this.db.prepare('SELECT tile_data AS data FROM tiles WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?');
+    for (const k of keys) {
+      const r = read.get(k.z, k.x, k.row) as { data: Buffer };
+      yield { z: k.z, x: k.x, y: 2 ** k.z - 1 - k.row, data: r.data };
     }
   }
 

@@ -1,14 +1,14 @@
 // The archive a seed writes. Tiles collect in the journal (`<out>.partial`, journal.ts); at the end (or on
 // Ctrl-C) the archive is made from it under a temporary name and renamed into place, so the final name never
 // holds a half-written archive: an MBTiles output is the journal itself with its metadata, a PMTiles output is
-// built from the journal's tiles (src/seed/pmtiles-writer.ts) and the journal removed.
-import { copyFileSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+// written from the journal's tiles in tile-id order (src/seed/pmtiles-writer.ts) and the journal removed.
+import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Compression, PMTiles, TileType } from 'pmtiles';
 import { LocalFileSource } from '../sources/pmtiles.js';
 import type { TileCoord } from '../tiles/coords.js';
 import { Journal } from './journal.js';
-import { buildPmtiles } from './pmtiles-writer.js';
+import { writePmtilesFile } from './pmtiles-writer.js';
 import type { BBox, SeedFormat } from './request.js';
 
 export type ArchiveKind = 'pmtiles' | 'mbtiles';
@@ -108,7 +108,8 @@ export function finishArchive(journal: Journal, out: string, d: ArchiveDescripti
     return count;
   }
   const [w, s, e, n] = d.bounds;
-  const archive = buildPmtiles([...journal.tiles()], {
+  const tmp = `${out}.tmp`;
+  writePmtilesFile(tmp, journal.tilesInIdOrder(), {
     tileType: TILE_TYPES[d.format],
     tileCompression: isVectorFormat(d.format) ? Compression.Gzip : Compression.None,
     bounds: d.bounds,
@@ -123,8 +124,6 @@ export function finishArchive(journal: Journal, out: string, d: ArchiveDescripti
     },
   });
   journal.close();
-  const tmp = `${out}.tmp`;
-  writeFileSync(tmp, archive);
   renameSync(tmp, out);
   rmSync(journal.file, { force: true });
   return count;
