@@ -135,7 +135,7 @@ describe('tileserver-ts seed', () => {
       assert.ok(l.done <= l.total && l.errors === 0 && typeof l.tiles_per_s === 'number');
     }
     assert.ok(lines.at(-1)!.tiles_per_s > 0);
-    assert.ok(!existsSync(`${pm}.partial`) && !existsSync(`${pm}.tmp`), 'no journal or temporary file is left');
+    assert.ok(![`${pm}.partial`, `${pm}.tmp`, `${pm}.tmp.data`].some(existsSync), 'no journal or temporary file is left');
   });
 
   test('the PMTiles archive has a correct header and metadata for the pmtiles package', async () => {
@@ -341,6 +341,31 @@ dir = "${path.join(work, 'server-cache')}"
       assert.equal(got.status, 200, `${id}: ${got.body.toString().slice(0, 200)}`);
       // fetch has undone any content encoding: these are the tiles' own bytes.
       assert.ok(got.body.equals(live.body), `${id}: the exported tile differs from the live one`);
+    }
+  });
+
+  test('empty tiles are left out unless --keep-empty; --resume of a finished archive asks only for what it lacks', async () => {
+    // The world source ends at z6: its z7 tiles are empty (204).
+    const sparse = path.join(work, 'sparse.mbtiles');
+    const kept = path.join(work, 'kept.mbtiles');
+    const args = ['--config', seedConfig, '--source', 'world', '--bbox', BBOX, '--zoom', '6-7'];
+    const a = progressLines((await seed([...args, '--out', sparse])).stdout).at(-1)!;
+    assert.deepEqual([a.written, a.empty, mbtilesCount(sparse)], [4, 9, 4]);
+    const b = progressLines((await seed([...args, '--out', kept, '--keep-empty'])).stdout).at(-1)!;
+    assert.deepEqual([b.written, b.empty, mbtilesCount(kept)], [13, 9, 13]);
+    // A finished MBTiles holds its 4 tiles: only the 9 empty ones are asked again (and still not written).
+    const c = progressLines((await seed([...args, '--out', sparse, '--resume'])).stdout).at(-1)!;
+    assert.deepEqual([c.skipped, c.fetched, c.written, mbtilesCount(sparse)], [4, 9, 0, 4]);
+    // A finished PMTiles archive of every tile: nothing is rendered again, and it still holds them all.
+    const d = await seed(['--config', seedConfig, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', pm, '--resume']);
+    assert.equal(d.code, 0, d.stderr);
+    const last = progressLines(d.stdout).at(-1)!;
+    assert.deepEqual([last.skipped, last.fetched], [TOTAL, 0]);
+    const { reader, close } = await openPmtiles(pm);
+    try {
+      assert.equal((await reader.getHeader()).numAddressedTiles, TOTAL);
+    } finally {
+      await close();
     }
   });
 
