@@ -1,11 +1,18 @@
 // Property tests of `tileserver-ts seed`'s argument parser (src/cli/seed-args.ts), called directly: bounding
 // boxes, zoom ranges, scales and formats written as a user writes them parse to the values written; each kind of
 // mistake is refused with one line naming its flag; any argument list at all gives a result, never an exception.
-// The same parser through the real command: seed.test.ts ("mistakes are one line naming the flag").
+// The same parser through the real command: seed.test.ts ("mistakes are one line naming the flag"). The other
+// input a user gives, the --geojson file: any JSON is an area or a CoverageError naming --geojson, and a
+// polygon's area holds every tile one of its corners lies in and no tile outside its bounding box.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import fc from './helpers/fast-check.js';
+import { tempDir } from './helpers/foundation.js';
 import { parseBBox, parseSeedArgs, parseSeedFormat, parseSeedScale, parseZoomRange } from '../src/cli/seed-args.js';
+import { bboxCoverage, CoverageError, geojsonCoverage, tilesAt } from '../src/seed/coverage.js';
+import { lonLatToTile } from '../src/tiles/coords.js';
 
 fc.configureGlobal({ ...fc.readConfigureGlobal(), includeErrorInReport: true });
 
@@ -118,6 +125,47 @@ describe('seed arguments (properties)', () => {
         }
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  test('a --geojson file of any JSON is an area or one CoverageError naming --geojson', () => {
+    const file = path.join(tempDir('tsts-seed-geojson-'), 'area.geojson');
+    const position = fc.oneof(fc.tuple(fc.double({ min: -200, max: 200, noNaN: true }), fc.double({ min: -100, max: 100, noNaN: true })), fc.anything());
+    const geometry = fc.record({ type: fc.constantFrom('Point', 'MultiPoint', 'LineString', 'MultiLineString', 'Polygon', 'MultiPolygon', 'Box'), coordinates: fc.oneof(position, fc.array(position, { maxLength: 4 }), fc.array(fc.array(position, { maxLength: 4 }), { maxLength: 3 })) });
+    const doc = fc.oneof(fc.jsonValue(), geometry, fc.record({ type: fc.constant('Feature'), geometry: fc.oneof(geometry, fc.constant(null)) }), fc.record({ type: fc.constant('FeatureCollection'), features: fc.array(fc.record({ type: fc.constant('Feature'), geometry }), { maxLength: 3 }) }));
+    fc.assert(
+      fc.property(doc, (d) => {
+        writeFileSync(file, JSON.stringify(d) ?? '');
+        try {
+          const c = geojsonCoverage(file);
+          const [w, s, e, n] = c.bbox;
+          assert.ok(w <= e && s <= n && w >= -180 && e <= 180 && s >= -90 && n <= 90, `bbox ${c.bbox}`);
+        } catch (err) {
+          assert.ok(err instanceof CoverageError, `not a CoverageError: ${(err as Error).stack}`);
+          assert.match(err.message, /^--geojson: /);
+          assert.ok(!err.message.includes('\n'));
+        }
+      }),
+      { numRuns: 600 },
+    );
+  });
+
+  test("a polygon's tiles include each corner's tile and lie within its bounding box's tiles", () => {
+    const file = path.join(tempDir('tsts-seed-polygon-'), 'polygon.geojson');
+    const corner = fc.tuple(fc.double({ min: 5, max: 10, noNaN: true }), fc.double({ min: 45, max: 48, noNaN: true }));
+    fc.assert(
+      fc.property(fc.array(corner, { minLength: 3, maxLength: 7 }), fc.integer({ min: 0, max: 9 }), (ring, z) => {
+        writeFileSync(file, JSON.stringify({ type: 'Polygon', coordinates: [[...ring, ring[0]]] }));
+        const c = geojsonCoverage(file);
+        const keys = new Set([...tilesAt(c, z)].map((t) => `${t.x}/${t.y}`));
+        const box = new Set([...tilesAt(bboxCoverage(c.bbox), z)].map((t) => `${t.x}/${t.y}`));
+        for (const k of keys) assert.ok(box.has(k), `${k} outside the bounding box's tiles`);
+        for (const [lon, lat] of ring) {
+          const t = lonLatToTile(lon, lat, z);
+          assert.ok(keys.has(`${t.x}/${t.y}`), `the tile of corner ${lon},${lat} at z${z} is missing`);
+        }
+      }),
+      { numRuns: 500 },
     );
   });
 });

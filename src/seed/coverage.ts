@@ -47,10 +47,12 @@ export function geojsonCoverage(file: string): Coverage {
   };
   const flat = (ps: Position[]) => ps.flatMap(project);
   const shape = (type: 1 | 2 | 3, geometry: number[][]) => shapes.push({ id: undefined, type, geometry, properties: Object.create(null) });
-  const list = (v: unknown): Position[] & Position[][] & Position[][][] => {
+  const list = (v: unknown): unknown[] => {
     if (!Array.isArray(v)) throw new CoverageError(`--geojson: ${file} has a geometry without coordinates`);
-    return v as never;
+    return v;
   };
+  /** A ring or line: a list of positions, flattened to [x0, y0, x1, y1, ...] in world units. */
+  const path = (v: unknown) => flat(list(v) as Position[]);
   const visit = (g: unknown): void => {
     const geom = g as { type?: unknown; coordinates?: unknown; geometries?: unknown; features?: unknown; geometry?: unknown };
     switch (geom?.type) {
@@ -62,18 +64,17 @@ export function geojsonCoverage(file: string): Coverage {
       case 'GeometryCollection':
         return list(geom.geometries).forEach(visit);
       case 'Point':
-        return void shape(1, [project(list(geom.coordinates) as unknown as Position)]);
+        return void shape(1, [project(list(geom.coordinates) as Position)]);
       case 'MultiPoint':
-        return void shape(1, list(geom.coordinates).map(project));
+        return void shape(1, [path(geom.coordinates)]);
       case 'LineString':
-        return void shape(2, [flat(list(geom.coordinates))]);
+        return void shape(2, [path(geom.coordinates)]);
       case 'MultiLineString':
-        return void shape(2, list(geom.coordinates).map(flat));
       case 'Polygon':
-        return void shape(3, list(geom.coordinates).map(flat));
+        return void shape(geom.type === 'Polygon' ? 3 : 2, list(geom.coordinates).map(path));
       case 'MultiPolygon':
         // One shape per polygon: the even-odd test of one polygon must not see another's rings.
-        for (const poly of list(geom.coordinates)) shape(3, list(poly).map(flat));
+        for (const poly of list(geom.coordinates)) shape(3, list(poly).map(path));
         return;
       default:
         throw new CoverageError(`--geojson: ${file}: ${JSON.stringify(String(geom?.type ?? 'no type')).slice(0, 60)} is not a GeoJSON object type`);
