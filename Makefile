@@ -9,8 +9,9 @@ CONFIG ?= config/default.toml
 # PostgreSQL + PostGIS (the database source tests start a throwaway cluster), Mesa's Vulkan drivers (lavapipe, the
 # fastest software GL stack under the Chromium renderer: render.gl), openssl (certificates for the PostGIS TLS tests),
 # redis-server (the fleet's shared render cache in the tests and the fleet bench), python3, make and g++ (node-gyp
-# building the native modules). The object-storage tests' S3 and Azure servers come from npm (devDependencies).
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server
+# building the native modules), bsdutils (script(1): the seed test runs the command on a pseudo-terminal; essential
+# on Debian, listed so the dependency is said). The object-storage tests' S3 and Azure servers come from npm.
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server bsdutils
 
 .PHONY: run test bench build deps system-deps fixtures typecheck clean goldens
 

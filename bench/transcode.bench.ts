@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Compression, TileType } from 'pmtiles';
-import { buildPmtiles } from '../scripts/pmtiles-writer.js';
+import { buildPmtiles } from '../src/seed/pmtiles-writer.js';
 import { decodeMlt, encodeMlt, encodeMltPlain } from '../src/tiles/mlt-codec.js';
 import { decodeMvt } from '../src/tiles/mvt-decode.js';
 import { encodeMvt } from '../src/tiles/mvt-encode.js';

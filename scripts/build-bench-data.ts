@@ -17,7 +17,7 @@ import { fromGeojsonVt } from '@maplibre/vt-pbf';
 import { Compression, TileType } from 'pmtiles';
 import { feature } from 'topojson-client';
 import type { GeometryCollection, Topology } from 'topojson-specification';
-import { buildPmtiles, type PmtilesTileInput } from './pmtiles-writer.js';
+import { buildPmtiles, type PmtilesTileInput } from '../src/seed/pmtiles-writer.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const BENCH_DATA = path.join(ROOT, 'bench/data');

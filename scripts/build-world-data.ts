@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import geojsonvt from 'geojson-vt';
 import { Compression, TileType } from 'pmtiles';
 import { cutTiles, loadLayers } from './build-bench-data.js';
-import { buildPmtiles } from './pmtiles-writer.js';
+import { buildPmtiles } from '../src/seed/pmtiles-writer.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const WORLD_MAX_ZOOM = 6;

@@ -7,6 +7,7 @@ import { AUTO_CONFIG_FILES, configFromInputs, findDefaultConfig } from './cli/in
 import { ConfigError } from './config/errors.js';
 import { loadConfigFile, type LoadedConfig } from './config/load.js';
 import { runMcpStdio } from './cli/mcp-stdio.js';
+import { runSeedCommand } from './cli/seed.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './config/sizing.js';
@@ -31,6 +32,8 @@ const USAGE = `Usage:
   tileserver-ts                        serve ${AUTO_CONFIG_FILES.join(' or ')} from the working directory
   tileserver-ts mcp-stdio [--config FILE | PATH|URL ...]
                                        the MCP tools over stdin/stdout for a local agent (docs/mcp.md)
+  tileserver-ts seed --config FILE ...  render or copy the tiles of an area into a PMTiles/MBTiles archive
+                                       or into the caches (tileserver-ts seed --help; docs/seeding.md)
 Options:
   -c, --config FILE   configuration file (TOML)
       --host HOST     listen address (overrides server.host)
@@ -52,6 +55,12 @@ async function main(): Promise<void> {
   // Set by this process once its metrics listener is bound (workers inherit it); never taken from outside.
   delete process.env[SCRAPE_ACTIVE_ENV];
   const argv = process.argv.slice(2);
+  if (argv[0] === 'seed') {
+    const code = await runSeedCommand(argv.slice(1));
+    // Exits once stdout has taken the last progress line (a pipe may still hold it); handles a closed renderer
+    // pool or cache client leave behind must not keep the command alive.
+    return void process.stdout.write('', () => process.exit(code));
+  }
   const stdio = argv[0] === 'mcp-stdio';
   const args = parseArgs(stdio ? argv.slice(1) : argv);
   if (args.kind === 'help') return void process.stdout.write(USAGE);

@@ -1,9 +1,13 @@
-// The PMTiles v3 writer of the benchmark data (scripts/pmtiles-writer.ts): archives it writes read back with the
-// `pmtiles` package, with a root directory alone and with leaf directories, deduplicated and run-length encoded.
+// The PMTiles v3 writer of the benchmark data and of `tileserver-ts seed` (src/seed/pmtiles-writer.ts): archives
+// it writes read back with the `pmtiles` package, with a root directory alone and with leaf directories,
+// deduplicated and run-length encoded; the streaming form writes the same bytes as the in-memory one.
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
-import { Compression, PMTiles, TileType, type Source } from 'pmtiles';
-import { buildPmtiles, HEADER_BYTES, type PmtilesTileInput } from '../scripts/pmtiles-writer.js';
+import { Compression, PMTiles, TileType, zxyToTileId, type Source } from 'pmtiles';
+import { buildPmtiles, HEADER_BYTES, writePmtilesFile, type PmtilesTileInput } from '../src/seed/pmtiles-writer.js';
+import { tempDir } from './helpers/foundation.js';
 
 function memorySource(buf: Buffer): Source {
   return {
@@ -84,6 +88,16 @@ describe('PMTiles writer', () => {
     const reader = new PMTiles(memorySource(buildPmtiles(tiles, { ...OPTIONS, leafSize: 16, maxRootBytes: HEADER_BYTES + 120 })));
     assert.equal(await reader.getZxy(3, 5, 2), undefined);
     assert.ok(await reader.getZxy(3, 5, 3));
+  });
+
+  it('streamed to a file in tile-id order, the archive is byte for byte the in-memory one (leaves included)', () => {
+    const tiles = pyramid().sort((a, b) => zxyToTileId(a.z, a.x, a.y) - zxyToTileId(b.z, b.x, b.y));
+    const opts = { ...OPTIONS, leafSize: 16, maxRootBytes: HEADER_BYTES + 120 };
+    const file = path.join(tempDir('tsts-pmtiles-writer-'), 'streamed.pmtiles');
+    writePmtilesFile(file, tiles, opts);
+    assert.ok(readFileSync(file).equals(buildPmtiles(tiles, opts)));
+    assert.ok(!existsSync(`${file}.data`), 'the data file is removed');
+    assert.throws(() => writePmtilesFile(file, [...tiles].reverse(), opts), /out of tile-id order/);
   });
 
   it('refuses a tile given twice and an empty tile', () => {

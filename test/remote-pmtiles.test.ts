@@ -11,7 +11,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Compression, TileType } from 'pmtiles';
-import { buildPmtiles, HEADER_BYTES, type PmtilesTileInput } from '../scripts/pmtiles-writer.js';
+import { buildPmtiles, HEADER_BYTES, type PmtilesTileInput } from '../src/seed/pmtiles-writer.js';
 import { startTcpProxy, type TcpProxy } from './helpers/object-storage.js';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { fileSize, getJson, layerCounts, request, startRangeServer, storedPmtilesTile, tempDir, waitFor, type RangeServer } from './helpers/foundation.js';

@@ -116,7 +116,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['render', 'mcp'],
   ['telemetry'],
   ['http'],
-  ['server'],
+  ['server', 'seed'],
   ['cluster'],
   ['cli'],
 ];

@@ -16,7 +16,7 @@ import { StoreError } from './object-store/store.js';
 import { defaultCenter, parseVectorLayers, SourceOpenError, TileUnavailableError, type Bounds, type SourceInfo, type TileSource } from './source.js';
 
 /** Reads byte ranges of a local file; the pmtiles package asks for the header, directories and tiles this way. */
-class LocalFileSource implements Source {
+export class LocalFileSource implements Source {
   constructor(
     private readonly handle: FileHandle,
     private readonly key: string,

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Compression, TileType } from 'pmtiles';
-import { buildPmtiles } from '../../scripts/pmtiles-writer.js';
+import { buildPmtiles } from '../../src/seed/pmtiles-writer.js';
 import { fixture } from './server.js';
 
 export const OMT_DIR = fixture('vector', 'omt-tiles');

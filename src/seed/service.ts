@@ -1,0 +1,62 @@
+// The tile service a seed asks: the server's own state, render service and Hono app, built from the same
+// configuration and run in this process without a listener. A tile is asked for with the path a client would
+// use, so a seeded tile is exactly the tile the server answers — the same render pool and [render] settings, the
+// same render cache on disk and the same shared (Redis) cache when [cache] names one, which is what --warm fills.
+import type { LoadedConfig } from '../config/load.js';
+import { createApp } from '../http/app.js';
+import type { ServerContext } from '../http/context.js';
+import type { Logger } from '../log.js';
+import { RenderService } from '../render/service.js';
+import type { RuntimeStatus } from '../runtime.js';
+import { sharedCache } from '../shared-cache/client.js';
+import { buildAppState } from '../state/build.js';
+import { StateHolder } from '../state/holder.js';
+import { initCodecs } from '../tiles/encoding.js';
+import { VERSION } from '../version.js';
+
+export interface InProcessService {
+  /** Answers a request for a path of the service (`/data/…`, `/styles/…`), as the HTTP server would. */
+  get(path: string, headers?: Record<string, string>, signal?: AbortSignal): Promise<Response>;
+  /** Render figures (renders made, cache hits) for the progress report. */
+  ctx: ServerContext;
+  close(): Promise<void>;
+}
+
+/** Where the in-process requests say they come from: only a base for absolute URLs, never contacted. */
+const ORIGIN = 'http://seed.invalid';
+
+export async function startInProcess(loaded: LoadedConfig, log: Logger): Promise<InProcessService> {
+  await initCodecs();
+  const holder = new StateHolder(await buildAppState(loaded));
+  const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false };
+  const render = new RenderService(runtime, log);
+  const ctx: ServerContext = { holder, version: VERSION, runtime, render };
+  const { app } = createApp(ctx, log);
+  // The renderers fetch their styles, sources, sprites and glyphs from the same app, in-process (server.ts does the same).
+  render.attach(async (req, env) => {
+    const s = holder.enter();
+    try {
+      return await app.fetch(req, env);
+    } finally {
+      holder.leave(s);
+    }
+  });
+  render.onState(holder.current);
+  sharedCache.configure(holder.current.config.cache, log);
+  return {
+    ctx,
+    async get(path, headers = {}, signal) {
+      const s = holder.enter();
+      try {
+        return await app.fetch(new Request(ORIGIN + path, { headers, signal }), {});
+      } finally {
+        holder.leave(s);
+      }
+    },
+    async close() {
+      await render.close();
+      await sharedCache.close();
+      await holder.closeAll();
+    },
+  };
+}

@@ -1,0 +1,408 @@
+// `tileserver-ts seed`: the bundled world map's generated style rendered for a small box at z0-8 into PMTiles and
+// MBTiles archives, opened with the `pmtiles` package, with SQLite and with this server, and compared with the
+// live render routes pixel for pixel; --dry-run counts; the progress on a real pseudo-terminal and as JSON
+// lines; a run killed with -9 resumed (only the missing tiles asked for); Ctrl-C leaves a valid archive;
+// --warm fills the disk render cache and the shared Redis cache a server then answers from; vector export in
+// MVT and MLT; bad arguments are one line and exit 2.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { PMTiles, TileType } from 'pmtiles';
+import { LocalFileSource } from '../src/sources/pmtiles.js';
+import { tempDir } from './helpers/foundation.js';
+import { startRedis, type RedisServer } from './helpers/redis.js';
+import { decode, type Fetched } from './helpers/render.js';
+import { CLI, fixture, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
+
+const WORLD = fixture('world/natural-earth-z0-6.pmtiles');
+// Around the western Alps: one tile per zoom to z5, then 4, 9 and 25: 44 tiles at z0-8.
+const BBOX = '5,45,10,48';
+const ZOOMS = '0-8';
+const EXPECTED_PER_ZOOM = [1, 1, 1, 1, 1, 1, 4, 9, 25];
+const TOTAL = EXPECTED_PER_ZOOM.reduce((a, b) => a + b, 0);
+
+const work = tempDir('tsts-seed-');
+/** The world source with its own render cache directory (and a shared cache when given), each tile drawn alone. */
+const worldToml = (cacheDir: string, extra = '') => `[[sources]]
+id = "world"
+type = "pmtiles"
+path = "${WORLD}"
+[render]
+pool_size = 1
+metatile = 1
+[cache]
+dir = "${cacheDir}"
+${extra}`;
+const config = (cacheDir: string, extra = '') => writeTempConfig(worldToml(cacheDir, extra));
+
+interface ProgressLine {
+  type: string;
+  total: number;
+  done: number;
+  skipped: number;
+  fetched: number;
+  written: number;
+  empty: number;
+  errors: number;
+  tiles_per_s: number;
+  eta_s: number | null;
+}
+const progressLines = (stdout: string) => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProgressLine);
+
+/** GET with a time limit: a hung answer fails the test instead of stalling the suite. */
+async function fetchBytes(url: string): Promise<Fetched> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(60_000) });
+  return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
+}
+
+const seed = (args: string[], timeoutMs = 120_000) => runCli(['seed', ...args], { LOG_LEVEL: 'warn' }, timeoutMs);
+
+async function openPmtiles(file: string): Promise<{ reader: PMTiles; close: () => Promise<void> }> {
+  const handle = await open(file, 'r');
+  return { reader: new PMTiles(new LocalFileSource(handle, file)), close: () => handle.close() };
+}
+
+/** The tiles of the box, listed the way the test expects them (zoom by zoom, north-west first). */
+function* planTiles(): Generator<[number, number, number]> {
+  const tile = (lon: number, lat: number, z: number) => {
+    const n = 2 ** z;
+    const r = (lat * Math.PI) / 180;
+    return [Math.floor(((lon + 180) / 360) * n), Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n)];
+  };
+  for (let z = 0; z <= 8; z++) {
+    const [x0, y0] = tile(5, 48, z);
+    const [x1, y1] = tile(10, 45, z);
+    for (let y = y0; y <= y1; y++) for (let x = x0; x <= x1; x++) yield [z, x, y];
+  }
+}
+
+function mbtilesCount(file: string): number {
+  const db = new Database(file, { readonly: true });
+  try {
+    return (db.prepare('SELECT count(*) AS n FROM tiles').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+describe('tileserver-ts seed', () => {
+  const seedCache = path.join(work, 'seed-cache');
+  const seedConfig = config(seedCache);
+  const pm = path.join(work, 'alps.pmtiles');
+  const mb = path.join(work, 'alps.mbtiles');
+  let pmRun: Awaited<ReturnType<typeof seed>>;
+  let server: TestServer | undefined;
+  let redis: RedisServer | undefined;
+  after(async () => {
+    await server?.stop();
+    await redis?.stop();
+  });
+
+  before(async () => {
+    pmRun = await seed(['--config', seedConfig, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', pm]);
+  });
+
+  test('--dry-run prints the tiles per zoom, and that many tiles are written', async () => {
+    const dry = await seed(['--config', seedConfig, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--dry-run']);
+    assert.equal(dry.code, 0, dry.stderr);
+    const perZoom = [...dry.stdout.matchAll(/^zoom (\d+): (\d+) tiles$/gm)].map((m) => Number(m[2]));
+    assert.deepEqual(perZoom, EXPECTED_PER_ZOOM);
+    assert.match(dry.stdout, new RegExp(`^total: ${TOTAL} tiles$`, 'm'));
+    assert.equal(pmRun.code, 0, pmRun.stderr);
+    const last = progressLines(pmRun.stdout).at(-1)!;
+    assert.equal(last.type, 'done');
+    assert.equal(last.written, TOTAL);
+    const { reader, close } = await openPmtiles(pm);
+    try {
+      let found = 0;
+      for (const [z, x, y] of planTiles()) if (await reader.getZxy(z, x, y)) found++;
+      assert.equal(found, TOTAL);
+      assert.equal((await reader.getHeader()).numAddressedTiles, TOTAL);
+    } finally {
+      await close();
+    }
+  });
+
+  test('off a terminal the progress is JSON lines on stdout, with the counts and the rate', () => {
+    const lines = progressLines(pmRun.stdout);
+    for (const l of lines) {
+      assert.ok(['progress', 'done'].includes(l.type));
+      assert.equal(l.total, TOTAL);
+      assert.ok(l.done <= l.total && l.errors === 0 && typeof l.tiles_per_s === 'number');
+    }
+    assert.ok(lines.at(-1)!.tiles_per_s > 0);
+    assert.ok(![`${pm}.partial`, `${pm}.tmp`, `${pm}.tmp.data`].some(existsSync), 'no journal or temporary file is left');
+  });
+
+  test('the PMTiles archive has a correct header and metadata for the pmtiles package', async () => {
+    const { reader, close } = await openPmtiles(pm);
+    try {
+      const h = await reader.getHeader();
+      assert.equal(h.tileType, TileType.Png);
+      assert.equal(h.minZoom, 0);
+      assert.equal(h.maxZoom, 8);
+      assert.equal(h.clustered, true);
+      assert.deepEqual([h.minLon, h.minLat, h.maxLon, h.maxLat].map((v) => Math.round(v * 1000) / 1000), [5, 45, 10, 48]);
+      assert.deepEqual([h.centerLon, h.centerLat, h.centerZoom], [7.5, 46.5, 0]);
+      const meta = (await reader.getMetadata()) as Record<string, unknown>;
+      assert.equal(meta.format, 'png');
+      assert.equal(typeof meta.name, 'string');
+    } finally {
+      await close();
+    }
+  });
+
+  test('the MBTiles archive has the standard metadata and every tile', async () => {
+    const run = await seed(['--config', seedConfig, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', mb]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(mbtilesCount(mb), TOTAL);
+    const db = new Database(mb, { readonly: true });
+    try {
+      const meta = Object.fromEntries((db.prepare('SELECT name, value FROM metadata').all() as { name: string; value: string }[]).map((r) => [r.name, r.value]));
+      assert.equal(meta.format, 'png');
+      assert.equal(meta.minzoom, '0');
+      assert.equal(meta.maxzoom, '8');
+      assert.equal(meta.bounds, '5,45,10,48');
+      assert.equal(meta.center, '7.5,46.5,0');
+      const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name).sort();
+      assert.deepEqual(tables, ['metadata', 'tiles'], 'only the MBTiles tables are left');
+    } finally {
+      db.close();
+    }
+  });
+
+  test('this server serves both archives, and their tiles are the live render route\'s pixels', async () => {
+    // A server with a render cache of its own: its renders are new, not the seed's cached images. Both draw each
+    // tile in a frame of its own (metatile = 1): with adaptive metatiles a tile drawn in another batch may differ
+    // in a few antialiased pixels, which would make the comparison one of batching, not of the seeder.
+    server = await startServer({
+      toml: `[[sources]]
+id = "world"
+type = "pmtiles"
+path = "${WORLD}"
+[[sources]]
+id = "seeded-pm"
+type = "pmtiles"
+path = "${pm}"
+[[sources]]
+id = "seeded-mb"
+type = "mbtiles"
+path = "${mb}"
+[render]
+pool_size = 1
+metatile = 1
+[cache]
+dir = "${path.join(work, 'server-cache')}"
+`,
+    });
+    const tj = (await (await fetch(`${server.url}/data/seeded-mb.json`, { signal: AbortSignal.timeout(10_000) })).json()) as { format: string; minzoom: number; maxzoom: number };
+    assert.deepEqual([tj.format, tj.minzoom, tj.maxzoom], ['png', 0, 8]);
+    for (const [z, x, y] of [[0, 0, 0], [5, 16, 11], [7, 66, 45], [8, 134, 90]]) {
+      const live = await fetchBytes(`${server.url}/styles/world/${z}/${x}/${y}.png`);
+      assert.equal(live.status, 200, `${z}/${x}/${y}: ${live.body.toString().slice(0, 200)}`);
+      assert.doesNotMatch(live.headers.get('server-timing') ?? 'none', /cache/, 'the live tile is a new render');
+      const want = await decode(live.body);
+      for (const id of ['seeded-pm', 'seeded-mb']) {
+        const got = await fetchBytes(`${server.url}/data/${id}/${z}/${x}/${y}.png`);
+        assert.equal(got.status, 200, `${id} ${z}/${x}/${y}`);
+        const img = await decode(got.body);
+        assert.deepEqual([img.width, img.height], [want.width, want.height]);
+        assert.ok(Buffer.from(img.data).equals(Buffer.from(want.data)), `${id} ${z}/${x}/${y}: pixels differ from the live render`);
+      }
+    }
+  });
+
+  test('a run killed with -9 is resumed: only the missing tiles are asked for, and the archive holds all', async () => {
+    // A fresh render cache: the tiles are drawn, slowly enough to kill the run half-way.
+    const cfg = config(path.join(work, 'resume-cache'));
+    const out = path.join(work, 'resumed.pmtiles');
+    const args = ['seed', '--config', cfg, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', out, '--concurrency', '2'];
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'warn' } });
+    const exited = new Promise((r) => child.once('exit', r));
+    const journalCount = () => {
+      if (!existsSync(`${out}.partial`)) return 0;
+      try {
+        return mbtilesCount(`${out}.partial`);
+      } catch {
+        return 0; // being created or locked this instant
+      }
+    };
+    const deadline = Date.now() + 90_000;
+    while (journalCount() < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    child.kill('SIGKILL');
+    await exited;
+    const kept = journalCount();
+    assert.ok(kept >= 5 && kept < TOTAL, `killed with ${kept} of ${TOTAL} tiles in the journal`);
+    assert.ok(!existsSync(out), 'a killed run leaves no archive under the final name');
+
+    const resumed = await seed(['--config', cfg, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', out, '--resume']);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    const last = progressLines(resumed.stdout).at(-1)!;
+    assert.equal(last.skipped, kept, 'the journal\'s tiles are skipped');
+    assert.equal(last.fetched, TOTAL - kept, 'only the missing tiles are asked for');
+    const { reader, close } = await openPmtiles(out);
+    try {
+      assert.equal((await reader.getHeader()).numAddressedTiles, TOTAL);
+    } finally {
+      await close();
+    }
+  });
+
+  test('Ctrl-C stops the run cleanly with a valid archive of the tiles done', async () => {
+    const cfg = config(path.join(work, 'interrupt-cache'));
+    const out = path.join(work, 'interrupted.mbtiles');
+    const child = spawn(process.execPath, [CLI, 'seed', '--config', cfg, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', out, '--concurrency', '2'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LOG_LEVEL: 'warn' },
+    });
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    const code = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+    const deadline = Date.now() + 90_000;
+    while (!existsSync(`${out}.partial`) || mbtilesCount(`${out}.partial`) < 3) {
+      assert.ok(Date.now() < deadline, 'the run stored no tile');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    child.kill('SIGINT');
+    assert.equal(await code, 130);
+    const last = progressLines(stdout).at(-1)!;
+    assert.equal(last.type, 'interrupted');
+    assert.ok(last.written < TOTAL);
+    assert.equal(mbtilesCount(out), last.written, 'the archive holds every tile done');
+    assert.ok(!existsSync(`${out}.partial`));
+  });
+
+  test('on a pseudo-terminal the progress is one bar redrawn in place, with tiles/s, ETA and errors', () => {
+    const out = path.join(work, 'tty.mbtiles');
+    const cmd = [process.execPath, CLI, 'seed', '--config', seedConfig, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', out].map((a) => `'${a}'`).join(' ');
+    // script(1) runs the command on a new pseudo-terminal and copies what it writes there.
+    const r = spawnSync('script', ['-qfec', cmd, '/dev/null'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, LOG_LEVEL: 'warn' } });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const redraws = r.stdout.split('\r').filter((s) => s.startsWith('['));
+    assert.ok(redraws.length >= 2, `redrawn in place: ${JSON.stringify(r.stdout.slice(0, 300))}`);
+    assert.match(redraws[0], new RegExp(`^\\[\\.+\\] 0/${TOTAL} 0\\.0% 0\\.0 tiles/s ETA -- errors 0\\x1b\\[K`));
+    assert.match(redraws.at(-1)!, new RegExp(`^\\[#+\\] ${TOTAL}/${TOTAL} 100\\.0% \\d+\\.\\d tiles/s in \\d+s errors 0\\x1b\\[K$`));
+    assert.ok(r.stdout.includes('errors 0\x1b[K\r\n'), 'the last line ends the in-place line');
+    assert.ok(!/^\{/m.test(r.stdout), 'no JSON lines on a terminal');
+  });
+
+  test('--warm fills the disk render cache and the shared cache: servers started later answer from them', async () => {
+    redis = await startRedis();
+    const warmCache = path.join(work, 'warm-cache');
+    const shared = `shared = "${redis.url}"`;
+    const run = await seed(['--config', config(warmCache, shared), '--style', 'world', '--bbox', BBOX, '--zoom', '0-6', '--warm']);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(progressLines(run.stdout).at(-1)!.written, 10);
+    await server?.stop();
+    // The same configuration (cached images are keyed by the image settings too): a seeded tile comes from the disk.
+    server = await startServer({ toml: worldToml(warmCache) });
+    const fromDisk = await fetchBytes(`${server.url}/styles/world/6/33/22.png`);
+    assert.equal(fromDisk.status, 200);
+    assert.equal(fromDisk.headers.get('server-timing'), 'cache;desc="disk"');
+    // An unseeded tile is a render: the header tells them apart.
+    assert.doesNotMatch((await fetchBytes(`${server.url}/styles/world/6/0/0.png`)).headers.get('server-timing') ?? '', /cache/);
+    await server.stop();
+    // Another machine (its own empty disk cache) with the same shared cache.
+    server = await startServer({ toml: worldToml(path.join(work, 'other-machine'), shared) });
+    let timing = '';
+    for (let i = 0; i < 50 && timing !== 'cache;desc="shared"'; i++) {
+      // The shared cache connects in the background after start-up.
+      timing = (await fetchBytes(`${server.url}/styles/world/5/16/11.png`)).headers.get('server-timing') ?? '';
+      if (timing !== 'cache;desc="shared"') await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(timing, 'cache;desc="shared"');
+  });
+
+  test('vector export: the source\'s MVT into MBTiles with its vector_layers, and MLT into PMTiles, served like the live route', async () => {
+    const mvt = path.join(work, 'world-mvt.mbtiles');
+    const mlt = path.join(work, 'world-mlt.pmtiles');
+    for (const [out, format] of [[mvt, 'pbf'], [mlt, 'mlt']]) {
+      const r = await seed(['--config', seedConfig, '--source', 'world', '--bbox', BBOX, '--zoom', '0-3', '--format', format, '--out', out]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const db = new Database(mvt, { readonly: true });
+    const meta = Object.fromEntries((db.prepare('SELECT name, value FROM metadata').all() as { name: string; value: string }[]).map((r) => [r.name, r.value]));
+    db.close();
+    assert.equal(meta.format, 'pbf');
+    assert.deepEqual((JSON.parse(meta.json) as { vector_layers: { id: string }[] }).vector_layers.map((l) => l.id).sort(), ['countries', 'land']);
+    const { reader, close } = await openPmtiles(mlt);
+    const h = await reader.getHeader();
+    await close();
+    assert.equal(h.tileType, TileType.Mlt);
+    await server?.stop();
+    server = await startServer({ toml: `[[sources]]\nid = "world"\ntype = "pmtiles"\npath = "${WORLD}"\n[[sources]]\nid = "mvt"\ntype = "mbtiles"\npath = "${mvt}"\n[[sources]]\nid = "mlt"\ntype = "pmtiles"\npath = "${mlt}"\n` });
+    for (const [id, ext] of [['mvt', 'pbf'], ['mlt', 'mlt']]) {
+      const live = await fetchBytes(`${server.url}/data/world/3/4/2.${ext}`);
+      const got = await fetchBytes(`${server.url}/data/${id}/3/4/2.${ext}`);
+      assert.equal(got.status, 200, `${id}: ${got.body.toString().slice(0, 200)}`);
+      // fetch has undone any content encoding: these are the tiles' own bytes.
+      assert.ok(got.body.equals(live.body), `${id}: the exported tile differs from the live one`);
+    }
+  });
+
+  test('empty tiles are left out unless --keep-empty; --resume of a finished archive asks only for what it lacks', async () => {
+    // The world source ends at z6: its z7 tiles are empty (204).
+    const sparse = path.join(work, 'sparse.mbtiles');
+    const kept = path.join(work, 'kept.mbtiles');
+    const args = ['--config', seedConfig, '--source', 'world', '--bbox', BBOX, '--zoom', '6-7'];
+    const a = progressLines((await seed([...args, '--out', sparse])).stdout).at(-1)!;
+    assert.deepEqual([a.written, a.empty, mbtilesCount(sparse)], [4, 9, 4]);
+    const b = progressLines((await seed([...args, '--out', kept, '--keep-empty'])).stdout).at(-1)!;
+    assert.deepEqual([b.written, b.empty, mbtilesCount(kept)], [13, 9, 13]);
+    // A finished MBTiles holds its 4 tiles: only the 9 empty ones are asked again (and still not written).
+    const c = progressLines((await seed([...args, '--out', sparse, '--resume'])).stdout).at(-1)!;
+    assert.deepEqual([c.skipped, c.fetched, c.written, mbtilesCount(sparse)], [4, 9, 0, 4]);
+    // A finished PMTiles archive of every tile: nothing is rendered again, and it still holds them all.
+    const d = await seed(['--config', seedConfig, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', pm, '--resume']);
+    assert.equal(d.code, 0, d.stderr);
+    const last = progressLines(d.stdout).at(-1)!;
+    assert.deepEqual([last.skipped, last.fetched], [TOTAL, 0]);
+    const { reader, close } = await openPmtiles(pm);
+    try {
+      assert.equal((await reader.getHeader()).numAddressedTiles, TOTAL);
+    } finally {
+      await close();
+    }
+  });
+
+  test('mistakes are one line naming the flag, exit 2', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--style', 'world', '--bbox', BBOX, '--zoom', '9-3', '--warm'], /--zoom: the first zoom is above the second/],
+      [['--style', 'nope', '--bbox', BBOX, '--zoom', '0', '--warm'], /--style: the configuration has no style "nope"/],
+      [['--source', 'world', '--bbox', BBOX, '--zoom', '0', '--scale', '2', '--warm'], /--scale applies to rendered tiles/],
+      [['--style', 'world', '--bbox', BBOX, '--zoom', '0', '--out', path.join(work, 'x.zip')], /--out: .*\.pmtiles or \.mbtiles/],
+      [['--style', 'world', '--geojson', path.join(work, 'missing.geojson'), '--zoom', '0', '--warm'], /--geojson: cannot read .*no such file/],
+      [['--style', 'world', '--bbox', BBOX, '--zoom', '0', '--out', pm], /--out: .* exists; give --resume/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await seed(['--config', seedConfig, ...args]);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, message);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    }
+  });
+
+  test('a GeoJSON area covers the tiles its geometries touch', async () => {
+    const triangle = path.join(work, 'triangle.geojson');
+    const point = path.join(work, 'point.geojson');
+    // Half of its bounding box: the tiles the long side leaves out are not seeded.
+    writeFileSync(triangle, JSON.stringify({ type: 'FeatureCollection', features: [{ type: 'Feature', properties: {}, geometry: { type: 'Polygon', coordinates: [[[5.1, 45.1], [9.9, 45.1], [5.1, 47.9], [5.1, 45.1]]] } }] }));
+    writeFileSync(point, JSON.stringify({ type: 'Point', coordinates: [7.4, 46.9] }));
+    const count = async (area: string[]) => {
+      const r = await seed(['--config', seedConfig, '--style', 'world', ...area, '--zoom', '4-8', '--dry-run']);
+      assert.equal(r.code, 0, r.stderr);
+      return [...r.stdout.matchAll(/^zoom \d+: (\d+) tiles$/gm)].map((m) => Number(m[1]));
+    };
+    const box = await count(['--bbox', '5.1,45.1,9.9,47.9']);
+    const tri = await count(['--geojson', triangle]);
+    assert.deepEqual(box, [1, 1, 2, 6, 15]);
+    // z7: the north-east tile of the six lies beyond the long side (it meets the box's north edge at 7.4°E).
+    assert.deepEqual(tri, [1, 1, 2, 5, 10]);
+    assert.deepEqual(await count(['--geojson', point]), [1, 1, 1, 1, 1]);
+  });
+});
+
