@@ -1,0 +1,106 @@
+// server.watch through the real server: an archive replaced on disk and a style file rewritten are served
+// without a SIGHUP or an admin call, with every request of a light load answering 200 while they are swapped;
+// a style file written in two halves with a pause between them is never loaded half-way (the reload waits
+// until the file's size and mtime are stable); the log names the file that changed.
+import assert from 'node:assert/strict';
+import { copyFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { request, sha256, storedPmtilesTile, tempDir, ungzipIfNeeded, waitFor } from './helpers/foundation.js';
+import { fixture, startServer, type TestServer } from './helpers/server.js';
+
+const FIRST = fixture('vector/test_fixture_1.pmtiles');
+const SECOND = fixture('vector/test_fixture_2.pmtiles');
+
+const dir = tempDir('tsts-watch-');
+const archive = path.join(dir, 'data.pmtiles');
+const styleFile = path.join(dir, 'style.json');
+const style = (name: string, color: string) =>
+  JSON.stringify({
+    version: 8,
+    name,
+    sources: { data: { type: 'vector', url: 'mbtiles://data' } },
+    layers: [{ id: 'background', type: 'background', paint: { 'background-color': color } }],
+  }, null, 2);
+
+let server: TestServer;
+
+before(async () => {
+  copyFileSync(FIRST, archive);
+  writeFileSync(styleFile, style('first', '#112233'));
+  server = await startServer({
+    toml: `[server]\nwatch = true\ndisable_render = true\n[[sources]]\nid = "data"\ntype = "pmtiles"\npath = "${archive}"\n[[styles]]\nid = "s"\npath = "${styleFile}"\n`,
+    env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' },
+  });
+});
+
+after(() => server?.stop());
+
+const get = (p: string) => request(server.url, p, { timeoutMs: 5_000 });
+
+/** Requests `paths` one after another until stopped; every answer that is not 200 is kept. */
+function load(paths: string[]) {
+  const failures: string[] = [];
+  let n = 0;
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      const p = paths[n++ % paths.length];
+      const r = await get(p).catch((err: Error) => ({ status: 0, body: Buffer.from(err.message) }));
+      if (r.status !== 200) failures.push(`${p}: ${r.status} ${r.body.toString().slice(0, 200)}`);
+    }
+  })();
+  return { failures, count: () => n, stop: async () => ((running = false), await done) };
+}
+
+const reloadsLogged = () => server.output().split('\n').filter((l) => l.includes('changed; reloading'));
+const failedReloads = () => server.output().split('\n').filter((l) => l.includes('reload failed'));
+
+test('an archive replaced on disk is served at once, with no failed request under load during the swap', { timeout: 60_000 }, async () => {
+  const tile = async () => sha256(ungzipIfNeeded((await get('/data/data/0/0/0.pbf')).body));
+  const stored = async (file: string) => sha256(ungzipIfNeeded((await storedPmtilesTile(file, 0, 0, 0))!));
+  assert.equal(await tile(), await stored(FIRST));
+  const wanted = await stored(SECOND);
+  assert.notEqual(wanted, await stored(FIRST), 'the two archives differ');
+  const traffic = load(['/data/data/0/0/0.pbf', '/data/data.json', '/styles/s/style.json']);
+  try {
+    // Replaced the way a deployment does it: written beside, then renamed over the served file.
+    const temp = path.join(dir, 'data.pmtiles.part');
+    copyFileSync(SECOND, temp);
+    renameSync(temp, archive);
+    await waitFor('the new archive to be served', async () => (await tile()) === wanted || undefined, 20_000);
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    await traffic.stop();
+  }
+  assert.ok(traffic.count() > 20, `the load ran (${traffic.count()} requests)`);
+  assert.deepEqual(traffic.failures, []);
+  assert.ok(reloadsLogged().some((l) => l.includes(archive)), `the log names the archive:\n${reloadsLogged().join('\n')}`);
+  assert.deepEqual(failedReloads(), []);
+});
+
+test('a style file written in two halves with a pause is loaded once, whole, and served', { timeout: 60_000 }, async () => {
+  const reloadsBefore = reloadsLogged().length;
+  const traffic = load(['/styles/s/style.json', '/data/data/0/0/0.pbf']);
+  try {
+    // Written in place the way a slow copy writes it: half, a pause shorter than the settle time, the rest.
+    const text = style('second', '#445566');
+    const cut = Math.floor(text.length / 2);
+    writeFileSync(styleFile, text.slice(0, cut));
+    await new Promise((r) => setTimeout(r, 500));
+    writeFileSync(styleFile, text, { flag: 'w' });
+    await waitFor('the new style to be served', async () => {
+      const r = await get('/styles/s/style.json');
+      return (JSON.parse(r.body.toString()) as { name: string }).name === 'second' || undefined;
+    }, 20_000);
+  } finally {
+    await traffic.stop();
+  }
+  assert.deepEqual(traffic.failures, []);
+  // Had the half file been read, its reload would have failed (invalid JSON) and been logged.
+  assert.deepEqual(failedReloads(), [], 'no reload read the half-written style');
+  const mine = reloadsLogged().slice(reloadsBefore);
+  assert.equal(mine.length, 1, `one reload for the whole write:\n${mine.join('\n')}`);
+  assert.ok(mine[0].includes(styleFile));
+  assert.equal((JSON.parse(readFileSync(styleFile, 'utf8')) as { name: string }).name, 'second');
+});
