@@ -9,6 +9,9 @@ import { PbfWriter } from 'pbf';
 import { ConfigError } from '../config/errors.js';
 import { fontFileGlyphs } from './font-files/glyph-pool.js';
 import { scanFontFiles, type FontFileRef } from './font-files/scan.js';
+import { fontNameProblem } from './font-name.js';
+
+export { fontNameProblem };
 
 export interface GlyphRange {
   start: number;
@@ -18,7 +21,6 @@ export interface GlyphRange {
 /** Glyph ranges cover 256 code points each; the last one of the Basic Multilingual Plane starts here. */
 export const RANGE_SIZE = 256;
 export const MAX_RANGE_START = 65280;
-const MAX_FONT_NAME = 255;
 
 /**
  * Parses `N-M` where N is a multiple of 256 (at most 65280) and M = N+255, written in plain decimal.
@@ -31,17 +33,6 @@ export function parseRange(text: string): GlyphRange | undefined {
   const end = Number(m[2]);
   if (start % RANGE_SIZE !== 0 || start > MAX_RANGE_START || end !== start + RANGE_SIZE - 1) return undefined;
   return { start, end };
-}
-
-/** Why a font name cannot name a folder inside the fonts directory, or undefined when it can. */
-export function fontNameProblem(name: string): string | undefined {
-  if (name.length > MAX_FONT_NAME) return `a font name is at most ${MAX_FONT_NAME} characters`;
-  if (name === '.' || name === '..') return `"${name}" is not a font name`;
-  if (/[/\\]/.test(name)) return `font name "${name}" contains a path separator`;
-  // Control characters (NUL above all) have no place in a font name and could confuse the file system.
-  if (/[\u0000-\u001f\u007f]/.test(name)) return 'a font name contains a control character';
-  if (name.startsWith('.')) return `font name "${name}" starts with "."`;
-  return undefined;
 }
 
 export type FontstackParse = { ok: true; fonts: string[] } | { ok: false; problem: string };

@@ -4,7 +4,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import * as fontkit from 'fontkit';
-import { fontNameProblem } from '../fonts.js';
+import { fontNameProblem } from '../font-name.js';
 
 /** One font of a font file, as the glyph generator opens it again (in its thread). */
 export interface FontFileRef {
