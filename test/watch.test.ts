@@ -104,3 +104,30 @@ test('a style file written in two halves with a pause is loaded once, whole, and
   assert.ok(mine[0].includes(styleFile));
   assert.equal((JSON.parse(readFileSync(styleFile, 'utf8')) as { name: string }).name, 'second');
 });
+
+test('with two worker processes a changed style reloads every process once, through the primary', { timeout: 90_000 }, async () => {
+  const own = tempDir('tsts-watch-cluster-');
+  const file = path.join(own, 'style.json');
+  writeFileSync(file, style('one', '#000000'));
+  const cluster = await startServer({
+    toml: `[server]\nwatch = true\ndisable_render = true\n[[styles]]\nid = "s"\npath = "${file}"\n`,
+    workers: 2,
+    env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' },
+    timeoutMs: 60_000,
+  });
+  try {
+    const name = async () => (JSON.parse((await request(cluster.url, '/styles/s/style.json', { timeoutMs: 5_000 })).body.toString()) as { name: string }).name;
+    const temp = path.join(own, '.style.json.tmp');
+    writeFileSync(temp, style('two', '#ffffff'));
+    renameSync(temp, file);
+    // The reload is over when the primary logs it; until then one process may still have the old style.
+    await waitFor('the reload of every process', () => cluster.output().includes('new configuration active in every process') || undefined, 20_000);
+    // Fresh connections land on either process: every one answers with the new style.
+    for (let i = 0; i < 12; i++) assert.equal(await name(), 'two');
+    const lines = cluster.output().split('\n');
+    assert.equal(lines.filter((l) => l.includes('changed; reloading')).length, 1, 'one reload, by the primary');
+    assert.ok(lines.some((l) => l.includes('"trigger":"watch"') && l.includes('"processes":2')), 'the reload reached both processes');
+  } finally {
+    await cluster.stop();
+  }
+});
