@@ -146,7 +146,7 @@ export const StyleSchema = v.pipe(
     /** A folder of SVG icons the style's sprite sheets are built from (names: the file names without `.svg`). */
     sprite_dir: v.optional(nonEmpty),
     /** Build the sheets of `sprite_dir` as signed distance fields, so `icon-color` recolours the icons. */
-    sdf: v.optional(v.boolean(), false),
+    sdf: v.optional(v.boolean()),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed || !dataset.value.sdf || dataset.value.sprite_dir !== undefined) return;

@@ -89,7 +89,9 @@ async function loadStyle(cfg: StyleConfig): Promise<{ loaded: LoadedStyle; valid
   const name = cfg.name ?? (typeof style.name === 'string' && style.name ? style.name : cfg.id);
   const loaded: LoadedStyle = { id: cfg.id, name, path: cfg.path, dir, style, hash: createHash('sha256').update(bytes).digest('hex') };
   if (cfg.sprite_dir) {
-    const built = await buildSprites(cfg.sprite_dir, cfg.sdf);
+    const built = await buildSprites(cfg.sprite_dir, cfg.sdf === true).catch((err: Error) => {
+      throw new StyleLoadError(`${cfg.path}: style "${cfg.id}": ${err.message}`);
+    });
     loaded.builtSprites = built.sheets;
     const digest = createHash('sha256').update(bytes);
     for (const sheet of built.sheets.values()) digest.update(sheet.json).update(sheet.png);
