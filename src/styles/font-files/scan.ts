@@ -1,7 +1,8 @@
 // Font files in the fonts directory (`.ttf`, `.otf`, `.ttc`): each font is served under the name it declares,
 // its family and style joined (`Noto Sans` + `Regular` → `Noto Sans Regular`), the name a style's `text-font`
 // uses. A collection (`.ttc`) holds several fonts, each with its own name.
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as fontkit from 'fontkit';
 import { fontNameProblem } from '../font-name.js';
@@ -11,7 +12,10 @@ export interface FontFileRef {
   file: string;
   /** Picks the font out of a collection; the only font of a plain file has one too. */
   postscriptName: string;
-  /** Size and mtime of the file when it was listed: part of the glyph cache's key, so a replaced file is read anew. */
+  /**
+   * SHA-256 (hex, 32 digits) of the file's bytes when it was listed: part of the glyph cache's key (a replaced file
+   * is read anew) and of rendered images' cache identity, the same on every machine with the same file.
+   */
   version: string;
   /** Starts of the 256-code-point ranges the font has at least one glyph in. */
   ranges: ReadonlySet<number>;
@@ -40,9 +44,9 @@ export async function scanFontFiles(dir: string, warn: (msg: string) => void): P
     let fonts: fontkit.Font[];
     let version: string;
     try {
-      const s = await stat(file);
-      version = `${s.size}:${s.mtimeMs}`;
-      const opened = fontkit.create(await readFile(file));
+      const bytes = await readFile(file);
+      version = createHash('sha256').update(bytes).digest('hex').slice(0, 32);
+      const opened = fontkit.create(bytes);
       fonts = 'fonts' in opened ? opened.fonts : [opened];
     } catch (err) {
       warn(`fonts: ${file} is not a readable font file: ${(err as Error).message}`);
