@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { LRUCache } from 'lru-cache';
 import { Piscina } from 'piscina';
+import { HttpProblem } from '../../problem.js';
 import { runGlyphTask, type GlyphTask } from './glyph-task.js';
 import type { FontFileRef } from './scan.js';
 
@@ -13,6 +14,8 @@ const CACHE_BYTES = 32 * 1024 * 1024;
 
 const cache = new LRUCache<string, Uint8Array>({ maxSize: CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.byteLength) });
 const inFlight = new Map<string, Promise<Uint8Array>>();
+/** Distinct ranges waiting for the thread; past this, 503 (a client asking for every range of a CJK font at once). */
+const MAX_QUEUE = 64;
 let pool: Piscina<GlyphTask, Uint8Array> | undefined;
 let noPool = false;
 
@@ -25,7 +28,7 @@ function getPool(): Piscina<GlyphTask, Uint8Array> | undefined {
     return undefined;
   }
   // One thread, at a lower priority: glyphs are asked for once per range and then cached (here and by clients).
-  pool = new Piscina<GlyphTask, Uint8Array>({ filename: file, minThreads: 0, maxThreads: 1, idleTimeout: 30_000, niceIncrement: 10 });
+  pool = new Piscina<GlyphTask, Uint8Array>({ filename: file, minThreads: 0, maxThreads: 1, idleTimeout: 30_000, maxQueue: MAX_QUEUE, niceIncrement: 10 });
   return pool;
 }
 
@@ -38,7 +41,16 @@ export function fontFileGlyphs(ref: FontFileRef, name: string, start: number): P
   if (!running) {
     const task: GlyphTask = { file: ref.file, postscriptName: ref.postscriptName, version: ref.version, name, start };
     const p = getPool();
-    running = (p ? p.run(task).then((b) => new Uint8Array(b)) : Promise.resolve().then(() => runGlyphTask(task))).then(
+    const generated = p
+      ? p.run(task).then(
+          (b) => new Uint8Array(b),
+          (err: Error) => {
+            if (err.message !== 'Task queue is at limit') throw err;
+            throw new HttpProblem(503, 'Busy', 'too many glyph ranges are being generated; retry shortly', {}, { 'Retry-After': '1' });
+          },
+        )
+      : Promise.resolve().then(() => runGlyphTask(task));
+    running = generated.then(
       (bytes) => {
         cache.set(key, bytes);
         return bytes;
