@@ -1,13 +1,16 @@
 // server.watch through the real server: an archive replaced on disk and a style file rewritten are served
 // without a SIGHUP or an admin call, with every request of a light load answering 200 while they are swapped;
 // a style file written in two halves with a pause between them is never loaded half-way (the reload waits
-// until the file's size and mtime are stable); the log names the file that changed.
+// until the file's size and mtime are stable); an icon and a font file added are served; with two worker
+// processes the primary reloads each once. The log names the file that changed.
 import assert from 'node:assert/strict';
-import { copyFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { request, sha256, storedPmtilesTile, tempDir, ungzipIfNeeded, waitFor } from './helpers/foundation.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
+
+const TTF = fixture('font-files/NotoSans-Regular.ttf');
 
 const FIRST = fixture('vector/test_fixture_1.pmtiles');
 const SECOND = fixture('vector/test_fixture_2.pmtiles');
@@ -15,6 +18,12 @@ const SECOND = fixture('vector/test_fixture_2.pmtiles');
 const dir = tempDir('tsts-watch-');
 const archive = path.join(dir, 'data.pmtiles');
 const styleFile = path.join(dir, 'style.json');
+const iconDir = path.join(dir, 'icons');
+const fonts = path.join(dir, 'fonts');
+mkdirSync(iconDir);
+mkdirSync(fonts);
+const square = (fill: string) => `<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8" fill="${fill}"/></svg>`;
+writeFileSync(path.join(iconDir, 'a.svg'), square('#ff0000'));
 const style = (name: string, color: string) =>
   JSON.stringify({
     version: 8,
@@ -29,7 +38,7 @@ before(async () => {
   copyFileSync(FIRST, archive);
   writeFileSync(styleFile, style('first', '#112233'));
   server = await startServer({
-    toml: `[server]\nwatch = true\ndisable_render = true\n[[sources]]\nid = "data"\ntype = "pmtiles"\npath = "${archive}"\n[[styles]]\nid = "s"\npath = "${styleFile}"\n`,
+    toml: `fonts = "${fonts}"\n[server]\nwatch = true\ndisable_render = true\n[[sources]]\nid = "data"\ntype = "pmtiles"\npath = "${archive}"\n[[styles]]\nid = "s"\npath = "${styleFile}"\nsprite_dir = "${iconDir}"\n`,
     env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' },
   });
 });
@@ -103,6 +112,18 @@ test('a style file written in two halves with a pause is loaded once, whole, and
   assert.equal(mine.length, 1, `one reload for the whole write:\n${mine.join('\n')}`);
   assert.ok(mine[0].includes(styleFile));
   assert.equal((JSON.parse(readFileSync(styleFile, 'utf8')) as { name: string }).name, 'second');
+});
+
+test('an icon added to the sprite folder and a font file added to the fonts directory are served', { timeout: 60_000 }, async () => {
+  const json = async <T>(p: string) => JSON.parse((await get(p)).body.toString()) as T;
+  const icons = async () => Object.keys(await json<object>('/styles/s/sprite.json')).sort().join();
+  assert.equal(await icons(), 'a');
+  assert.deepEqual(await json('/fonts.json'), []);
+  writeFileSync(path.join(iconDir, 'b.svg'), square('#0000ff'));
+  copyFileSync(TTF, path.join(fonts, 'NotoSans-Regular.ttf'));
+  await waitFor('the new icon and font', async () => ((await icons()) === 'a,b' && (await json<string[]>('/fonts.json')).join() === 'Noto Sans Regular') || undefined, 20_000);
+  assert.equal((await get('/fonts/Noto%20Sans%20Regular/0-255.pbf')).status, 200);
+  assert.deepEqual(failedReloads(), []);
 });
 
 test('with two worker processes a changed style reloads every process once, through the primary', { timeout: 90_000 }, async () => {
