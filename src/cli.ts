@@ -11,6 +11,7 @@ import { runSeedCommand } from './cli/seed.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './config/sizing.js';
+import { FileWatch } from './cluster/file-watch.js';
 import { runSingle, runWorker } from './cluster/worker.js';
 import { startAdminListener } from './http/admin/listener.js';
 import { openAuthorizationServer } from './http/routes/mcp.js';
@@ -121,11 +122,10 @@ async function run(args: RunArgs): Promise<void> {
   // signing key and the tables once, before any worker races to.
   const oauthStore = loaded.config.mcp.enabled && loaded.config.mcp.oauth.enabled ? (await openAuthorizationServer(loaded.config)).store : undefined;
   await startAdminListener(server.admin_bind, () => reloader, log, oauthStore);
-  if (count <= 1) {
-    ({ reloader } = await runSingle(loaded));
-  } else {
-    reloader = await runPrimary(loaded, count);
-  }
+  const service = count <= 1 ? (await runSingle(loaded)).reloader : await runPrimary(loaded, count);
+  reloader = service;
+  // server.watch: changed files reload the service from here, the process that runs every reload.
+  new FileWatch(service, log);
   process.stdout.write(`tileserver-ts ${VERSION} listening on http://${server.host}:${server.port} (${count} process${count > 1 ? 'es' : ''})\n`);
 }
 

@@ -1,7 +1,7 @@
 // Facts about this process shared by the render and HTTP areas. They live below both (as log.ts and version.ts
 // do) so that rendering never imports from the HTTP area that sits above it.
 
-export type RendererState = 'starting' | 'ready' | 'unavailable';
+export type RendererState = 'idle' | 'starting' | 'ready' | 'unavailable';
 
 /** Facts about this process that /ping reports and later capabilities (renderer, metrics) fill in. */
 export interface RuntimeStatus {
@@ -12,8 +12,9 @@ export interface RuntimeStatus {
   /** The GL stack under the Chromium backend's WebGL (lavapipe, egl, swiftshader), when Chromium renders. */
   rendererGl?: string;
   /**
-   * `starting` while renderers warm up, `ready` once one has drawn a frame, `unavailable` when none can start
-   * or rendering is off (disabled, nothing to render, or started only on the first render request).
+   * `idle` when the renderers start with the first render request (only generated styles) and none was asked
+   * for yet, `starting` while renderers warm up, `ready` once one has drawn a frame, `unavailable` when none can
+   * start or rendering is off (disabled, nothing to render).
    */
   rendererState: RendererState;
   /** Rendering is configured and its pool starts with the process: readiness waits for it. */

@@ -177,9 +177,9 @@ const badId = fc.constantFrom('a+b', '.hidden', '-x', 'a/b', '', 'é', 'a b', 'x
 const stylePath = fc.oneof(fc.stringMatching(/^[a-z]{1,6}(\/[a-z]{1,6}){0,2}\.json$/), fc.constantFrom('./style.json', '../shared/style.json', '/srv/styles/a.json'));
 const styleName = fc.option(fc.string({ maxLength: 12 }), { nil: undefined });
 
-const styleEntry = fc.record({ id, path: stylePath, name: styleName, lit: fc.boolean() });
-const styleText = (s: { id: string; path: string; name?: string; lit: boolean }) =>
-  `[[styles]]\nid = ${tomlString(s.id, s.lit)}\npath = ${tomlString(s.path, s.lit)}\n${s.name === undefined ? '' : `name = ${tomlString(s.name, s.lit)}\n`}`;
+const styleEntry = fc.record({ id, path: stylePath, name: styleName, spriteDir: fc.option(stylePath, { nil: undefined }), lit: fc.boolean() });
+const styleText = (s: { id: string; path: string; name?: string; spriteDir?: string; lit: boolean }) =>
+  `[[styles]]\nid = ${tomlString(s.id, s.lit)}\npath = ${tomlString(s.path, s.lit)}\n${s.name === undefined ? '' : `name = ${tomlString(s.name, s.lit)}\n`}${s.spriteDir === undefined ? '' : `sprite_dir = ${tomlString(s.spriteDir, s.lit)}\n`}`;
 
 describe('[[styles]] and [[composites]] (properties)', () => {
   test('valid [[styles]] load with their ids, names and paths made absolute from the config file', () => {
@@ -190,17 +190,23 @@ describe('[[styles]] and [[composites]] (properties)', () => {
         assert.ok(r.ok, r.ok ? '' : r.message);
         assert.deepEqual(
           r.config.styles,
-          styles.map((s) => ({ id: s.id, path: path.resolve(DIR, s.path), ...(s.name === undefined ? {} : { name: s.name }) })),
+          styles.map((s) => ({
+            id: s.id,
+            path: path.resolve(DIR, s.path),
+            ...(s.name === undefined ? {} : { name: s.name }),
+            ...(s.spriteDir === undefined ? {} : { sprite_dir: path.resolve(DIR, s.spriteDir) }),
+          })),
         );
         for (const s of styles) {
           forms.hit(s.name === undefined ? 'no-name' : 'name');
+          forms.hit(s.spriteDir === undefined ? 'no-sprite-dir' : 'sprite-dir');
           forms.hit(s.path.startsWith('/') ? 'absolute' : s.path.startsWith('..') ? 'parent' : 'relative');
         }
         forms.hit(`count-${styles.length}`);
       }),
       { numRuns: 300 },
     );
-    forms.assertEach(['name', 'no-name', 'absolute', 'parent', 'relative', 'count-1', 'count-4'], 10);
+    forms.assertEach(['name', 'no-name', 'sprite-dir', 'no-sprite-dir', 'absolute', 'parent', 'relative', 'count-1', 'count-4'], 10);
   });
 
   test('each mistake in a [[styles]] entry fails naming styles[i] and the key', () => {

@@ -56,7 +56,7 @@ test('the home page shows a live preview of every style and source, and every li
   assert.deepEqual(problems, []);
 
   const hrefs = await page.$$eval('a[href]', (as) => as.map((a) => (a as HTMLAnchorElement).href));
-  for (const want of ['/styles/osm-liberty/0/0/0.png', '/styles/osm-liberty/wmts.xml', '/styles/osm-liberty.json', '/_openapi']) {
+  for (const want of ['/styles/osm-liberty/0/0/0.png', '/styles/osm-liberty/wmts.xml', '/styles/osm-liberty.json', '/styles/openmaptiles/wmts.xml', '/_openapi']) {
     assert.ok(hrefs.some((h) => new URL(h).pathname === want), `the page links to ${want}`);
   }
   assert.ok(hrefs.some((h) => new URL(h).pathname.startsWith('/styles/osm-liberty/static/')), 'and to a static image');

@@ -39,18 +39,20 @@ dir = "${tempDir('tsts-generated-render-')}"
   });
   after(() => server?.stop());
 
-  const ping = async () => (await (await fetch(`${server.url}/ping`)).json()) as { renderer_enabled: boolean; loaded_styles: number };
+  const ping = async () => (await (await fetch(`${server.url}/ping`)).json()) as { renderer_enabled: boolean; renderer_state: string; loaded_styles: number };
 
   test('with no configured style the renderer starts with the first render request, not before', async () => {
     // Give a renderer that would start at once the time to show up.
     await new Promise((r) => setTimeout(r, 1500));
-    assert.equal((await ping()).renderer_enabled, false);
+    // Rendering works before the first request: /ping says so (enabled, idle) though no browser runs yet.
+    const before = await ping();
+    assert.deepEqual([before.renderer_enabled, before.renderer_state], [true, 'idle']);
     assert.deepEqual(chromiumDescendants(server.proc.pid!), [], 'no browser before a render is asked for');
     // A fresh cache directory: this render cannot come from an earlier run's disk cache.
     const first = await get('/styles/planet/0/0/0.png');
     assert.equal(first.status, 200, first.body.toString().slice(0, 300));
     const after = await ping();
-    assert.equal(after.renderer_enabled, true);
+    assert.deepEqual([after.renderer_enabled, after.renderer_state], [true, 'ready']);
     assert.equal(after.loaded_styles, 0);
   });
 

@@ -4,7 +4,7 @@
 // swaps. How processes are reached differs (one process, or a primary and its workers): `apply` does it.
 import type { LoadedConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import type { ReloadResult, Reloader, StateFigures } from '../state/reload-result.js';
+import type { ReloadResult, ReloadTrigger, Reloader, StateFigures } from '../state/reload-result.js';
 import { rereadConfig } from '../server.js';
 import { VERSION } from '../version.js';
 
@@ -29,18 +29,25 @@ export class ServiceReloader implements Reloader {
     private readonly log: Logger,
   ) {}
 
+  private readonly listeners: ((active: LoadedConfig) => void)[] = [];
+
+  /** Calls `fn` with the configuration every process runs after each successful reload (the file watcher re-aims). */
+  onActive(fn: (active: LoadedConfig) => void): void {
+    this.listeners.push(fn);
+  }
+
   /** The configuration the processes run now (a replacement worker is started with it). */
   get active(): LoadedConfig {
     return this.current;
   }
 
-  reload(flush: boolean, trigger: 'admin' | 'SIGHUP'): Promise<ReloadResult> {
+  reload(flush: boolean, trigger: ReloadTrigger): Promise<ReloadResult> {
     const run = this.chain.then(() => this.once(flush, trigger));
     this.chain = run.catch(() => {});
     return run;
   }
 
-  private async once(flush: boolean, trigger: 'admin' | 'SIGHUP'): Promise<ReloadResult> {
+  private async once(flush: boolean, trigger: ReloadTrigger): Promise<ReloadResult> {
     let next: LoadedConfig;
     let restartRequired: string[];
     try {
@@ -56,6 +63,7 @@ export class ServiceReloader implements Reloader {
     }
     const reloaded = answers.some((a) => a.reloaded);
     this.current = next;
+    for (const fn of this.listeners) fn(next);
     if (reloaded) this.log.info({ trigger, flush, config_hash: next.hash, processes: answers.length }, 'reload: new configuration active in every process');
     else this.log.info({ trigger, config_hash: next.hash }, 'reload: configuration unchanged; nothing rebuilt');
     if (restartRequired.length) this.log.warn({ trigger, restart_required: restartRequired }, `reload: ${restartRequired.join(', ')} changed in the file but only apply after a restart`);

@@ -139,7 +139,7 @@ function resolvePaths(config: Config, baseDir: string): Config {
     files: abs(config.files),
     server: { ...config.server, upload_dir: abs(config.server.upload_dir) },
     sources: config.sources.map((s) => ({ ...s, path: isRemotePath(s.path) ? s.path : path.resolve(baseDir, s.path) })),
-    styles: config.styles.map((s) => ({ ...s, path: path.resolve(baseDir, s.path) })),
+    styles: config.styles.map((s) => ({ ...s, path: path.resolve(baseDir, s.path), ...(s.sprite_dir === undefined ? {} : { sprite_dir: abs(s.sprite_dir) }) })),
     cache: { ...config.cache, dir: abs(config.cache.dir) },
     mcp: { ...config.mcp, oauth: { ...config.mcp.oauth, store_path: abs(config.mcp.oauth.store_path) } },
     ...(config.postgres ? { postgres: { ...config.postgres, ssl_root_cert: abs(config.postgres.ssl_root_cert) } } : {}),

@@ -46,6 +46,8 @@ export const ServerSchema = v.object({
    * raised: a static map's overlays in its URL count against it (the POST form takes them in the body). Not reloadable.
    */
   max_header_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1_048_576)), 16_384),
+  /** Reload when an archive, style, sprite or font file of the configuration changes on disk (as SIGHUP does). */
+  watch: v.optional(v.boolean(), false),
 });
 
 /** GDAL's warp resampling methods (GDALResampleAlg names). */
@@ -136,11 +138,21 @@ export const SourceSchema = v.pipe(
   }),
 );
 
-export const StyleSchema = v.object({
-  id,
-  path: nonEmpty,
-  name: v.optional(v.string()),
-});
+export const StyleSchema = v.pipe(
+  v.object({
+    id,
+    path: nonEmpty,
+    name: v.optional(v.string()),
+    /** A folder of SVG icons the style's sprite sheets are built from (names: the file names without `.svg`). */
+    sprite_dir: v.optional(nonEmpty),
+    /** Build the sheets of `sprite_dir` as signed distance fields, so `icon-color` recolours the icons. */
+    sdf: v.optional(v.boolean()),
+  }),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed || !dataset.value.sdf || dataset.value.sprite_dir !== undefined) return;
+    addIssue({ message: 'sdf applies to sprites built from sprite_dir; set sprite_dir too', path: [{ type: 'object', origin: 'value', input: dataset.value, key: 'sdf', value: true }] });
+  }),
+);
 
 /** A named composite: vector sources served merged as one (`/data/{id}/{z}/{x}/{y}.pbf`). */
 export const CompositeSchema = v.object({

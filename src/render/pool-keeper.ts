@@ -87,11 +87,17 @@ export class RenderPoolKeeper {
     // With generated styles only (archives served without a config, say), browsers start with the first render
     // request instead of in every server that may never render.
     // Readiness waits only for a pool that starts with the process; one started on demand is reported by
-    // renderer_state (unavailable until asked, then starting and ready) but never holds the service back.
+    // renderer_state (idle until asked, then starting and ready) but never holds the service back.
     this.runtime.rendererWanted = state.styles.size > 0;
-    this.runtime.rendererState = state.styles.size > 0 ? 'starting' : 'unavailable';
-    if (state.styles.size > 0) start();
-    else this.deferredStart = start;
+    if (state.styles.size > 0) {
+      this.runtime.rendererState = 'starting';
+      start();
+    } else {
+      // Rendering works (the first request starts the browsers): enabled, and idle until asked.
+      this.runtime.rendererEnabled = true;
+      this.runtime.rendererState = 'idle';
+      this.deferredStart = start;
+    }
   }
 
   private async start(cfg: RenderConfig, state: AppState, warmStyle: LoadedStyle, generation: number): Promise<void> {

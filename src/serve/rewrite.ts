@@ -86,6 +86,6 @@ export const styleJsonUrl = (styleId: string, ctx: UrlContext) => withKey(`${ctx
 export function servedStyle(state: AppState, style: LoadedStyle, ctx: UrlContext): StyleSpecification {
   const out: StyleSpecification = { ...style.style, sources: servedSources(state, style.style.sources, ctx) };
   if (out.glyphs !== undefined && state.fonts.dir) out.glyphs = glyphsUrl(ctx);
-  if (style.spriteBase) out.sprite = spriteUrl(style.id, ctx);
+  if (style.spriteBase || style.builtSprites) out.sprite = spriteUrl(style.id, ctx);
   return out;
 }

@@ -98,7 +98,10 @@ const styleByState = new WeakMap<AppState, Map<string, string>>();
 function stateIdentity(state: AppState): string {
   let id = dataByState.get(state);
   if (id === undefined) {
-    const parts = JSON.stringify({ data: dataIdentity(state.config), render: renderIdentity(state.config), fonts: state.fonts.names });
+    // Font files are named by what they declare: their content decides what a render draws (left out when there
+    // are none, so identities of services without font files stay as they were).
+    const fontFiles = [...(state.fonts.files ?? new Map()).entries()].map(([name, f]) => `${name}:${f.version}`);
+    const parts = JSON.stringify({ data: dataIdentity(state.config), render: renderIdentity(state.config), fonts: state.fonts.names, ...(fontFiles.length ? { font_files: fontFiles } : {}) });
     id = createHash('sha256').update(parts).digest('hex');
     dataByState.set(state, id);
   }

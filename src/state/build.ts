@@ -75,7 +75,7 @@ export async function buildAppState(loaded: LoadedConfig, options: BuildOptions 
     composites = buildComposites(config.composites, sources, config);
     fonts = await loadFontIndex(config.fonts);
     const loadedStyles = await loadStyles(config.styles, sources, fonts, composites);
-    reportWarnings(loaded.hash, loadedStyles.warnings, (w) => log.warn(w));
+    reportWarnings(loaded.hash, [...fonts.warnings, ...loadedStyles.warnings], (w) => log.warn(w));
     styles = loadedStyles.styles;
   } catch (err) {
     await Promise.all(opened.map((s) => s.close().catch(() => {})));

@@ -34,7 +34,10 @@ export interface ReloadResult extends StateFigures {
   error?: string;
 }
 
+/** What asked for a reload: the admin route, SIGHUP, or a watched file that changed (server.watch). */
+export type ReloadTrigger = 'admin' | 'SIGHUP' | 'watch';
+
 /** Runs one reload of every process; a failure resolves `ok: false` (it never rejects). */
 export interface Reloader {
-  reload(flush: boolean, trigger: 'admin' | 'SIGHUP'): Promise<ReloadResult>;
+  reload(flush: boolean, trigger: ReloadTrigger): Promise<ReloadResult>;
 }

@@ -1,10 +1,17 @@
-// Font glyphs: the fonts directory holds one folder per font name with `START-END.pbf` range files
-// (decisions.md). A request names a comma-separated fallback stack and one 256-code-point range.
+// Font glyphs: the fonts directory holds one folder per font name with `START-END.pbf` range files, and font
+// files (`.ttf`, `.otf`, `.ttc`) whose ranges are generated on demand (font-files/). A request names a
+// comma-separated fallback stack and one 256-code-point range; each font of the stack, of either kind, is
+// asked in turn for that range.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { PbfWriter } from 'pbf';
 import { ConfigError } from '../config/errors.js';
+import { fontFileGlyphs } from './font-files/glyph-pool.js';
+import { scanFontFiles, type FontFileRef } from './font-files/scan.js';
+import { fontNameProblem } from './font-name.js';
+
+export { fontNameProblem };
 
 export interface GlyphRange {
   start: number;
@@ -14,7 +21,6 @@ export interface GlyphRange {
 /** Glyph ranges cover 256 code points each; the last one of the Basic Multilingual Plane starts here. */
 export const RANGE_SIZE = 256;
 export const MAX_RANGE_START = 65280;
-const MAX_FONT_NAME = 255;
 
 /**
  * Parses `N-M` where N is a multiple of 256 (at most 65280) and M = N+255, written in plain decimal.
@@ -27,17 +33,6 @@ export function parseRange(text: string): GlyphRange | undefined {
   const end = Number(m[2]);
   if (start % RANGE_SIZE !== 0 || start > MAX_RANGE_START || end !== start + RANGE_SIZE - 1) return undefined;
   return { start, end };
-}
-
-/** Why a font name cannot name a folder inside the fonts directory, or undefined when it can. */
-export function fontNameProblem(name: string): string | undefined {
-  if (name.length > MAX_FONT_NAME) return `a font name is at most ${MAX_FONT_NAME} characters`;
-  if (name === '.' || name === '..') return `"${name}" is not a font name`;
-  if (/[/\\]/.test(name)) return `font name "${name}" contains a path separator`;
-  // Control characters (NUL above all) have no place in a font name and could confuse the file system.
-  if (/[\u0000-\u001f\u007f]/.test(name)) return 'a font name contains a control character';
-  if (name.startsWith('.')) return `font name "${name}" starts with "."`;
-  return undefined;
 }
 
 export type FontstackParse = { ok: true; fonts: string[] } | { ok: false; problem: string };
@@ -98,7 +93,8 @@ async function isDirectory(p: string): Promise<boolean> {
  * when fonts of the stack exist but none has the range, an empty glyphs PBF is sent (a renderer must never
  * stall on a missing range); when no font of the stack exists, the font is unknown.
  */
-export async function readGlyphs(fontsDir: string | undefined, fontstack: string, range: string): Promise<GlyphsResult> {
+export async function readGlyphs(fonts: FontIndex, fontstack: string, range: string): Promise<GlyphsResult> {
+  const fontsDir = fonts.dir;
   const parsedRange = parseRange(range);
   if (!parsedRange) {
     return { kind: 'bad-range', problem: `range "${range}" is not N-M with N a multiple of 256 (0..${MAX_RANGE_START}) and M = N+255` };
@@ -115,7 +111,10 @@ export async function readGlyphs(fontsDir: string | undefined, fontstack: string
     } catch (err) {
       if (!isMissing(err)) throw err;
     }
-    if (firstKnown === undefined && (await isDirectory(dir))) firstKnown = font;
+    // A font file of that name (a PBF folder of the same name comes first: it was built on purpose).
+    const ref = fonts.files.get(font);
+    if (ref?.ranges.has(parsedRange.start)) return { kind: 'ok', bytes: await fontFileGlyphs(ref, font, parsedRange.start), font };
+    if (firstKnown === undefined && (ref || (await isDirectory(dir)))) firstKnown = font;
   }
   if (firstKnown === undefined) return { kind: 'unknown-font', fonts: stack.fonts };
   return { kind: 'ok', bytes: emptyGlyphs(stack.fonts.join(','), parsedRange), font: undefined };
@@ -124,13 +123,17 @@ export async function readGlyphs(fontsDir: string | undefined, fontstack: string
 export interface FontIndex {
   /** Absolute fonts directory, when one is configured. */
   dir: string | undefined;
-  /** Font names (folders holding at least one range file), sorted. */
+  /** Font names (folders holding at least one range file, and the fonts of font files), sorted. */
   names: readonly string[];
+  /** The fonts of the font files in the directory, by the name each declares. */
+  files: ReadonlyMap<string, FontFileRef>;
+  /** Font files that could not be listed (logged once per configuration). */
+  warnings: readonly string[];
 }
 
 /** Lists the fonts of a directory once per state; a configured directory that is missing stops start-up. */
 export async function loadFontIndex(dir: string | undefined): Promise<FontIndex> {
-  if (!dir) return { dir, names: [] };
+  if (!dir) return { dir, names: [], files: new Map(), warnings: [] };
   let entries;
   try {
     entries = await readdir(dir, { withFileTypes: true });
@@ -147,5 +150,7 @@ export async function loadFontIndex(dir: string | undefined): Promise<FontIndex>
       // A broken symlink or a file named like a folder is not a font.
     }
   }
-  return { dir, names: names.sort() };
+  const warnings: string[] = [];
+  const files = await scanFontFiles(dir, (w) => warnings.push(w));
+  return { dir, names: [...new Set([...names, ...files.keys()])].sort(), files, warnings };
 }

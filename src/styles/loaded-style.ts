@@ -1,6 +1,8 @@
 // A configured style as the service holds it (read and validated by registry.ts; generated ones by generated.ts).
 import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 
+export type SpriteScale = 1 | 2 | 3;
+
 export interface LoadedStyle {
   id: string;
   /** Display name: the config's `name`, else the style's own `name`, else the id. */
@@ -11,8 +13,10 @@ export interface LoadedStyle {
   dir: string;
   /** The style as the file has it; never modified (see rewrite.ts for the served form). */
   style: StyleSpecification;
-  /** SHA-256 (hex) of the style file's bytes. */
+  /** SHA-256 (hex) of the style file's bytes (and of its built sprite sheets: caches of renders follow the icons). */
   hash: string;
   /** Absolute path of the sprite files without extension, e.g. `/…/osm-liberty`, when they were found. */
   spriteBase?: string;
+  /** Sheets built from the style's `sprite_dir` (1x, 2x, 3x), held in memory; they win over files beside the style. */
+  builtSprites?: ReadonlyMap<SpriteScale, { png: Buffer; json: Buffer }>;
 }

@@ -11,6 +11,7 @@ import type { TileSource } from '../sources/source.js';
 import type { FontIndex } from './fonts.js';
 import type { LoadedStyle } from './loaded-style.js';
 import { sourceRef } from './source-ref.js';
+import { buildSprites } from './sprite-sheet.js';
 import { findSpriteBase } from './sprites.js';
 
 // The shape of a loaded style lives in loaded-style.ts, a leaf module the state's type can import.
@@ -87,8 +88,18 @@ async function loadStyle(cfg: StyleConfig): Promise<{ loaded: LoadedStyle; valid
   const dir = path.dirname(cfg.path);
   const name = cfg.name ?? (typeof style.name === 'string' && style.name ? style.name : cfg.id);
   const loaded: LoadedStyle = { id: cfg.id, name, path: cfg.path, dir, style, hash: createHash('sha256').update(bytes).digest('hex') };
-  const sprite = await findSpriteBase(dir, style.sprite);
-  if (sprite.base) loaded.spriteBase = sprite.base;
+  if (cfg.sprite_dir) {
+    const built = await buildSprites(cfg.sprite_dir, cfg.sdf === true).catch((err: Error) => {
+      throw new StyleLoadError(`${cfg.path}: style "${cfg.id}": ${err.message}`);
+    });
+    loaded.builtSprites = built.sheets;
+    const digest = createHash('sha256').update(bytes);
+    for (const sheet of built.sheets.values()) digest.update(sheet.json).update(sheet.png);
+    loaded.hash = digest.digest('hex');
+  } else {
+    const sprite = await findSpriteBase(dir, style.sprite);
+    if (sprite.base) loaded.spriteBase = sprite.base;
+  }
   const validatorWarnings = issues.filter((e) => e.severity === 'warning').map((e) => `${cfg.path}: style "${cfg.id}": ${e.message}`);
   return { loaded, validatorWarnings };
 }
@@ -105,7 +116,10 @@ async function checkReferences(style: LoadedStyle, known: (id: string) => boolea
     }
   }
   const sprite = style.style.sprite;
-  if (typeof sprite === 'string' && !style.spriteBase) {
+  // Sheets built from sprite_dir are served whatever the file's own sprite URL says.
+  if (style.builtSprites) {
+    /* nothing to check */
+  } else if (typeof sprite === 'string' && !style.spriteBase) {
     out.push(`${where}: no sprite files for "${sprite}" beside the style (looked for .json and .png of ${(await findSpriteBase(style.dir, sprite)).tried.join(', ')}); its sprite URL is served unchanged`);
   } else if (Array.isArray(sprite)) {
     out.push(`${where}: a list of sprites is served unchanged (this service serves one sprite per style)`);

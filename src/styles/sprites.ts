@@ -2,9 +2,9 @@
 // of the style's `sprite` URL (`osm-liberty.json`, `osm-liberty@2x.png`) or `sprite.json`/`sprite.png`.
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { LoadedStyle } from './loaded-style.js';
+import type { LoadedStyle, SpriteScale } from './loaded-style.js';
 
-export type SpriteScale = 1 | 2 | 3;
+export type { SpriteScale };
 export type SpriteExt = 'png' | 'json';
 
 export type SpriteFileParse = { ok: true; scale: SpriteScale; ext: SpriteExt } | { ok: false; problem: string };
@@ -66,6 +66,8 @@ export const spriteFile = (base: string, scale: SpriteScale, ext: SpriteExt) => 
 
 /** The bytes of a sprite sheet or its metadata, or undefined when the style has no such file. */
 export async function readSprite(style: LoadedStyle, scale: SpriteScale, ext: SpriteExt): Promise<Uint8Array | undefined> {
+  const built = style.builtSprites?.get(scale);
+  if (built) return built[ext];
   if (!style.spriteBase) return undefined;
   try {
     return await readFile(spriteFile(style.spriteBase, scale, ext));

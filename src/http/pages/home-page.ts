@@ -88,6 +88,8 @@ export function homePage(state: AppState, u: UrlContext, rendering: boolean): Ho
       link(k(`${u.base}/data/${e}/${info.minzoom}/${x}/${y}.${ext}`), 'tile'),
       ...(vector ? [link(`${u.base}/data/${e}/${info.minzoom}/${x}/${y}.geojson`, 'tile as GeoJSON')] : []),
       ...(generated ? [link(k(`${u.base}/styles/${e}/style.json`), 'generated style.json'), link(`${u.base}/embed/${e}`, 'embed')] : []),
+      // A generated style renders like a configured one: its raster TileJSON and WMTS document are as useful.
+      ...(generated && rendering ? [link(k(`${u.base}/styles/${e}.json`), 'raster TileJSON', 'raster TileJSON of the generated style'), link(k(`${u.base}/styles/${e}/wmts.xml`), 'WMTS')] : []),
     ];
     const facts = `${info.format}, zoom ${info.minzoom}–${info.maxzoom}${info.vectorLayers ? `, ${info.vectorLayers.length} layers` : ''}`;
     const style = sourceStyle(state, source, u);

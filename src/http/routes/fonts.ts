@@ -1,4 +1,4 @@
-// Fonts: /fonts.json lists the fonts directory; /fonts/{fontstack}/{range}.pbf serves glyph ranges
+// Fonts: /fonts.json lists the fonts directory (PBF folders and font files); /fonts/{fontstack}/{range}.pbf serves glyph ranges
 // (decisions.md: 404 unknown stack, 200 empty PBF for a missing range of a known font, 400 malformed range).
 import * as v from 'valibot';
 import { readGlyphs } from '../../styles/fonts.js';
@@ -17,7 +17,7 @@ export function registerFontRoutes(r: Router, ctx: ServerContext): void {
       method: 'get',
       path: '/fonts.json',
       hono: '/fonts.json',
-      summary: 'Names of the fonts in the fonts directory',
+      summary: 'Names of the fonts in the fonts directory (folders of ranges, and font files by the name they declare)',
       tag: 'Fonts',
       responses: { 200: { description: 'font names, sorted', content: { 'application/json': v.array(v.string()) } } },
     },
@@ -35,7 +35,7 @@ export function registerFontRoutes(r: Router, ctx: ServerContext): void {
       summary: 'Glyphs of one character range for a font stack',
       tag: 'Fonts',
       description:
-        'The stack is one font name or several separated by commas (URL-encoded as needed). The first font of the stack that has the range is used; when fonts of the stack exist but none has the range, an empty glyphs PBF is sent.',
+        'The stack is one font name or several separated by commas (URL-encoded as needed). A font is a folder of pre-built ranges or a font file (.ttf, .otf, .ttc) whose ranges are generated on demand. The first font of the stack that has the range is used; when fonts of the stack exist but none has the range, an empty glyphs PBF is sent.',
       params: {
         fontstack: { schema: v.string(), description: 'font name or comma-separated fallback stack' },
         range: { schema: v.pipe(v.string(), v.regex(/^\d+-\d+$/)), description: 'N-M with N a multiple of 256 and M = N+255, e.g. 0-255' },
@@ -49,7 +49,7 @@ export function registerFontRoutes(r: Router, ctx: ServerContext): void {
     async (c) => {
       const state = ctx.holder.current;
       const fontstack = param(c, 'fontstack');
-      const result = await readGlyphs(state.fonts.dir, fontstack, param(c, 'file').slice(0, -'.pbf'.length));
+      const result = await readGlyphs(state.fonts, fontstack, param(c, 'file').slice(0, -'.pbf'.length));
       switch (result.kind) {
         case 'bad-range':
           return problem(c, 400, 'Invalid glyph range', result.problem);

@@ -20,7 +20,7 @@ export const PingSchema = v.object({
   renderer_enabled: v.boolean(),
   renderer: v.nullable(v.string()),
   renderer_gl: v.nullable(v.string()),
-  renderer_state: v.picklist(['starting', 'ready', 'unavailable']),
+  renderer_state: v.picklist(['idle', 'starting', 'ready', 'unavailable']),
   render_stats: v.object({
     queued: v.number(),
     busy: v.number(),

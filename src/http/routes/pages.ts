@@ -79,7 +79,7 @@ export function registerPageRoutes(r: Router, ctx: ServerContext): void {
       const links: [string, string][] = [
         [s.url, 'style.json'],
         [`${u.base}/embed/${e}`, 'embed'],
-        ...(rendering(ctx, state) && !s.generated ? ([[`${u.base}/styles/${e}.json`, 'TileJSON'], [`${u.base}/styles/${e}/wmts.xml`, 'WMTS']] as [string, string][]) : []),
+        ...(rendering(ctx, state) ? ([[`${u.base}/styles/${e}.json`, 'TileJSON'], [`${u.base}/styles/${e}/wmts.xml`, 'WMTS']] as [string, string][]) : []),
       ];
       return renderPage(c, {
         title: `${s.name} · tileserver-ts`,
