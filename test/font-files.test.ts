@@ -1,7 +1,7 @@
 // Glyphs from font files, through the real server: a fonts directory holding Noto Sans Regular as a .ttf (from
 // Debian's fonts-noto-core, fixtures/font-files) beside PBF folders. The generated ranges match the pre-built
-// PBFs of the same font (metrics and SDF bytes); a real render (Chromium) of a line of text draws the same
-// pixels, within a tolerance, from the TTF as from the PBFs; a stack mixing a TTF and a PBF font falls back per
+// PBFs of the same font (metrics, and SDF bytes compared where MapLibre places them); a real render (Chromium)
+// of a line of text draws the same pixels, within a tolerance, from the TTF as from the PBFs; a stack mixing a TTF and a PBF font falls back per
 // range; /fonts.json lists the name the file declares. The name derivation is property-tested.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -98,6 +98,18 @@ function readGlyphs(bytes: Uint8Array): { name: string; range: string; glyphs: G
   return out;
 }
 
+/**
+ * The SDF byte of a glyph's bitmap at pixel (x, y) of the glyph's layout, placed as MapLibre places it: the box's
+ * corner at (left, -top), the 3 px buffer around it; 0 outside the bitmap.
+ */
+function sdfAt(g: Glyph, x: number, y: number): number {
+  const i = x - g.left + 3;
+  const j = y + g.top + 3;
+  const w = g.width + 6;
+  if (!g.bitmap || i < 0 || j < 0 || i >= w || j >= g.height + 6) return 0;
+  return g.bitmap[j * w + i];
+}
+
 describe('glyphs generated from a TTF', () => {
   test('/fonts.json lists the name the font file declares beside the PBF folders; a broken file is left out', async () => {
     const r = await get('/fonts.json');
@@ -114,23 +126,32 @@ describe('glyphs generated from a TTF', () => {
       assert.deepEqual([mine.name, mine.range], ['Noto Sans Regular', range]);
       const ref = readGlyphs(plain(readFileSync(path.join(PBF_DIR, `${range}.pbf`))));
       let compared = 0;
-      let sameMetrics = 0;
+      let closeBox = 0;
+      let sameAdvance = 0;
       let diff = 0;
-      let bytes = 0;
+      let pixels = 0;
       for (const g of ref.glyphs) {
         const m = mine.glyphs.find((x) => x.id === g.id);
         if (!m || (g.width === 0 && m.width === 0)) continue;
         compared++;
-        if (['width', 'height', 'left', 'top', 'advance'].every((k) => m[k as keyof Glyph] === g[k as keyof Glyph])) {
-          sameMetrics++;
-          for (let i = 0; i < g.bitmap!.length; i++) diff += Math.abs(g.bitmap![i] - m.bitmap![i]);
-          bytes += g.bitmap!.length;
+        if (m.advance === g.advance) sameAdvance++;
+        if (['width', 'height', 'left', 'top'].every((k) => Math.abs(m[k as keyof Glyph] as number - (g[k as keyof Glyph] as number)) <= 2)) closeBox++;
+        // The two bitmaps laid where MapLibre lays them (by left and top), compared pixel by pixel over both.
+        for (let y = Math.min(-g.top, -m.top) - 3; y < Math.max(g.height - g.top, m.height - m.top) + 3; y++) {
+          for (let x = Math.min(g.left, m.left) - 3; x < Math.max(g.left + g.width, m.left + m.width) + 3; x++) {
+            diff += Math.abs(sdfAt(g, x, y) - sdfAt(m, x, y));
+            pixels++;
+          }
         }
       }
       assert.ok(compared > 100, `${range}: ${compared} glyphs compared`);
-      // Hinting in the tools that built the PBFs moves a pixel now and then (measured: 188 of 193 in 0-255 equal).
-      assert.ok(sameMetrics / compared > 0.9, `${range}: ${sameMetrics} of ${compared} glyphs have the same metrics`);
-      assert.ok(diff / bytes < 4, `${range}: the SDF bytes differ by ${(diff / bytes).toFixed(2)} on average (of 255)`);
+      // tiny-sdf boxes the ink in whole pixels that cover all of it (floor and ceiling) where the font tools round,
+      // so boxes are often a pixel, now and then two, larger (measured: 188 of 189 in 0-255 within 2 px).
+      assert.ok(closeBox / compared > 0.95, `${range}: ${closeBox} of ${compared} glyphs have their box within 2 px`);
+      assert.ok(sameAdvance / compared > 0.95, `${range}: ${sameAdvance} of ${compared} glyphs have the same advance`);
+      // Measured about 11 (of 255): tiny-sdf's gamma-corrected coverage draws strokes a little bolder. One pixel of
+      // misplacement (top or left off by 1) makes it 21 or more.
+      assert.ok(diff / pixels < 15, `${range}: the SDF bytes differ by ${(diff / pixels).toFixed(2)} on average (of 255)`);
     }
   });
 
