@@ -13,6 +13,7 @@ import pixelmatch from 'pixelmatch';
 import { declaredFontName } from '../src/styles/font-files/scan.js';
 import { parseFontstack } from '../src/styles/fonts.js';
 import fc from './helpers/fast-check.js';
+import { fontCollection } from './helpers/font-collection.js';
 import { tempDir } from './helpers/foundation.js';
 import { decode, type Decoded } from './helpers/render.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
@@ -29,6 +30,12 @@ copyFileSync(TTF, path.join(fonts, 'NotoSans-Regular.ttf'));
 symlinkSync(PBF_DIR, path.join(fonts, 'Noto Sans Regular PBF'));
 symlinkSync(ITALIC_DIR, path.join(fonts, 'Noto Sans Italic'));
 writeFileSync(path.join(fonts, 'broken.ttf'), 'not a font');
+// A collection of two fonts made from the TTF: the first as it is, the second with its em halved (drawn twice as
+// large), each under a name of its own.
+writeFileSync(path.join(fonts, 'twins.ttc'), fontCollection(readFileSync(TTF), [
+  { family: 'Noto Twin', style: 'Small' },
+  { family: 'Noto Twin', style: 'Large', unitsPerEm: 500 },
+]));
 
 const TEXT = 'Hamburg Ag 1984';
 const textStyle = (name: string, font: string) => {
@@ -114,7 +121,7 @@ describe('glyphs generated from a TTF', () => {
   test('/fonts.json lists the name the font file declares beside the PBF folders; a broken file is left out', async () => {
     const r = await get('/fonts.json');
     assert.equal(r.status, 200);
-    assert.deepEqual(JSON.parse(r.body.toString()), ['Noto Sans Italic', 'Noto Sans Regular', 'Noto Sans Regular PBF']);
+    assert.deepEqual(JSON.parse(r.body.toString()), ['Noto Sans Italic', 'Noto Sans Regular', 'Noto Sans Regular PBF', 'Noto Twin Large', 'Noto Twin Small']);
   });
 
   test('a generated range has the metrics and SDF bitmaps of the pre-built PBF of the same font', async () => {
@@ -171,6 +178,22 @@ describe('glyphs generated from a TTF', () => {
     assert.ok(dark(pbf) > 800, `the PBF render shows the text (${dark(pbf)} dark pixels)`);
     const differing = pixelmatch(ttf.data, pbf.data, undefined, ttf.width, ttf.height, { threshold: 0.2 });
     assert.ok(differing < dark(pbf) * 0.1, `${differing} pixels differ, against ${dark(pbf)} pixels of text`);
+  });
+
+  test('each font of a collection (.ttc) is drawn from its own tables', async () => {
+    const ttf = readGlyphs(plain((await glyphs('Noto Sans Regular', '0-255')).body)).glyphs;
+    const small = readGlyphs(plain((await glyphs('Noto Twin Small', '0-255')).body));
+    const large = readGlyphs(plain((await glyphs('Noto Twin Large', '0-255')).body));
+    assert.deepEqual([small.name, large.name], ['Noto Twin Small', 'Noto Twin Large']);
+    // The first font is the TTF under another name: the same glyphs, bitmaps included.
+    assert.deepEqual(small.glyphs, ttf);
+    // The second is drawn at twice the size: its own em, not the first font's.
+    for (const ch of 'Hg') {
+      const one = ttf.find((g) => g.id === ch.codePointAt(0))!;
+      const two = large.glyphs.find((g) => g.id === ch.codePointAt(0))!;
+      assert.ok(Math.abs(two.advance - 2 * one.advance) <= 1, `${ch}: advance ${two.advance}, twice ${one.advance}`);
+      assert.ok(Math.abs(two.height - 2 * one.height) <= 2, `${ch}: height ${two.height}, twice ${one.height}`);
+    }
   });
 
   test('a stack mixing a TTF and a PBF font falls back per glyph range', async () => {
