@@ -18,7 +18,8 @@ export interface GlyphTask {
 
 interface OpenFont {
   drawer: GlyphDrawer;
-  key: FontKey;
+  /** Set when this thread registered the font with the canvas (and so removes it again). */
+  key: FontKey | undefined;
 }
 
 const opened = new Map<string, OpenFont>();
@@ -32,8 +33,13 @@ function open(task: GlyphTask): OpenFont {
   // Each font gets a family of its own with the canvas, named for the file's content and its place in the file:
   // two files declaring the same family, or a replaced file, never draw each other's glyphs.
   const family = `tsts-glyphs-${task.version}-${index}`;
-  const key = GlobalFonts.register(isCollection(bytes) ? collectionFace(bytes, index) : bytes, family);
-  if (!key) throw new Error(`the canvas could not load the font ${task.postscriptName} of ${task.file}`);
+  // The canvas's fonts belong to the process, not the thread: a glyph thread started again after an idle spell
+  // finds the fonts its predecessor registered, the same bytes under the same family.
+  let key: FontKey | undefined;
+  if (!GlobalFonts.has(family)) {
+    key = GlobalFonts.register(isCollection(bytes) ? collectionFace(bytes, index) : bytes, family) ?? undefined;
+    if (!key) throw new Error(`the canvas could not load the font ${task.postscriptName} of ${task.file}`);
+  }
   return { drawer: new GlyphDrawer(font, family), key };
 }
 
@@ -47,7 +53,7 @@ function fontOf(task: GlyphTask): GlyphDrawer {
     if (opened.size >= 32) {
       const [oldest, entry] = opened.entries().next().value!;
       opened.delete(oldest);
-      GlobalFonts.remove(entry.key);
+      if (entry.key) GlobalFonts.remove(entry.key);
     }
     opened.set(id, font);
   }
