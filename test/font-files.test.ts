@@ -10,6 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { PbfReader } from 'pbf';
 import pixelmatch from 'pixelmatch';
+import * as fontkit from 'fontkit';
+import { collectionFace } from '../src/styles/font-files/collection-face.js';
 import { declaredFontName } from '../src/styles/font-files/scan.js';
 import { parseFontstack } from '../src/styles/fonts.js';
 import fc from './helpers/fast-check.js';
@@ -227,6 +229,24 @@ describe('font names of font files', () => {
       assert.ok(!/\s\s/.test(name));
       // A style names it in a text-font stack: the stack parser must take it back as exactly one font.
       assert.deepEqual(parseFontstack(name), { ok: true, fonts: [name] });
+    }));
+  });
+});
+
+describe('fonts cut out of a collection', () => {
+  test('each font comes out as a single font file that declares its own name; any other bytes give an error, never a hang (property)', () => {
+    const ttc = fontCollection(readFileSync(TTF), [{ family: 'A', style: 'One' }, { family: 'B', style: 'Two', unitsPerEm: 500 }]);
+    const fonts = [0, 1].map((i) => fontkit.create(collectionFace(ttc, i)) as fontkit.Font);
+    assert.deepEqual(fonts.map((f) => [f.familyName, f.subfamilyName, f.unitsPerEm]), [['A', 'One', 1000], ['B', 'Two', 500]]);
+    assert.throws(() => collectionFace(ttc, 2), /no font 2/);
+    // A collection's header, then anything: cut out or refused with an Error.
+    const header = Buffer.from([0x74, 0x74, 0x63, 0x66, 0, 1, 0, 0]);
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 400 }), fc.nat(3), (rest, index) => {
+      try {
+        assert.ok(collectionFace(Buffer.concat([header, rest]), index) instanceof Buffer);
+      } catch (err) {
+        assert.ok(err instanceof Error);
+      }
     }));
   });
 });
