@@ -1,7 +1,7 @@
 // Glyphs from font files, through the real server: a fonts directory holding Noto Sans Regular as a .ttf (from
 // Debian's fonts-noto-core, fixtures/font-files) beside PBF folders. The generated ranges match the pre-built
-// PBFs of the same font (metrics and SDF bytes); a real render (Chromium) of a line of text draws the same
-// pixels, within a tolerance, from the TTF as from the PBFs; a stack mixing a TTF and a PBF font falls back per
+// PBFs of the same font (metrics, and SDF bytes compared where MapLibre places them); a real render (Chromium)
+// of a line of text draws the same pixels, within a tolerance, from the TTF as from the PBFs; a stack mixing a TTF and a PBF font falls back per
 // range; /fonts.json lists the name the file declares. The name derivation is property-tested.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -10,9 +10,12 @@ import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { PbfReader } from 'pbf';
 import pixelmatch from 'pixelmatch';
+import * as fontkit from 'fontkit';
+import { collectionFace } from '../src/styles/font-files/collection-face.js';
 import { declaredFontName } from '../src/styles/font-files/scan.js';
 import { parseFontstack } from '../src/styles/fonts.js';
 import fc from './helpers/fast-check.js';
+import { fontCollection } from './helpers/font-collection.js';
 import { tempDir } from './helpers/foundation.js';
 import { decode, type Decoded } from './helpers/render.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
@@ -29,6 +32,12 @@ copyFileSync(TTF, path.join(fonts, 'NotoSans-Regular.ttf'));
 symlinkSync(PBF_DIR, path.join(fonts, 'Noto Sans Regular PBF'));
 symlinkSync(ITALIC_DIR, path.join(fonts, 'Noto Sans Italic'));
 writeFileSync(path.join(fonts, 'broken.ttf'), 'not a font');
+// A collection of two fonts made from the TTF: the first as it is, the second with its em halved (drawn twice as
+// large), each under a name of its own.
+writeFileSync(path.join(fonts, 'twins.ttc'), fontCollection(readFileSync(TTF), [
+  { family: 'Noto Twin', style: 'Small' },
+  { family: 'Noto Twin', style: 'Large', unitsPerEm: 500 },
+]));
 
 const TEXT = 'Hamburg Ag 1984';
 const textStyle = (name: string, font: string) => {
@@ -98,11 +107,23 @@ function readGlyphs(bytes: Uint8Array): { name: string; range: string; glyphs: G
   return out;
 }
 
+/**
+ * The SDF byte of a glyph's bitmap at pixel (x, y) of the glyph's layout, placed as MapLibre places it: the box's
+ * corner at (left, -top), the 3 px buffer around it; 0 outside the bitmap.
+ */
+function sdfAt(g: Glyph, x: number, y: number): number {
+  const i = x - g.left + 3;
+  const j = y + g.top + 3;
+  const w = g.width + 6;
+  if (!g.bitmap || i < 0 || j < 0 || i >= w || j >= g.height + 6) return 0;
+  return g.bitmap[j * w + i];
+}
+
 describe('glyphs generated from a TTF', () => {
   test('/fonts.json lists the name the font file declares beside the PBF folders; a broken file is left out', async () => {
     const r = await get('/fonts.json');
     assert.equal(r.status, 200);
-    assert.deepEqual(JSON.parse(r.body.toString()), ['Noto Sans Italic', 'Noto Sans Regular', 'Noto Sans Regular PBF']);
+    assert.deepEqual(JSON.parse(r.body.toString()), ['Noto Sans Italic', 'Noto Sans Regular', 'Noto Sans Regular PBF', 'Noto Twin Large', 'Noto Twin Small']);
   });
 
   test('a generated range has the metrics and SDF bitmaps of the pre-built PBF of the same font', async () => {
@@ -114,23 +135,32 @@ describe('glyphs generated from a TTF', () => {
       assert.deepEqual([mine.name, mine.range], ['Noto Sans Regular', range]);
       const ref = readGlyphs(plain(readFileSync(path.join(PBF_DIR, `${range}.pbf`))));
       let compared = 0;
-      let sameMetrics = 0;
+      let closeBox = 0;
+      let sameAdvance = 0;
       let diff = 0;
-      let bytes = 0;
+      let pixels = 0;
       for (const g of ref.glyphs) {
         const m = mine.glyphs.find((x) => x.id === g.id);
         if (!m || (g.width === 0 && m.width === 0)) continue;
         compared++;
-        if (['width', 'height', 'left', 'top', 'advance'].every((k) => m[k as keyof Glyph] === g[k as keyof Glyph])) {
-          sameMetrics++;
-          for (let i = 0; i < g.bitmap!.length; i++) diff += Math.abs(g.bitmap![i] - m.bitmap![i]);
-          bytes += g.bitmap!.length;
+        if (m.advance === g.advance) sameAdvance++;
+        if (['width', 'height', 'left', 'top'].every((k) => Math.abs(m[k as keyof Glyph] as number - (g[k as keyof Glyph] as number)) <= 2)) closeBox++;
+        // The two bitmaps laid where MapLibre lays them (by left and top), compared pixel by pixel over both.
+        for (let y = Math.min(-g.top, -m.top) - 3; y < Math.max(g.height - g.top, m.height - m.top) + 3; y++) {
+          for (let x = Math.min(g.left, m.left) - 3; x < Math.max(g.left + g.width, m.left + m.width) + 3; x++) {
+            diff += Math.abs(sdfAt(g, x, y) - sdfAt(m, x, y));
+            pixels++;
+          }
         }
       }
       assert.ok(compared > 100, `${range}: ${compared} glyphs compared`);
-      // Hinting in the tools that built the PBFs moves a pixel now and then (measured: 188 of 193 in 0-255 equal).
-      assert.ok(sameMetrics / compared > 0.9, `${range}: ${sameMetrics} of ${compared} glyphs have the same metrics`);
-      assert.ok(diff / bytes < 4, `${range}: the SDF bytes differ by ${(diff / bytes).toFixed(2)} on average (of 255)`);
+      // tiny-sdf boxes the ink in whole pixels that cover all of it (floor and ceiling) where the font tools round,
+      // so boxes are often a pixel, now and then two, larger (measured: 188 of 189 in 0-255 within 2 px).
+      assert.ok(closeBox / compared > 0.95, `${range}: ${closeBox} of ${compared} glyphs have their box within 2 px`);
+      assert.ok(sameAdvance / compared > 0.95, `${range}: ${sameAdvance} of ${compared} glyphs have the same advance`);
+      // Measured about 11 (of 255): tiny-sdf's gamma-corrected coverage draws strokes a little bolder. One pixel of
+      // misplacement (top or left off by 1) makes it 21 or more.
+      assert.ok(diff / pixels < 15, `${range}: the SDF bytes differ by ${(diff / pixels).toFixed(2)} on average (of 255)`);
     }
   });
 
@@ -150,6 +180,22 @@ describe('glyphs generated from a TTF', () => {
     assert.ok(dark(pbf) > 800, `the PBF render shows the text (${dark(pbf)} dark pixels)`);
     const differing = pixelmatch(ttf.data, pbf.data, undefined, ttf.width, ttf.height, { threshold: 0.2 });
     assert.ok(differing < dark(pbf) * 0.1, `${differing} pixels differ, against ${dark(pbf)} pixels of text`);
+  });
+
+  test('each font of a collection (.ttc) is drawn from its own tables', async () => {
+    const ttf = readGlyphs(plain((await glyphs('Noto Sans Regular', '0-255')).body)).glyphs;
+    const small = readGlyphs(plain((await glyphs('Noto Twin Small', '0-255')).body));
+    const large = readGlyphs(plain((await glyphs('Noto Twin Large', '0-255')).body));
+    assert.deepEqual([small.name, large.name], ['Noto Twin Small', 'Noto Twin Large']);
+    // The first font is the TTF under another name: the same glyphs, bitmaps included.
+    assert.deepEqual(small.glyphs, ttf);
+    // The second is drawn at twice the size: its own em, not the first font's.
+    for (const ch of 'Hg') {
+      const one = ttf.find((g) => g.id === ch.codePointAt(0))!;
+      const two = large.glyphs.find((g) => g.id === ch.codePointAt(0))!;
+      assert.ok(Math.abs(two.advance - 2 * one.advance) <= 1, `${ch}: advance ${two.advance}, twice ${one.advance}`);
+      assert.ok(Math.abs(two.height - 2 * one.height) <= 2, `${ch}: height ${two.height}, twice ${one.height}`);
+    }
   });
 
   test('a stack mixing a TTF and a PBF font falls back per glyph range', async () => {
@@ -183,6 +229,24 @@ describe('font names of font files', () => {
       assert.ok(!/\s\s/.test(name));
       // A style names it in a text-font stack: the stack parser must take it back as exactly one font.
       assert.deepEqual(parseFontstack(name), { ok: true, fonts: [name] });
+    }));
+  });
+});
+
+describe('fonts cut out of a collection', () => {
+  test('each font comes out as a single font file that declares its own name; any other bytes give an error, never a hang (property)', () => {
+    const ttc = fontCollection(readFileSync(TTF), [{ family: 'A', style: 'One' }, { family: 'B', style: 'Two', unitsPerEm: 500 }]);
+    const fonts = [0, 1].map((i) => fontkit.create(collectionFace(ttc, i)) as fontkit.Font);
+    assert.deepEqual(fonts.map((f) => [f.familyName, f.subfamilyName, f.unitsPerEm]), [['A', 'One', 1000], ['B', 'Two', 500]]);
+    assert.throws(() => collectionFace(ttc, 2), /no font 2/);
+    // A collection's header, then anything: cut out or refused with an Error.
+    const header = Buffer.from([0x74, 0x74, 0x63, 0x66, 0, 1, 0, 0]);
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 400 }), fc.nat(3), (rest, index) => {
+      try {
+        assert.ok(collectionFace(Buffer.concat([header, rest]), index) instanceof Buffer);
+      } catch (err) {
+        assert.ok(err instanceof Error);
+      }
     }));
   });
 });
