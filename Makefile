@@ -9,10 +9,12 @@ CONFIG ?= config/default.toml
 # PostgreSQL + PostGIS (the database source tests start a throwaway cluster), Mesa's Vulkan drivers (lavapipe, the
 # fastest software GL stack under the Chromium renderer: render.gl), openssl (certificates for the PostGIS TLS tests),
 # python3-venv (the virtualenv moto's S3 server is installed into for the object-storage tests and bench),
-# redis-server (the fleet's shared render cache in the tests and the fleet bench).
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 python3-venv make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server
+# redis-server (the fleet's shared render cache in the tests and the fleet bench), podman with runc, netavark and
+# aardvark-dns, podman-compose and mmdebstrap (the container image and compose fleet of test/image.test.ts, built
+# over a Debian base made by scripts/image-base.sh).
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 python3-venv make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server podman runc netavark aardvark-dns podman-compose mmdebstrap
 
-.PHONY: run test bench build deps system-deps fixtures typecheck clean goldens moto
+.PHONY: run test test-image bench build deps system-deps fixtures typecheck clean goldens moto
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -59,6 +61,11 @@ moto: system-deps
 test: build moto
 	npx tsc --noEmit
 	node --import tsx --test --test-concurrency=1 --test-reporter=spec test/*.test.ts
+
+# The container image and the compose fleet, built and run with podman (test/image.test.ts; docs/deployment.md).
+# `make test` runs the same file with the others (test/*.test.ts).
+test-image: deps
+	node --import tsx --test --test-concurrency=1 --test-reporter=spec test/image.test.ts
 
 # Rewrites the golden images of the rendering tests (test/goldens/render) from this machine's renders; review
 # the new images before committing them.
