@@ -19,6 +19,8 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends libgdal-dev python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# npm trusts the system's certificate authorities (those of the base, with any added to it) rather than only its own.
+ENV npm_config_cafile=/etc/ssl/certs/ca-certificates.crt
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 # node-gyp compiles against the headers beside the running node (no download); sharp and esbuild bring their

@@ -21,8 +21,13 @@ dpkg-query -L nodejs | while IFS= read -r f; do
 done > "$work/files"
 echo usr/lib/node_modules/npm >> "$work/files"
 tar -C / -cf "$work/node.tar" -T "$work/files"
+# The base trusts what this machine trusts: certificate authorities added locally (an egress proxy that re-signs
+# TLS, a company CA) go in too, so that npm in the build reaches the registry the way it does here.
+mkdir "$work/ca"
+for crt in /usr/local/share/ca-certificates/*.crt; do if [ -f "$crt" ]; then cp "$crt" "$work/ca/"; fi; done
 mmdebstrap --quiet --variant=minbase --include=ca-certificates \
   --customize-hook="tar -C \"\$1\" -xf '$work/node.tar'" \
+  --customize-hook="cp -r '$work/ca/.' \"\$1/usr/local/share/ca-certificates/\" && chroot \"\$1\" update-ca-certificates >/dev/null" \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
   bookworm "$work/base.tar"
 podman import --quiet --change 'CMD ["/bin/bash"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' "$work/base.tar" "$tag" >/dev/null
