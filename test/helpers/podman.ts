@@ -70,5 +70,5 @@ export async function fetchInside(container: string, url: string): Promise<Fetch
   return JSON.parse(await podman(['exec', container, 'node', '-e', FETCH_SCRIPT, url], 90_000)) as Fetched;
 }
 
-/** The exit status of `execFile`, for commands whose presence is checked. */
+/** Whether a command is installed (it runs `CMD --version`). */
 export const has = (cmd: string) => new Promise<boolean>((resolve) => execFile(cmd, ['--version'], (err) => resolve(!err)));
