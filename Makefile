@@ -10,10 +10,12 @@ CONFIG ?= config/default.toml
 # fastest software GL stack under the Chromium renderer: render.gl), openssl (certificates for the PostGIS TLS tests),
 # redis-server (the fleet's shared render cache in the tests and the fleet bench), python3, make and g++ (node-gyp
 # building the native modules), bsdutils (script(1): the seed test runs the command on a pseudo-terminal; essential
-# on Debian, listed so the dependency is said). The object-storage tests' S3 and Azure servers come from npm.
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server bsdutils
+# on Debian, listed so the dependency is said), podman with runc, netavark and aardvark-dns, podman-compose and
+# mmdebstrap (the container image and compose fleet of test/image.test.ts, built over a Debian base made by
+# scripts/image-base.sh). The object-storage tests' S3 and Azure servers come from npm.
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server bsdutils podman runc netavark aardvark-dns podman-compose mmdebstrap
 
-.PHONY: run test bench build deps system-deps fixtures typecheck clean goldens
+.PHONY: run test test-image bench build deps system-deps fixtures typecheck clean goldens
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -50,6 +52,11 @@ run: build
 test: build
 	npx tsc --noEmit
 	node --import tsx --test --test-concurrency=1 --test-reporter=spec test/*.test.ts
+
+# The container image and the compose fleet, built and run with podman (test/image.test.ts; docs/deployment.md).
+# `make test` runs the same file with the others (test/*.test.ts).
+test-image: deps
+	node --import tsx --test --test-concurrency=1 --test-reporter=spec test/image.test.ts
 
 # Rewrites the golden images of the rendering tests (test/goldens/render) from this machine's renders; review
 # the new images before committing them.

@@ -1,0 +1,71 @@
+# The tileserver-ts image. Build: `podman build -t tileserver-ts .` (or `docker build`); docs/deployment.md.
+# BASE is any Debian 12 image with Node 20 on the PATH: the default is the public Node image; where no registry
+# is reachable, scripts/image-base.sh makes one from Debian's packages and the machine's Node.
+ARG BASE=docker.io/library/node:20-bookworm-slim
+
+# What the service needs at run time, shared by both stages so apt fetches these packages once: Chromium (the
+# renderer), Mesa's Vulkan drivers (lavapipe, the GL stack Chromium draws with through ANGLE; SwiftShader is the
+# fallback inside Chromium), and libgdal (rasters; gdal-async links it).
+FROM ${BASE} AS runtime-base
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates chromium mesa-vulkan-drivers libvulkan1 libgdal32 \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log
+
+# The build stage adds the compilers and headers, installs every npm package, compiles the native modules that
+# need it (gdal-async against Debian's libgdal, better-sqlite3), bundles dist/ and builds the world map archive.
+FROM runtime-base AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libgdal-dev python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# npm trusts the system's certificate authorities (those of the base, with any added to it) rather than only its own.
+ENV npm_config_cafile=/etc/ssl/certs/ca-certificates.crt
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts
+# node-gyp compiles against the headers beside the running node (no download); sharp and esbuild bring their
+# binaries as npm packages, so their install scripts only check them.
+RUN export npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" JOBS=max \
+ && npm_config_build_from_source=true npm_config_shared_gdal=true npm rebuild gdal-async better-sqlite3 \
+ && npm rebuild esbuild sharp
+COPY tsconfig.json ./
+COPY scripts ./scripts
+COPY workers ./workers
+COPY src ./src
+RUN node scripts/build.mjs && node --import tsx scripts/build-world-data.ts
+# Only what runs: no dev packages, no sources and objects of the native builds, no npm cache.
+RUN npm prune --omit=dev --no-audit --no-fund \
+ && rm -rf node_modules/gdal-async/deps node_modules/gdal-async/src node_modules/gdal-async/build \
+       node_modules/better-sqlite3/deps node_modules/better-sqlite3/src node_modules/better-sqlite3/build/Release/obj* \
+       node_modules/better-sqlite3/build/Release/*.a node_modules/better-sqlite3/build/Release/test_extension.node \
+ && rm -rf /root/.npm /root/.cache
+
+FROM runtime-base
+# A fixed uid (not root) that a volume's owner can be matched to; the entries are written directly since a
+# minimal base may have no useradd.
+RUN echo 'tileserver:x:10001:10001:tileserver-ts:/home/tileserver:/usr/sbin/nologin' >> /etc/passwd \
+ && echo 'tileserver:x:10001:' >> /etc/group \
+ && mkdir -p /home/tileserver /data /config \
+ && chown 10001:10001 /home/tileserver
+WORKDIR /app
+COPY --from=build /src/package.json ./
+COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY --from=build /src/fixtures/world ./fixtures/world
+# The bundled demo data of `make run`, served when neither /config/config.toml nor archives in /data are given.
+COPY config/default.toml ./config/
+COPY fixtures/fonts ./fixtures/fonts
+COPY fixtures/files ./fixtures/files
+COPY fixtures/styles/osm-liberty ./fixtures/styles/osm-liberty
+COPY fixtures/vector/omt-planet-z0-1.pmtiles fixtures/vector/world_cities.mbtiles ./fixtures/vector/
+COPY fixtures/raster/natural-earth-png-z0-1.pmtiles fixtures/raster/geography-class-jpg.mbtiles ./fixtures/raster/
+COPY deploy/image/entrypoint.sh /usr/local/bin/tileserver-ts-entrypoint
+ENV NODE_ENV=production HOME=/home/tileserver CHROMIUM_PATH=/usr/lib/chromium/chromium
+USER 10001:10001
+EXPOSE 8080
+# Docker and podman (with --format docker) run it; Kubernetes uses its own probes (deploy/k8s/).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8080/health',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# SIGTERM drains: the server stops accepting, finishes the requests under way and exits 0.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/tileserver-ts-entrypoint"]

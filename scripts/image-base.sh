@@ -1,0 +1,34 @@
+#!/bin/sh
+# Builds a Debian 12 base image with this machine's Node 20 in it, for building the image where no image
+# registry is reachable: `scripts/image-base.sh localhost/tsts-base:bookworm-node20`, then
+# `podman build --build-arg BASE=localhost/tsts-base:bookworm-node20 .`. Needs mmdebstrap, dpkg-repack, podman
+# and an installed nodejs package (Node 20); the Debian mirror must be reachable. Nothing is done when the tag
+# exists already (REBUILD=1 builds it again).
+set -eu
+tag=${1:?usage: scripts/image-base.sh TAG}
+if [ "${REBUILD:-}" != 1 ] && podman image exists "$tag"; then echo "base image $tag exists"; exit 0; fi
+node_version=$(dpkg-query -W -f '${Version}' nodejs 2>/dev/null) || { echo "image-base: the nodejs package is not installed" >&2; exit 1; }
+case "$node_version" in 20.*) ;; *) echo "image-base: nodejs $node_version is installed; the image needs Node 20" >&2; exit 1 ;; esac
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The installed package's files (as `dpkg-repack nodejs` would pack them, without compressing 190 MB), unpacked
+# into the base rather than installed: the package depends on python3, which the service does not need (the
+# official Node images also carry Node outside dpkg). npm is taken as it is on disk, since `npm install -g npm`
+# may have replaced the packaged one.
+dpkg-query -L nodejs | while IFS= read -r f; do
+  case "$f" in /usr/lib/node_modules/npm/*|/usr/share/*) continue ;; esac
+  if [ -L "$f" ] || [ -f "$f" ]; then printf '%s\n' "${f#/}"; fi
+done > "$work/files"
+echo usr/lib/node_modules/npm >> "$work/files"
+tar -C / -cf "$work/node.tar" -T "$work/files"
+# The base trusts what this machine trusts: certificate authorities added locally (an egress proxy that re-signs
+# TLS, a company CA) go in too, so that npm in the build reaches the registry the way it does here.
+mkdir "$work/ca"
+for crt in /usr/local/share/ca-certificates/*.crt; do if [ -f "$crt" ]; then cp "$crt" "$work/ca/"; fi; done
+mmdebstrap --quiet --variant=minbase --include=ca-certificates \
+  --customize-hook="tar -C \"\$1\" -xf '$work/node.tar'" \
+  --customize-hook="cp -r '$work/ca/.' \"\$1/usr/local/share/ca-certificates/\" && chroot \"\$1\" update-ca-certificates >/dev/null" \
+  --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
+  bookworm "$work/base.tar"
+podman import --quiet --change 'CMD ["/bin/bash"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' "$work/base.tar" "$tag" >/dev/null
+echo "base image $tag built (Debian 12 minbase, Node $node_version)"
