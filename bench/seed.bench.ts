@@ -50,7 +50,8 @@ function seed(run: Run): Promise<Outcome> {
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => {
       clearInterval(sampler);
-      rmSync(scratch, { recursive: true, force: true });
+      // A renderer's browser may still be writing its profile for a moment after the seed has exited.
+      rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
       const last = stdout.trim().split('\n').at(-1);
       if (code !== 0 || !last) return reject(new Error(`${run.name}: seed exited ${code}\n${stdout}`));
       const line = JSON.parse(last) as { written: number; tiles_per_s: number };

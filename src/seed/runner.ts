@@ -143,7 +143,7 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
     return 0;
   }
   const total = [...perZoom.values()].reduce((a, b) => a + b, 0);
-  const service = await startInProcess(loaded, log);
+  const service = await startInProcess(loaded, log, { render: req.target.kind === 'style' });
   let journal: Journal | undefined;
   let stopSignal: NodeJS.Signals | undefined;
   const onSignal = (sig: NodeJS.Signals) => {

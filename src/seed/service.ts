@@ -25,7 +25,11 @@ export interface InProcessService {
 /** Where the in-process requests say they come from: only a base for absolute URLs, never contacted. */
 const ORIGIN = 'http://seed.invalid';
 
-export async function startInProcess(loaded: LoadedConfig, log: Logger): Promise<InProcessService> {
+/**
+ * `render`: whether this seed draws a style. A source's tiles never need the renderers, so an export of a source
+ * starts no browser (and leaves none behind starting up when it finishes in a second).
+ */
+export async function startInProcess(loaded: LoadedConfig, log: Logger, o: { render: boolean }): Promise<InProcessService> {
   await initCodecs();
   const holder = new StateHolder(await buildAppState(loaded));
   const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false };
@@ -41,7 +45,7 @@ export async function startInProcess(loaded: LoadedConfig, log: Logger): Promise
       holder.leave(s);
     }
   });
-  render.onState(holder.current);
+  if (o.render) render.onState(holder.current);
   sharedCache.configure(holder.current.config.cache, log);
   return {
     ctx,
