@@ -11,7 +11,8 @@
 //
 // Environment: BENCH_TRANSCODE_SECONDS (s per direction, 8), BENCH_DURATION (s per served run, 10),
 // BENCH_WARMUP (3), BENCH_CONNECTIONS (16), BENCH_PROFILE_SECONDS (4; 0 skips the profile), BENCH_ENCODE_RUNS
-// (encodes per tile and encoder for the size table's timings, 5), BENCH_TRANSCODE_PARTS (the parts to run, 0,1,2,3,4).
+// (encodes per tile and encoder for the size table's timings, 5), BENCH_TRANSCODE_PARTS (the parts to run, 0,1,2,3,4),
+// BENCH_NODE_ARGS (node options for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -27,6 +28,8 @@ import { ChildServer, cores, cycleLoad, envNumber, fmt, freePort, httpGet, openL
 const SECONDS = envNumber('BENCH_TRANSCODE_SECONDS', 8);
 const PROFILE_SECONDS = process.env.BENCH_PROFILE_SECONDS === '0' ? 0 : envNumber('BENCH_PROFILE_SECONDS', 4);
 const DURATION = envNumber('BENCH_DURATION', 10);
+/** Extra node arguments for the server (profiling: BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"). */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const WARMUP = envNumber('BENCH_WARMUP', 3);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 16);
 const ENCODE_RUNS = envNumber('BENCH_ENCODE_RUNS', 5);
@@ -254,7 +257,7 @@ async function serving(tiles: Pair[]): Promise<void> {
     `\n3. served by tileserver-ts (default workers and vector pool, tile cache OFF), ${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s of warm-up,\n` +
       `   the ${tiles.length} tiles in turn, Accept-Encoding: ${HEADERS['accept-encoding']}\n`,
   );
-  const server = ChildServer.start('tileserver-ts', process.execPath, [CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
+  const server = ChildServer.start('tileserver-ts', process.execPath, [...NODE_ARGS, CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
   try {
     await server.waitReady(`${base}/data/omt.json`);
     const rows = [['request', 'req/s', 'tiles/s per core', 'p50', 'p99', 'non-2xx/errors', 'CPU/req']];
@@ -313,7 +316,7 @@ async function interference(tiles: Pair[]): Promise<void> {
   const base = `http://127.0.0.1:${port}`;
   const config = path.join(dir, 'config.toml');
   writeFileSync(config, `[server]\nhost = "127.0.0.1"\nport = ${port}\n\n[[sources]]\nid = "mix"\ntype = "pmtiles"\npath = ${JSON.stringify(archive)}\n`);
-  const server = ChildServer.start('tileserver-ts', process.execPath, [CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
+  const server = ChildServer.start('tileserver-ts', process.execPath, [...NODE_ARGS, CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
   try {
     await server.waitReady(`${base}/data/mix.json`);
     const smallPath = `/data/mix/${small.z}/${small.x}/${small.y}.mlt`;
