@@ -67,14 +67,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   const ctx: ServerContext = { holder, version: VERSION, runtime, render, uploads };
   const { app } = createApp(ctx, log);
   // A renderer's in-process requests hold the state they read, as client requests do (see the listener below).
-  render.attach(async (req, env) => {
-    const s = holder.enter();
-    try {
-      return await app.fetch(req, env);
-    } finally {
-      holder.leave(s);
-    }
-  });
+  render.attach((req, env) => holder.hold(async () => app.fetch(req, env)));
   render.onState(holder.current);
   // The fleet's shared cache (docs/deployment.md): connected in the background, followed on every reload.
   sharedCache.configure(holder.current.config.cache, log);
@@ -84,14 +77,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   if (link) {
     peers = new RenderPeers(link, log);
     const listening = peers.listen(
-      getRequestListener(async (req, env) => {
-        const s = holder.enter();
-        try {
-          return await app.fetch(req, env);
-        } finally {
-          holder.leave(s);
-        }
-      }),
+      getRequestListener((req, env) => holder.hold(async () => app.fetch(req, env))),
     );
     // Without its socket this process still serves everything; it only draws what it is asked for itself.
     if (await listening.then(() => true, (err: Error) => (log.warn({ err: err.message }, 'render peers: cannot listen; drawing every tile here'), false))) render.attachPeers(peers);

@@ -37,25 +37,13 @@ export async function startInProcess(loaded: LoadedConfig, log: Logger, o: { ren
   const ctx: ServerContext = { holder, version: VERSION, runtime, render };
   const { app } = createApp(ctx, log);
   // The renderers fetch their styles, sources, sprites and glyphs from the same app, in-process (server.ts does the same).
-  render.attach(async (req, env) => {
-    const s = holder.enter();
-    try {
-      return await app.fetch(req, env);
-    } finally {
-      holder.leave(s);
-    }
-  });
+  render.attach((req, env) => holder.hold(async () => app.fetch(req, env)));
   if (o.render) render.onState(holder.current);
   sharedCache.configure(holder.current.config.cache, log);
   return {
     ctx,
-    async get(path, headers = {}, signal) {
-      const s = holder.enter();
-      try {
-        return await app.fetch(new Request(ORIGIN + path, { headers, signal }), {});
-      } finally {
-        holder.leave(s);
-      }
+    get(path, headers = {}, signal) {
+      return holder.hold(async () => app.fetch(new Request(ORIGIN + path, { headers, signal }), {}));
     },
     async close() {
       await render.close();

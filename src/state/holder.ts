@@ -40,6 +40,16 @@ export class StateHolder {
     if (this.retired.has(s)) this.closeRetired(s);
   }
 
+  /** Runs `work` counted against the active state, as a request is: the state is not closed while it runs. */
+  async hold<T>(work: () => Promise<T>): Promise<T> {
+    const s = this.enter();
+    try {
+      return await work();
+    } finally {
+      this.leave(s);
+    }
+  }
+
   /** States replaced by a reload and not closed yet (their requests are still running). */
   get draining(): number {
     return this.retired.size;
