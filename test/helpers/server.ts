@@ -34,15 +34,25 @@ ${sections}
 `;
 }
 
+/** Ports this test process has handed out: the kernel may give a just-closed port to the next bind(0), so two
+ *  calls in a row (a main and an admin port) could otherwise return the same number. */
+const handedOut = new Set<number>();
+
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = net.createServer();
+      srv.listen(0, '127.0.0.1', () => {
+        const { port } = srv.address() as net.AddressInfo;
+        srv.close(() => resolve(port));
+      });
+      srv.on('error', reject);
     });
-    srv.on('error', reject);
-  });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 export interface TestServer {
