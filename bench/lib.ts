@@ -86,6 +86,8 @@ export interface OpenLoopResult {
   p50: number;
   p99: number;
   max: number;
+  /** Every answer's milliseconds, sorted (to pool several windows into one distribution). */
+  times: number[];
 }
 
 /**
@@ -135,7 +137,7 @@ export async function openLoop(base: string, route: string, o: { rate: number; s
   agent.destroy();
   times.sort((a, b) => a - b);
   const q = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? NaN;
-  return { sent: total, errors, p50: q(0.5), p99: q(0.99), max: times[times.length - 1] ?? NaN };
+  return { sent: total, errors, p50: q(0.5), p99: q(0.99), max: times[times.length - 1] ?? NaN, times };
 }
 
 const running = new Set<ChildServer>();
