@@ -1,38 +1,40 @@
 // `tileserver-ts mcp-stdio`: the MCP tools for an agent on this machine, over stdin/stdout (the agent starts this
 // process and speaks JSON-RPC to it). No listener, no authentication (whoever can start the process can read the
-// files it serves): the tools answer through the same Hono app as the HTTP service, in-process. Logs stay on
-// stderr, since stdout carries the protocol. Rendering is not started here, so the static map tool is not offered.
+// files it serves): the tools answer through the same Hono app, state and render service as the HTTP service,
+// in-process (src/seed/service.ts builds them, as it does for a seed). Logs stay on stderr, since stdout carries
+// the protocol.
 import type { LoadedConfig } from '../config/load.js';
-import { createApp } from '../http/app.js';
-import type { ServerContext } from '../http/context.js';
 import type { Logger } from '../log.js';
 import { createMcpServer } from '../mcp/server.js';
-import { buildAppState } from '../state/build.js';
-import { StateHolder } from '../state/holder.js';
-import { initCodecs } from '../tiles/encoding.js';
+import { startInProcess } from '../seed/service.js';
 import { VERSION } from '../version.js';
 
 export async function runMcpStdio(loaded: LoadedConfig, log: Logger): Promise<void> {
-  await initCodecs();
-  const state = await buildAppState(loaded);
-  const holder = new StateHolder(state);
-  const ctx: ServerContext = {
-    holder,
-    version: VERSION,
-    runtime: { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false },
-  };
-  const { app } = createApp(ctx, log);
+  // The agent ends this process by closing stdin, or with SIGTERM/SIGINT: either way the MCP server closes, then
+  // the renderers and sources, so no browser outlives the process. A signal during start-up is kept until the
+  // server exists (the render pool may already be starting by then).
+  let stopAsked = false;
+  let stop = (): void => void (stopAsked = true);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop());
+
+  // Rendering runs as in the HTTP service: unless server.disable_render is set, the pool starts in the
+  // background (at once for configured styles, at the first render when only generated styles exist), and
+  // render_static_map is offered; while the renderers start it answers a tool error carrying the route's 503.
+  const rendering = !loaded.config.server.disable_render;
+  const service = await startInProcess(loaded, log, { render: rendering });
   const { server: s } = loaded.config;
   // URLs in answers (TileJSON tiles) point where the HTTP service of this configuration would listen.
   const origin = (s.public_url ?? `http://${s.host === '0.0.0.0' ? 'localhost' : s.host}:${s.port}`).replace(/\/+$/, '');
   const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
-  const server = await createMcpServer({ version: VERSION, renderingOn: false, dispatch: async (req) => app.fetch(req, {}), origin });
+  const server = await createMcpServer({ version: VERSION, renderingOn: rendering && service.ctx.render !== undefined, dispatch: (req) => service.fetch(req), origin });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
-  process.stdin.once('end', () => void server.close());
+  stop = () => void server.close();
+  process.stdin.once('end', stop);
   await server.connect(transport);
-  log.info({ sources: state.sources.size }, 'mcp-stdio: serving the MCP tools on stdin/stdout');
+  log.info({ sources: service.ctx.holder.current.sources.size, rendering }, 'mcp-stdio: serving the MCP tools on stdin/stdout');
+  if (stopAsked) stop();
   await closed;
-  await state.close();
+  await service.close();
   process.exit(0);
 }

@@ -2,6 +2,7 @@
 // configuration and run in this process without a listener. A tile is asked for with the path a client would
 // use, so a seeded tile is exactly the tile the server answers — the same render pool and [render] settings, the
 // same render cache on disk and the same shared (Redis) cache when [cache] names one, which is what --warm fills.
+// `tileserver-ts mcp-stdio` (src/cli/mcp-stdio.ts) answers its tools with the same in-process service.
 import type { LoadedConfig } from '../config/load.js';
 import { createApp } from '../http/app.js';
 import type { ServerContext } from '../http/context.js';
@@ -17,6 +18,8 @@ import { VERSION } from '../version.js';
 export interface InProcessService {
   /** Answers a request for a path of the service (`/data/…`, `/styles/…`), as the HTTP server would. */
   get(path: string, headers?: Record<string, string>, signal?: AbortSignal): Promise<Response>;
+  /** Answers any request (its URL's origin is only a base for absolute URLs in the answer), as the HTTP server would. */
+  fetch(req: Request): Promise<Response>;
   /** Render figures (renders made, cache hits) for the progress report. */
   ctx: ServerContext;
   close(): Promise<void>;
@@ -44,6 +47,9 @@ export async function startInProcess(loaded: LoadedConfig, log: Logger, o: { ren
     ctx,
     get(path, headers = {}, signal) {
       return holder.hold(async () => app.fetch(new Request(ORIGIN + path, { headers, signal }), {}));
+    },
+    fetch(req) {
+      return holder.hold(async () => app.fetch(req, {}));
     },
     async close() {
       await render.close();

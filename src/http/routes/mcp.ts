@@ -9,6 +9,7 @@
 import type { IncomingMessage } from 'node:http';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Context } from 'hono';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { resolvedCacheDir } from '../../config/paths.js';
 import type { Logger } from '../../log.js';
 import { AuthorizationServer, type OAuthAnswer } from '../../mcp/oauth/authorization-server.js';
@@ -96,25 +97,33 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
 
   const dispatch = (c: Context) => (req: Request) => Promise.resolve(r.app.fetch(req, { incoming: (c.env as { incoming?: IncomingMessage } | undefined)?.incoming }));
 
-  const handleMcp = async (c: Context): Promise<Response> => {
-    const o = origin(c);
-    let authInfo;
+  /** Checks the bearer token of a /mcp request: the refusal to answer, or who is calling (absent on an open endpoint). */
+  const authenticate = async (c: Context): Promise<{ refused: Response } | { authInfo: AuthInfo | undefined }> => {
     if (staticToken !== undefined) {
       const header = c.req.header('authorization');
       const m = header ? /^Bearer +(\S+) *$/i.exec(header) : null;
-      if (!header) return refuse(c, 401, 'a bearer token is required (Authorization: Bearer ...)', 'Bearer realm="mcp"');
+      if (!header) return { refused: refuse(c, 401, 'a bearer token is required (Authorization: Bearer ...)', 'Bearer realm="mcp"') };
       const given = createHash('sha256').update(m?.[1] ?? '').digest();
       const expected = createHash('sha256').update(staticToken).digest();
-      if (!m || !timingSafeEqual(given, expected)) return refuse(c, 401, 'the bearer token is not the configured one', 'Bearer realm="mcp", error="invalid_token"');
-    } else if (oauth) {
-      const as = await oauth;
-      const check = await as.verifyBearer(c.req.header('authorization'), o);
-      if (!check.ok) {
-        const parts = [`resource_metadata=${quote(as.resourceMetadataUrl(o))}`, ...(check.error ? [`error=${quote(check.error)}`, `error_description=${quote(check.detail)}`] : []), `scope="mcp"`];
-        return refuse(c, check.status, check.detail, `Bearer ${parts.join(', ')}`);
-      }
-      authInfo = { token: check.info.token, clientId: check.info.clientId, scopes: check.info.scopes, expiresAt: check.info.expiresAt, extra: { sessionId: check.info.sessionId } };
+      if (!m || !timingSafeEqual(given, expected)) return { refused: refuse(c, 401, 'the bearer token is not the configured one', 'Bearer realm="mcp", error="invalid_token"') };
+      return { authInfo: undefined };
     }
+    if (!oauth) return { authInfo: undefined };
+    const o = origin(c);
+    const as = await oauth;
+    const check = await as.verifyBearer(c.req.header('authorization'), o);
+    if (!check.ok) {
+      const parts = [`resource_metadata=${quote(as.resourceMetadataUrl(o))}`, ...(check.error ? [`error=${quote(check.error)}`, `error_description=${quote(check.detail)}`] : []), `scope="mcp"`];
+      return { refused: refuse(c, check.status, check.detail, `Bearer ${parts.join(', ')}`) };
+    }
+    return { authInfo: { token: check.info.token, clientId: check.info.clientId, scopes: check.info.scopes, expiresAt: check.info.expiresAt, extra: { sessionId: check.info.sessionId } } };
+  };
+
+  const handleMcp = async (c: Context): Promise<Response> => {
+    const o = origin(c);
+    const auth = await authenticate(c);
+    if ('refused' in auth) return auth.refused;
+    const { authInfo } = auth;
     const state = ctx.holder.current;
     const { WebStandardStreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
     const server = await createMcpServer({
@@ -150,9 +159,17 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
     },
     handleMcp,
   );
-  // GET (a server-to-client stream) and DELETE (ending a session) have nothing to do on a stateless endpoint: the
-  // transport answers them 405 after the same authentication.
-  r.app.on(['GET', 'DELETE'], '/mcp', handleMcp);
+  // GET (a server-to-client event stream) and DELETE (ending a session) have nothing to do on a stateless
+  // endpoint: no session is kept, and a server made for one POST is gone once it has answered, so a GET stream
+  // could never carry anything. They are answered 405 here, after the same authentication (a client without a
+  // token still learns where to get one). Handed to the SDK's transport instead, a GET was a 200 event stream
+  // closed at once, which its client re-opened about once a second for as long as it stayed connected; on 405 the
+  // client takes it that the server offers no such stream and never asks again.
+  r.app.on(['GET', 'DELETE'], '/mcp', async (c) => {
+    const auth = await authenticate(c);
+    if ('refused' in auth) return auth.refused;
+    return problem(c, 405, 'Method not allowed', `${c.req.method} is not allowed on /mcp: the endpoint is stateless (no event stream, no session to end); send JSON-RPC messages with POST`, {}, { Allow: 'POST' });
+  });
 
   if (!oauth) return;
   const as = () => oauth;
