@@ -3,6 +3,7 @@
 // naming the argument, never a crash: the next call still works); the static bearer token is required, with
 // WWW-Authenticate; `[mcp]` settings that cannot go together stop start-up with one line naming the key.
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -102,9 +103,9 @@ describe('/mcp with a static bearer token', () => {
     assert.equal(r.isError, true);
     assert.match(textOf(r), /get_tilejson failed \(404\)/);
     assert.match(textOf(r), /nowhere/);
-    // Arguments that are not an object, and a tool that does not exist.
-    const arr = (await client.callTool({ name: 'get_tilejson', arguments: [1, 2] as unknown as Record<string, unknown> }, undefined, { timeout: 10_000 }).catch((e: Error) => e)) as CallResult | Error;
-    if (!(arr instanceof Error)) assert.equal(arr.isError, true);
+    // Arguments that are not an object: the SDK's server checks every request against its schema before any
+    // handler runs, and answers a JSON-RPC error -32603 naming params.arguments; then a tool that does not exist.
+    await assert.rejects(client.callTool({ name: 'get_tilejson', arguments: [1, 2] as unknown as Record<string, unknown> }, undefined, { timeout: 10_000 }), /MCP error -32603: [^]*"arguments"[^]*expected record, received array/);
     await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }, undefined, { timeout: 10_000 }), /unknown tool "no_such_tool"/);
     const still = (await client.callTool({ name: 'list_styles', arguments: {} }, undefined, { timeout: 10_000 })) as CallResult;
     assert.ok(!still.isError);
@@ -139,6 +140,52 @@ describe('/mcp with a static bearer token', () => {
     await assert.rejects(connect(server.url, 'not-the-token-at-all'), /401/);
     const right = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${TOKEN}` }, body, signal: AbortSignal.timeout(10_000) });
     assert.equal(right.status, 200);
+  });
+});
+
+describe('/mcp is stateless: GET and DELETE', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ toml: `${CITIES}\n[server]\ndisable_render = true\n[mcp]\nenabled = true\nauth_token = "${TOKEN}"\n` });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test('GET and DELETE /mcp answer 405 with Allow: POST and problem JSON, after the token check', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(`${server.url}/mcp`, { method, headers: { authorization: `Bearer ${TOKEN}`, accept: 'text/event-stream' }, signal: AbortSignal.timeout(10_000) });
+      assert.equal(res.status, 405, method);
+      assert.equal(res.headers.get('allow'), 'POST', method);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json', method);
+      assert.match(((await res.json()) as { detail: string }).detail, new RegExp(`^${method} is not allowed on /mcp: the endpoint is stateless`));
+      const anonymous = await fetch(`${server.url}/mcp`, { method, headers: { accept: 'text/event-stream' }, signal: AbortSignal.timeout(10_000) });
+      assert.equal(anonymous.status, 401, `${method} without a token`);
+      assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="mcp"');
+    }
+  });
+
+  test('an SDK client connected and idle for 3 s asks for the event stream once (405) and never again', async () => {
+    // Every request the SDK's transport makes, with the status it got: the client side of a counting proxy.
+    const seen: string[] = [];
+    const counting = async (url: string | URL, init?: RequestInit): Promise<Response> => {
+      const res = await fetch(url, init);
+      seen.push(`${init?.method ?? 'GET'} ${res.status}`);
+      return res;
+    };
+    const client = new Client({ name: 'mcp-idle-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } }, fetch: counting }), { timeout: 15_000 });
+    try {
+      // The SDK opens its GET stream once initialization is done; wait for that first attempt, then stay idle.
+      await waitFor('the first GET /mcp', () => seen.some((r) => r.startsWith('GET ')) || undefined);
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      assert.deepEqual(seen.filter((r) => r.startsWith('GET ')), ['GET 405'], seen.join(', '));
+      // Still connected and working.
+      const r = (await client.callTool({ name: 'list_styles', arguments: {} }, undefined, { timeout: 10_000 })) as CallResult;
+      assert.ok(!r.isError);
+    } finally {
+      await client.close();
+    }
   });
 });
 
@@ -187,12 +234,13 @@ describe('[mcp] settings', () => {
   });
 });
 
-describe('tileserver-ts mcp-stdio', () => {
+describe('tileserver-ts mcp-stdio with server.disable_render', () => {
   let client: Client;
+  let transport: StdioClientTransport;
   let stderr = '';
   before(async () => {
-    const file = writeTempConfig(CITIES);
-    const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp-stdio', '--config', file], env: { ...process.env, LOG_LEVEL: 'info' } as Record<string, string>, stderr: 'pipe' });
+    const file = writeTempConfig(`${CITIES}\n[server]\ndisable_render = true\n`);
+    transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp-stdio', '--config', file], env: { ...process.env, LOG_LEVEL: 'info' } as Record<string, string>, stderr: 'pipe' });
     transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     client = new Client({ name: 'mcp-stdio-test', version: '1.0.0' });
     await client.connect(transport, { timeout: 30_000 });
@@ -201,7 +249,7 @@ describe('tileserver-ts mcp-stdio', () => {
     await client?.close();
   });
 
-  test('lists the data tools (no rendering over stdio) and answers each; bad input is a tool error', async () => {
+  test('lists the data tools (rendering is off) and answers each; bad input is a tool error', async () => {
     const { tools } = await client.listTools(undefined, { timeout: 10_000 });
     assert.deepEqual(tools.map((t) => t.name).sort(), CASES.map((c) => c.tool).filter((t) => t !== 'render_static_map').sort());
     for (const c of CASES.filter((x) => x.tool !== 'render_static_map')) {
@@ -218,5 +266,93 @@ describe('tileserver-ts mcp-stdio', () => {
     // TileJSON URLs point where the HTTP service of this configuration would listen.
     const tj = JSON.parse(textOf((await client.callTool({ name: 'get_tilejson', arguments: { source: 'cities' } })) as CallResult)) as { tiles: string[] };
     assert.match(tj.tiles[0], /^http:\/\/localhost:8080\/data\/cities\/\{z\}\/\{x\}\/\{y\}\.pbf/);
+  });
+
+  test('closing stdin ends the process', async () => {
+    const pid = transport.pid!;
+    await client.close();
+    await waitFor('mcp-stdio to exit', () => !alive(pid) || undefined);
+    assert.match(stderr, /"reason":"stdin closed".*"msg":"mcp-stdio: stopping"/);
+    assert.match(stderr, /"msg":"mcp-stdio: stopped"/);
+  });
+});
+
+/** Whether a process of this id still exists. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Every process below `pid` (a renderer's browsers and their helpers), from /proc. */
+function descendants(pid: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // The field after the parenthesised command (which may hold spaces) is the state, then the parent's pid.
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      parentOf.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  const found: number[] = [];
+  const walk = (p: number) => {
+    for (const [child, parent] of parentOf) if (parent === p) found.push(child), walk(child);
+  };
+  walk(pid);
+  return found;
+}
+
+describe('tileserver-ts mcp-stdio with a style to render', () => {
+  let client: Client;
+  let transport: StdioClientTransport;
+  let stderr = '';
+  const errors: Error[] = [];
+  before(async () => {
+    const file = writeTempConfig(osmLibertyToml(`[render]\npool_size = 1\n[cache]\ndir = "${tempDir('tsts-mcp-stdio-')}"\n`));
+    transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp-stdio', '--config', file], env: { ...process.env, LOG_LEVEL: 'info' } as Record<string, string>, stderr: 'pipe' });
+    transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    client = new Client({ name: 'mcp-stdio-render-test', version: '1.0.0' });
+    // A line on stdout that is not a JSON-RPC message (a log, a renderer's output) is reported here.
+    client.onerror = (err) => errors.push(err);
+    await client.connect(transport, { timeout: 30_000 });
+  });
+  after(async () => {
+    await client?.close();
+  });
+
+  test('offers render_static_map with the other tools and returns a PNG of the asked size; stdout carries only the protocol', async () => {
+    const { tools } = await client.listTools(undefined, { timeout: 10_000 });
+    assert.deepEqual(tools.map((t) => t.name).sort(), CASES.map((c) => c.tool).sort());
+    const c = CASES.find((x) => x.tool === 'render_static_map')!;
+    // The renderer starts in the background, as in the HTTP service: a tool error carrying the 503 until it is up.
+    const ok = await waitFor('a rendered static map over stdio', async () => {
+      const r = (await client.callTool({ name: c.tool, arguments: c.valid }, undefined, { timeout: 60_000 })) as CallResult;
+      return r.isError ? undefined : r;
+    }, 90_000);
+    assert.equal(ok.content[0].type, 'image');
+    assert.equal(ok.content[0].mimeType, 'image/png');
+    const img = await decode(Buffer.from(ok.content[0].data!, 'base64'));
+    assert.deepEqual([img.width, img.height], [96, 64]);
+    const bad = (await client.callTool({ name: c.tool, arguments: c.invalid }, undefined, { timeout: 10_000 })) as CallResult;
+    assert.equal(bad.isError, true);
+    assert.match(textOf(bad), c.says);
+    assert.deepEqual(errors.map((e) => e.message), []);
+    assert.match(stderr, /"rendering":true.*"msg":"mcp-stdio: serving the MCP tools on stdin\/stdout"/);
+  });
+
+  test('SIGTERM ends the process and its renderers', async () => {
+    const pid = transport.pid!;
+    const below = descendants(pid);
+    assert.ok(below.length > 0, 'the renderer runs browser processes below mcp-stdio');
+    process.kill(pid, 'SIGTERM');
+    await waitFor('mcp-stdio and its renderers to exit', () => (![pid, ...below].some(alive) ? true : undefined), 30_000);
+    assert.match(stderr, /"reason":"SIGTERM".*"msg":"mcp-stdio: stopping"/);
+    assert.match(stderr, /"msg":"mcp-stdio: stopped"/);
   });
 });

@@ -13,9 +13,9 @@ export async function runMcpStdio(loaded: LoadedConfig, log: Logger): Promise<vo
   // The agent ends this process by closing stdin, or with SIGTERM/SIGINT: either way the MCP server closes, then
   // the renderers and sources, so no browser outlives the process. A signal during start-up is kept until the
   // server exists (the render pool may already be starting by then).
-  let stopAsked = false;
-  let stop = (): void => void (stopAsked = true);
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop());
+  let stopAsked: string | undefined;
+  let stop = (why: string): void => void (stopAsked ??= why);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop(signal));
 
   // Rendering runs as in the HTTP service: unless server.disable_render is set, the pool starts in the
   // background (at once for configured styles, at the first render when only generated styles exist), and
@@ -29,12 +29,16 @@ export async function runMcpStdio(loaded: LoadedConfig, log: Logger): Promise<vo
   const server = await createMcpServer({ version: VERSION, renderingOn: rendering && service.ctx.render !== undefined, dispatch: (req) => service.fetch(req), origin });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
-  stop = () => void server.close();
-  process.stdin.once('end', stop);
+  stop = (why) => {
+    log.info({ reason: why }, 'mcp-stdio: stopping');
+    void server.close();
+  };
+  process.stdin.once('end', () => stop('stdin closed'));
   await server.connect(transport);
   log.info({ sources: service.ctx.holder.current.sources.size, rendering }, 'mcp-stdio: serving the MCP tools on stdin/stdout');
-  if (stopAsked) stop();
+  if (stopAsked) stop(stopAsked);
   await closed;
   await service.close();
+  log.info('mcp-stdio: stopped');
   process.exit(0);
 }
