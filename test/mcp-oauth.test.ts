@@ -312,6 +312,67 @@ consent_attempts_per_minute = 3
   });
 });
 
+describe('[mcp.oauth] issuer_url and token_ttl_secs', () => {
+  test('the metadata, tokens and challenges name issuer_url; expires_in is token_ttl_secs and a token past it is refused; a CORS 401 exposes WWW-Authenticate', async () => {
+    // issuer_url names the same server by another name (localhost), while every request goes to 127.0.0.1: what
+    // the answers name comes from the setting, not from the request's origin.
+    const port = await freePort();
+    const issuer = `http://localhost:${port}`;
+    // The smallest lifetime the setting takes (10-86400 s).
+    const TTL = 10;
+    const server = await startServer({
+      port,
+      env: { CONSENT: SECRET },
+      toml: `[[sources]]\nid = "cities"\ntype = "mbtiles"\npath = "${fixture('vector/world_cities.mbtiles')}"\n[server]\ndisable_render = true\n[cache]\ndir = "${tempDir('tsts-mcp-oauth-iss-')}"\n[mcp]\nenabled = true\n[mcp.oauth]\nenabled = true\nconsent_secret = "\${CONSENT}"\nissuer_url = "${issuer}/"\ntoken_ttl_secs = ${TTL}\n`,
+    });
+    try {
+      const asm = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`, { signal: timeout() })).json()) as Record<string, unknown>;
+      assert.equal(asm.issuer, issuer);
+      assert.equal(asm.authorization_endpoint, `${issuer}/oauth/authorize`);
+      assert.equal(asm.token_endpoint, `${issuer}/oauth/token`);
+      assert.equal(asm.registration_endpoint, `${issuer}/oauth/register`);
+      const prm = (await (await fetch(`${server.url}/.well-known/oauth-protected-resource/mcp`, { signal: timeout() })).json()) as Record<string, unknown>;
+      assert.deepEqual([prm.resource, prm.authorization_servers], [`${issuer}/mcp`, [issuer]]);
+
+      // A browser-based client on another origin reads the challenge of a 401: WWW-Authenticate is exposed to it.
+      const anonymous = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, origin: 'https://agent.example' }, body: MCP_LIST, signal: timeout() });
+      assert.equal(anonymous.status, 401);
+      assert.equal(anonymous.headers.get('access-control-allow-origin'), '*');
+      assert.ok((anonymous.headers.get('access-control-expose-headers') ?? '').split(/\s*,\s*/).map((h) => h.toLowerCase()).includes('www-authenticate'), anonymous.headers.get('access-control-expose-headers') ?? 'no Access-Control-Expose-Headers');
+      assert.match(anonymous.headers.get('www-authenticate') ?? '', new RegExp(`resource_metadata="${issuer}/\\.well-known/oauth-protected-resource/mcp"`));
+
+      // The flow by hand, every request to 127.0.0.1.
+      const reg = await fetch(`${server.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', client_name: 'by hand' }), signal: timeout() });
+      const { client_id } = (await reg.json()) as { client_id: string };
+      const verifier = randomBytes(32).toString('base64url');
+      const url = new URL(`${server.url}/oauth/authorize`);
+      for (const [k, v] of Object.entries({ response_type: 'code', client_id, redirect_uri: REDIRECT, code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256', state: 's' })) url.searchParams.set(k, v);
+      const back = new URL((await consent(url, SECRET)).headers.get('location')!);
+      assert.equal(back.searchParams.get('iss'), issuer);
+      const res = await fetch(`${server.url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', code: back.searchParams.get('code')!, code_verifier: verifier, client_id, redirect_uri: REDIRECT }), signal: timeout() });
+      assert.equal(res.status, 200);
+      const tokens = (await res.json()) as { access_token: string; expires_in: number; refresh_token: string };
+      assert.equal(tokens.expires_in, TTL);
+      const claims = JSON.parse(Buffer.from(tokens.access_token.split('.')[1], 'base64url').toString()) as { iss: string; aud: string; iat: number; exp: number };
+      assert.deepEqual([claims.iss, claims.aud, claims.exp - claims.iat], [issuer, `${issuer}/mcp`, TTL]);
+      assert.equal((await mcpWith(server.url, tokens.access_token)).status, 200);
+      // Past its expiry (a clock read, not a measure of speed), the same token is refused.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, (claims.exp + 1) * 1000 - Date.now())));
+      const expired = await mcpWith(server.url, tokens.access_token);
+      assert.equal(expired.status, 401);
+      assert.match(expired.headers.get('www-authenticate') ?? '', /error="invalid_token", error_description="the access token has expired"/);
+      // The refresh token still gives a new one, with the same lifetime.
+      const refreshed = await refreshWith(server.url, client_id, tokens.refresh_token);
+      assert.equal(refreshed.status, 200);
+      const next = (await refreshed.json()) as { access_token: string; expires_in: number };
+      assert.equal(next.expires_in, TTL);
+      assert.equal((await mcpWith(server.url, next.access_token)).status, 200);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('[mcp] and reloads', () => {
   test('a reload that changes [mcp] reports it in restart_required and keeps the running endpoint', async () => {
     const adminPort = await freePort();
