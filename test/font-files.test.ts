@@ -2,7 +2,9 @@
 // Debian's fonts-noto-core, fixtures/font-files) beside PBF folders. The generated ranges match the pre-built
 // PBFs of the same font (metrics, and SDF bytes compared where MapLibre places them); a real render (Chromium)
 // of a line of text draws the same pixels, within a tolerance, from the TTF as from the PBFs; a stack mixing a TTF and a PBF font falls back per
-// range; /fonts.json lists the name the file declares. The name derivation is property-tested.
+// range; /fonts.json lists the name the file declares. An .otf with CFF outlines (FreeSans Bold, Debian's
+// fonts-freefont-otf) gives glyphs whose advances and boxes are the font's own, as fontkit reads them. The name
+// derivation is property-tested.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

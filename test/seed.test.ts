@@ -1,11 +1,11 @@
 // `tileserver-ts seed`: the bundled world map's generated style rendered for a small box at z0-8 into PMTiles and
 // MBTiles archives, opened with the `pmtiles` package, with SQLite and with this server, and compared with the
 // live render routes pixel for pixel; --dry-run counts; the progress on a real pseudo-terminal and as JSON
-// lines, redrawn and written while the run goes on; a run killed with -9 resumed (only the missing tiles asked for); Ctrl-C leaves a valid archive;
-// --warm fills the disk render cache and the shared Redis cache a server then answers from; vector export in
-// MVT and MLT, a raster source's tiles byte for byte, a style at 256 px @2x; tiles that fail (a remote
-// archive's store answering 500) are counted, retried after Retry-After, left out with exit 1, and fetched
-// by --resume alone; bad arguments are one line and exit 2.
+// lines, redrawn and written while the run goes on; a run killed with -9 resumed (only the missing tiles asked
+// for); Ctrl-C leaves a valid archive; --warm fills the disk render cache and the shared Redis cache a server
+// then answers from; vector export in MVT and MLT, a raster source's tiles byte for byte, a style at 256 px @2x;
+// tiles that fail (a remote archive's store answering 500) are counted, retried after Retry-After, left out with
+// exit 1, and fetched by --resume alone; bad arguments are one line and exit 2.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
