@@ -2,7 +2,9 @@
 // Debian's fonts-noto-core, fixtures/font-files) beside PBF folders. The generated ranges match the pre-built
 // PBFs of the same font (metrics, and SDF bytes compared where MapLibre places them); a real render (Chromium)
 // of a line of text draws the same pixels, within a tolerance, from the TTF as from the PBFs; a stack mixing a TTF and a PBF font falls back per
-// range; /fonts.json lists the name the file declares. The name derivation is property-tested.
+// range; /fonts.json lists the name the file declares. An .otf with CFF outlines (FreeSans Bold, Debian's
+// fonts-freefont-otf) gives glyphs whose advances and boxes are the font's own, as fontkit reads them. The name
+// derivation is property-tested.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -23,11 +25,14 @@ import { fixture, startServer, type TestServer } from './helpers/server.js';
 const TTF = fixture('font-files/NotoSans-Regular.ttf');
 const PBF_DIR = fixture('fonts/Noto Sans Regular');
 const ITALIC_DIR = fixture('fonts/Noto Sans Italic');
+// An OpenType font with CFF (PostScript) outlines, where a .ttf has TrueType (quadratic) ones.
+const OTF = fixture('font-files/FreeSansBold.otf');
 
 const dir = tempDir('tsts-font-files-');
 const fonts = path.join(dir, 'fonts');
 mkdirSync(fonts);
 copyFileSync(TTF, path.join(fonts, 'NotoSans-Regular.ttf'));
+copyFileSync(OTF, path.join(fonts, 'FreeSansBold.otf'));
 // The pre-built PBFs of the same font under another name, so that both can be asked for side by side.
 symlinkSync(PBF_DIR, path.join(fonts, 'Noto Sans Regular PBF'));
 symlinkSync(ITALIC_DIR, path.join(fonts, 'Noto Sans Italic'));
@@ -123,7 +128,35 @@ describe('glyphs generated from a TTF', () => {
   test('/fonts.json lists the name the font file declares beside the PBF folders; a broken file is left out', async () => {
     const r = await get('/fonts.json');
     assert.equal(r.status, 200);
-    assert.deepEqual(JSON.parse(r.body.toString()), ['Noto Sans Italic', 'Noto Sans Regular', 'Noto Sans Regular PBF', 'Noto Twin Large', 'Noto Twin Small']);
+    assert.deepEqual(JSON.parse(r.body.toString()), ['FreeSans Bold', 'Noto Sans Italic', 'Noto Sans Regular', 'Noto Sans Regular PBF', 'Noto Twin Large', 'Noto Twin Small']);
+  });
+
+  test('an .otf with CFF outlines gives glyphs of its own metrics: advances and boxes as the font declares them, at 24 px', async () => {
+    const font = fontkit.openSync(OTF) as fontkit.Font;
+    // 'OTTO': the sfnt version of an OpenType font with CFF outlines (TrueType outlines have 0x00010000).
+    assert.equal(readFileSync(OTF).subarray(0, 4).toString('latin1'), 'OTTO', 'the fixture has CFF outlines');
+    const r = await glyphs('FreeSans Bold', '0-255');
+    assert.equal(r.status, 200, r.body.toString().slice(0, 300));
+    const got = readGlyphs(plain(r.body));
+    assert.deepEqual([got.name, got.range], ['FreeSans Bold', '0-255']);
+    assert.ok(got.glyphs.length > 150, `${got.glyphs.length} glyphs in 0-255`);
+    const px = 24 / font.unitsPerEm;
+    for (const ch of 'AHMWgjl1%') {
+      const g = got.glyphs.find((x) => x.id === ch.codePointAt(0));
+      assert.ok(g, `${ch} is in the range`);
+      const ref = font.glyphForCodePoint(ch.codePointAt(0)!);
+      const box = ref.bbox;
+      // The font's own advance, scaled to 24 px (rounded either way).
+      assert.ok(Math.abs(g.advance - ref.advanceWidth * px) <= 1, `${ch}: advance ${g.advance}, the font says ${(ref.advanceWidth * px).toFixed(2)}`);
+      // The ink box in whole pixels covering the outline: within 2 px of the outline's own box.
+      assert.ok(Math.abs(g.width - (box.maxX - box.minX) * px) <= 2, `${ch}: width ${g.width}, outline ${((box.maxX - box.minX) * px).toFixed(2)}`);
+      assert.ok(Math.abs(g.height - (box.maxY - box.minY) * px) <= 2, `${ch}: height ${g.height}, outline ${((box.maxY - box.minY) * px).toFixed(2)}`);
+      assert.ok(Math.abs(g.left - box.minX * px) <= 2, `${ch}: left ${g.left}, outline ${(box.minX * px).toFixed(2)}`);
+      // The bitmap is the box with its 3 px buffer, and it has ink: SDF values inside the outline (above the 192 edge).
+      assert.equal(g.bitmap?.length, (g.width + 6) * (g.height + 6), `${ch}: bitmap size`);
+      assert.ok(g.bitmap!.some((v) => v > 192), `${ch}: the bitmap has inside pixels`);
+      assert.ok(g.bitmap!.some((v) => v < 64), `${ch}: the bitmap has outside pixels`);
+    }
   });
 
   test('a generated range has the metrics and SDF bitmaps of the pre-built PBF of the same font', async () => {

@@ -1,17 +1,21 @@
 // `tileserver-ts seed`: the bundled world map's generated style rendered for a small box at z0-8 into PMTiles and
 // MBTiles archives, opened with the `pmtiles` package, with SQLite and with this server, and compared with the
 // live render routes pixel for pixel; --dry-run counts; the progress on a real pseudo-terminal and as JSON
-// lines; a run killed with -9 resumed (only the missing tiles asked for); Ctrl-C leaves a valid archive;
-// --warm fills the disk render cache and the shared Redis cache a server then answers from; vector export in
-// MVT and MLT; bad arguments are one line and exit 2.
+// lines, redrawn and written while the run goes on; a run killed with -9 resumed (only the missing tiles asked
+// for); Ctrl-C leaves a valid archive; --warm fills the disk render cache and the shared Redis cache a server
+// then answers from; vector export in MVT and MLT, a raster source's tiles byte for byte, a style at 256 px @2x;
+// tiles that fail (a remote archive's store answering 500) are counted, retried after Retry-After, left out with
+// exit 1, and fetched by --resume alone; bad arguments are one line and exit 2.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { PMTiles, TileType } from 'pmtiles';
+import { PMTiles, TileType, type RangeResponse, type Source } from 'pmtiles';
 import { LocalFileSource } from '../src/sources/pmtiles.js';
 import { tempDir } from './helpers/foundation.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
@@ -221,7 +225,9 @@ dir = "${path.join(work, 'server-cache')}"
     const cfg = config(path.join(work, 'resume-cache'));
     const out = path.join(work, 'resumed.pmtiles');
     const args = ['seed', '--config', cfg, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', out, '--concurrency', '2'];
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'warn' } });
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LOG_LEVEL: 'warn' } });
+    let killedStdout = '';
+    child.stdout.on('data', (d) => (killedStdout += d));
     const exited = new Promise((r) => child.once('exit', r));
     const journalCount = () => {
       if (!existsSync(`${out}.partial`)) return 0;
@@ -241,6 +247,13 @@ dir = "${path.join(work, 'server-cache')}"
 
     const resumed = await seed(['--config', cfg, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', out, '--resume']);
     assert.equal(resumed.code, 0, resumed.stderr);
+    // The periodic lines (every 2 s) of the two runs, not only the final one: at least one in mid-run, with tiles
+    // done and an ETA in seconds.
+    const periodic = [...progressLines(killedStdout.slice(0, killedStdout.lastIndexOf('\n') + 1)), ...progressLines(resumed.stdout)].filter((l) => l.type === 'progress');
+    assert.ok(
+      periodic.some((l) => l.done > 0 && l.done < l.total && typeof l.eta_s === 'number' && l.eta_s >= 0),
+      `a progress line in mid-run with an ETA: ${JSON.stringify(periodic)}`,
+    );
     const last = progressLines(resumed.stdout).at(-1)!;
     assert.equal(last.skipped, kept, 'the journal\'s tiles are skipped');
     assert.equal(last.fetched, TOTAL - kept, 'only the missing tiles are asked for');
@@ -278,14 +291,24 @@ dir = "${path.join(work, 'server-cache')}"
 
   test('on a pseudo-terminal the progress is one bar redrawn in place, with tiles/s, ETA and errors', () => {
     const out = path.join(work, 'tty.mbtiles');
-    const cmd = [process.execPath, CLI, 'seed', '--config', seedConfig, '--style', 'world', '--bbox', BBOX, '--zoom', ZOOMS, '--out', out].map((a) => `'${a}'`).join(' ');
+    // A render cache of its own and one tile at a time: the tiles are drawn, so the run lasts long enough for the
+    // bar to be redrawn between the first line (drawn at once) and the last (drawn at the end).
+    const zooms = '0-7';
+    const total = TOTAL - EXPECTED_PER_ZOOM[8];
+    const cmd = [process.execPath, CLI, 'seed', '--config', config(path.join(work, 'tty-cache')), '--style', 'world', '--bbox', BBOX, '--zoom', zooms, '--out', out, '--concurrency', '1']
+      .map((a) => `'${a}'`)
+      .join(' ');
     // script(1) runs the command on a new pseudo-terminal and copies what it writes there.
-    const r = spawnSync('script', ['-qfec', cmd, '/dev/null'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, LOG_LEVEL: 'warn' } });
+    const r = spawnSync('script', ['-qfec', cmd, '/dev/null'], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, LOG_LEVEL: 'warn' } });
     assert.equal(r.status, 0, r.stdout + r.stderr);
     const redraws = r.stdout.split('\r').filter((s) => s.startsWith('['));
-    assert.ok(redraws.length >= 2, `redrawn in place: ${JSON.stringify(r.stdout.slice(0, 300))}`);
-    assert.match(redraws[0], new RegExp(`^\\[\\.+\\] 0/${TOTAL} 0\\.0% 0\\.0 tiles/s ETA -- errors 0\\x1b\\[K`));
-    assert.match(redraws.at(-1)!, new RegExp(`^\\[#+\\] ${TOTAL}/${TOTAL} 100\\.0% \\d+\\.\\d tiles/s in \\d+s errors 0\\x1b\\[K$`));
+    assert.match(redraws[0], new RegExp(`^\\[\\.+\\] 0/${total} 0\\.0% 0\\.0 tiles/s ETA -- errors 0\\x1b\\[K`));
+    assert.match(redraws.at(-1)!, new RegExp(`^\\[#+\\] ${total}/${total} 100\\.0% \\d+\\.\\d tiles/s in \\d+s errors 0\\x1b\\[K$`));
+    // The redraws in between, with the tiles done so far and the time left at the rate so far.
+    const between = redraws.slice(1, -1);
+    assert.ok(between.length >= 3, `${between.length} redraws between the first and the last line: ${JSON.stringify(r.stdout.slice(0, 400))}`);
+    const withEta = between.filter((l) => new RegExp(`^\\[[#.]+\\] ([1-9]\\d*)/${total} \\d+\\.\\d% \\d+\\.\\d tiles/s ETA (\\d+m)?\\d+s errors 0\\x1b\\[K$`).test(l));
+    assert.ok(withEta.length >= 1, `a redraw with tiles done and an ETA in seconds: ${JSON.stringify(between.slice(0, 5))}`);
     assert.ok(r.stdout.includes('errors 0\x1b[K\r\n'), 'the last line ends the in-place line');
     assert.ok(!/^\{/m.test(r.stdout), 'no JSON lines on a terminal');
   });
@@ -406,3 +429,187 @@ dir = "${path.join(work, 'server-cache')}"
   });
 });
 
+
+/**
+ * The world archive served over HTTP with byte ranges, as object storage serves it, where chosen ranges fail: a
+ * tile's data read (its offset in the file) answers 500 `failures` more times, for good with Infinity.
+ */
+interface FailingStore {
+  url: string;
+  /** Data offset -> failures left. */
+  failing: Map<number, number>;
+  /** The first byte of every range asked for, in order. */
+  asked: number[];
+  close(): Promise<void>;
+}
+
+function startFailingStore(file: string): Promise<FailingStore> {
+  const bytes = readFileSync(file);
+  const failing = new Map<number, number>();
+  const asked: number[] = [];
+  const server = http.createServer((req, res) => {
+    const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+    if (!m) return void res.writeHead(416, { 'content-range': `bytes */${bytes.length}` }).end();
+    const start = Number(m[1]);
+    const end = Math.min(bytes.length - 1, Number(m[2]));
+    asked.push(start);
+    const left = failing.get(start) ?? 0;
+    if (left > 0) {
+      failing.set(start, left - 1);
+      return void res.writeHead(500).end('the disk holding this tile failed');
+    }
+    res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${bytes.length}`, 'content-length': end - start + 1 }).end(bytes.subarray(start, end + 1));
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({
+        url: `http://127.0.0.1:${port}/${path.basename(file)}`,
+        failing,
+        asked,
+        close: () => new Promise<void>((r) => server.close(() => r())),
+      });
+      server.unref();
+    });
+  });
+}
+
+/** Where each tile's bytes lie in a PMTiles file: the offset of the last range the pmtiles package reads for it. */
+async function tileOffsets(file: string, tiles: Iterable<[number, number, number]>): Promise<Map<string, number>> {
+  const bytes = readFileSync(file);
+  let last = -1;
+  const source: Source = {
+    getKey: () => file,
+    getBytes: async (offset: number, length: number): Promise<RangeResponse> => {
+      last = offset;
+      const part = bytes.subarray(offset, offset + length);
+      return { data: part.buffer.slice(part.byteOffset, part.byteOffset + part.byteLength) };
+    },
+  };
+  const reader = new PMTiles(source, undefined, (buf) => Promise.resolve(buf));
+  const out = new Map<string, number>();
+  for (const [z, x, y] of tiles) if (await reader.getZxy(z, x, y)) out.set(`${z}/${x}/${y}`, last);
+  return out;
+}
+
+describe('tileserver-ts seed: failing tiles', () => {
+  test('tiles whose reads fail are counted in errors and left out, exit 1; a 503 is asked again after its Retry-After; --resume asks only for the failed tiles', { timeout: 180_000 }, async () => {
+    const store = await startFailingStore(WORLD);
+    try {
+      const plan = [...planTiles()].filter(([z]) => z <= 6);
+      const offsets = await tileOffsets(WORLD, plan);
+      assert.equal(offsets.size, 10, 'the world archive has every tile of the box at z0-6');
+      // No retry by the source itself: each failed read is a 503 (Retry-After: 5) for the seed to handle.
+      const cfg = writeTempConfig(`[storage]\nread_retries = 0\n[[sources]]\nid = "remote"\ntype = "pmtiles"\npath = "${store.url}"\n`);
+      const keys = [...offsets.keys()];
+      // Two tiles lost for good, and one whose first read fails once. Tiles whose bytes are stored once for
+      // several (identical tiles) fail together: the lost ones are all the tiles at the lost offsets.
+      const lostOffsets = new Set([offsets.get(keys[6])!, offsets.get(keys[9])!]);
+      const flakyKey = keys.find((k) => !lostOffsets.has(offsets.get(k)!) && keys.filter((o) => offsets.get(o) === offsets.get(k)).length === 1 && k.startsWith('6/'))!;
+      assert.ok(flakyKey, 'a z6 tile with bytes of its own');
+      const lost = keys.filter((k) => lostOffsets.has(offsets.get(k)!));
+      for (const o of lostOffsets) store.failing.set(o, Infinity);
+      store.failing.set(offsets.get(flakyKey)!, 1);
+      const out = path.join(work, 'remote.mbtiles');
+      const args = ['--config', cfg, '--source', 'remote', '--bbox', BBOX, '--zoom', '0-6', '--out', out];
+
+      const run = await seed(args, 150_000);
+      assert.equal(run.code, 1, `tiles failed: exit 1\n${run.stderr}`);
+      const last = progressLines(run.stdout).at(-1)!;
+      assert.deepEqual([last.type, last.fetched, last.errors, last.written], ['done', 10, lost.length, 10 - lost.length]);
+      // Logged once per distinct reason: the lost tiles fail alike, so one line names the first and why.
+      const failed = run.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; tile?: string; err?: string }).filter((l) => l.msg === 'seed: tile failed');
+      assert.equal(failed.length, 1, run.stderr);
+      assert.ok(lost.includes(failed[0].tile!), `${failed[0].tile} is a lost tile`);
+      assert.match(failed[0].err!, /^503 source "remote": cannot read .*HTTP 500/);
+      // A lost tile was asked for five times (the first time and four retries); the flaky one twice.
+      for (const o of lostOffsets) {
+        const sharing = lost.filter((k) => offsets.get(k) === o).length;
+        assert.equal(store.asked.filter((a) => a === o).length, 5 * sharing, `the lost range at ${o} was read once and retried 4 times per tile`);
+      }
+      assert.equal(store.asked.filter((a) => a === offsets.get(flakyKey)).length, 2, 'the tile that failed once was asked again and read');
+      // The archive holds every other tile, the flaky one included, with the source's bytes.
+      assert.equal(mbtilesCount(out), 10 - lost.length);
+      const db = new Database(out, { readonly: true });
+      try {
+        const has = db.prepare('SELECT tile_data FROM tiles WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?');
+        for (const k of keys) {
+          const [z, x, y] = k.split('/').map(Number);
+          assert.equal(has.get(z, x, 2 ** z - 1 - y) !== undefined, !lost.includes(k), `${k} ${lost.includes(k) ? 'lost' : 'kept'}`);
+        }
+        assert.equal((db.prepare("SELECT value FROM metadata WHERE name = 'format'").get() as { value: string }).value, 'pbf');
+      } finally {
+        db.close();
+      }
+
+      // The store is mended: --resume reads only the lost tiles' bytes.
+      store.failing.clear();
+      store.asked.length = 0;
+      const resumed = await seed([...args, '--resume']);
+      assert.equal(resumed.code, 0, resumed.stderr);
+      const again = progressLines(resumed.stdout).at(-1)!;
+      assert.deepEqual([again.skipped, again.fetched, again.errors, again.written], [10 - lost.length, lost.length, 0, lost.length]);
+      const tileReads = new Set(store.asked.filter((a) => [...offsets.values()].includes(a)));
+      assert.deepEqual([...tileReads].sort(), [...lostOffsets].sort(), 'only the lost tiles were read');
+      assert.equal(mbtilesCount(out), 10);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('tileserver-ts seed: a raster source, and a style at 256 px @2x', () => {
+  test('a raster archive source exported: each tile is the /data route\'s bytes', async () => {
+    const toner = fixture('raster/stamen-toner-z0-3.pmtiles');
+    const cfg = writeTempConfig(`[[sources]]\nid = "toner"\ntype = "pmtiles"\npath = "${toner}"\n`);
+    const out = path.join(work, 'toner.pmtiles');
+    const r = await seed(['--config', cfg, '--source', 'toner', '--bbox', '-180,-85,180,85', '--zoom', '0-2', '--out', out]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(progressLines(r.stdout).at(-1)!.written, 21);
+    const server = await startServer({ toml: `[server]\ndisable_render = true\n[[sources]]\nid = "toner"\ntype = "pmtiles"\npath = "${toner}"\n` });
+    const { reader, close } = await openPmtiles(out);
+    try {
+      const h = await reader.getHeader();
+      assert.equal(h.tileType, TileType.Png);
+      assert.deepEqual([h.minZoom, h.maxZoom, h.numAddressedTiles], [0, 2, 21]);
+      assert.equal(((await reader.getMetadata()) as { format?: string }).format, 'png');
+      for (let z = 0; z <= 2; z++) {
+        for (let x = 0; x < 2 ** z; x++) {
+          for (let y = 0; y < 2 ** z; y++) {
+            const live = await fetchBytes(`${server.url}/data/toner/${z}/${x}/${y}.png`);
+            assert.equal(live.status, 200);
+            const stored = await reader.getZxy(z, x, y);
+            assert.ok(stored && Buffer.from(stored.data).equals(live.body), `${z}/${x}/${y}: the exported tile is the route's bytes`);
+          }
+        }
+      }
+    } finally {
+      await close();
+      await server.stop();
+    }
+  });
+
+  test('--tile-size 256 --scale 2 writes 512 px images of 256 px tiles, with the zooms and bounds asked', async () => {
+    const out = path.join(work, 'retina.mbtiles');
+    const r = await seed(['--config', config(path.join(work, 'retina-cache')), '--style', 'world', '--bbox', BBOX, '--zoom', '0-2', '--tile-size', '256', '--scale', '2', '--out', out]);
+    assert.equal(r.code, 0, r.stderr);
+    const db = new Database(out, { readonly: true });
+    try {
+      const meta = Object.fromEntries((db.prepare('SELECT name, value FROM metadata').all() as { name: string; value: string }[]).map((m) => [m.name, m.value]));
+      assert.deepEqual([meta.format, meta.minzoom, meta.maxzoom, meta.bounds], ['png', '0', '2', '5,45,10,48']);
+      const rows = db.prepare('SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles ORDER BY zoom_level').all() as { zoom_level: number; tile_column: number; tile_row: number; tile_data: Buffer }[];
+      // 256 px tiles: zoom z of the 256 px grid (z2 is the tile 2/2/1 holding the Alps), drawn at twice the pixels.
+      assert.deepEqual(rows.map((t) => `${t.zoom_level}/${t.tile_column}/${2 ** t.zoom_level - 1 - t.tile_row}`), ['0/0/0', '1/1/0', '2/2/1']);
+      for (const t of rows) {
+        const img = await decode(t.tile_data);
+        assert.deepEqual([img.width, img.height], [512, 512], `${t.zoom_level}: a 512 px image`);
+        const first = img.data.readUInt32BE(0);
+        let differing = 0;
+        for (let i = 0; i < img.data.length; i += 4) if (img.data.readUInt32BE(i) !== first) differing++;
+        assert.ok(differing > 1000, `${t.zoom_level}: the image shows the map (${differing} pixels differ from the first)`);
+      }
+    } finally {
+      db.close();
+    }
+  });
+});
