@@ -146,10 +146,22 @@ describe('items', () => {
     assert.deepEqual(seen, want);
   });
 
-  test('limit caps at 10000; limit, offset and bbox that are not numbers are 400 naming the parameter', async () => {
+  test('limit caps at 10000 (however many digits); limit, offset and bbox that are not numbers are 400 naming the parameter', async () => {
     const all = (await items('points', { limit: '20000' })).json();
     assert.equal(all.numberReturned, 57);
     assert.ok(all.links.find((l: { rel: string }) => l.rel === 'self').href.includes('limit=10000'));
+    // However many digits a limit has, it is capped, not refused.
+    for (const limit of ['1234567890123456', '0000000000000000000000000000020', '9'.repeat(400)]) {
+      const long = await items('points', { limit });
+      assert.equal(long.status, 200, `limit=${limit.slice(0, 40)}: ${long.body.toString().slice(0, 300)}`);
+      const doc = long.json();
+      assert.equal(doc.numberReturned, limit.endsWith('20') ? 20 : 57);
+      assert.ok(doc.links.find((l: { rel: string }) => l.rel === 'self').href.includes(`limit=${limit.endsWith('20') ? 20 : 10000}`));
+    }
+    const huge = await items('points', { offset: '9'.repeat(20) });
+    assert.equal(huge.status, 400);
+    assert.equal(huge.json().parameter, 'offset');
+    assert.match(huge.json().detail, /larger than 9007199254740991/);
     const past = (await items('points', { offset: '100' })).json();
     assert.equal(past.numberReturned, 0);
     assert.equal(past.numberMatched, 57);

@@ -82,6 +82,16 @@ describe('OGC API - Tiles documents', () => {
       assert.match(l.href, /^http:\/\/127\.0\.0\.1:\d+\//, 'absolute');
       assert.equal((await get(l.href)).status, 200, l.href);
     }
+    // dataset-tilesets: the landing page links the dataset's map tilesets (one per style), each resolving to a
+    // tileset whose templated tiles are PNG images.
+    const maps = link(doc, 'tilesets-map', 'application/json');
+    assert.ok(maps, 'tilesets-map link');
+    assert.match(maps.href, /\/ogc\/map\/tiles$/);
+    const list = (await get(maps.href)).json();
+    assert.deepEqual(list.tilesets.map((t: { title: string }) => t.title), ['OSM Liberty']);
+    const ts = (await get(link(list.tilesets[0], 'self', 'application/json')!.href)).json();
+    assert.equal(ts.dataType, 'map');
+    assert.equal(link(ts, 'item')!.type, 'image/png');
   });
 
   test('conformance: the Tiles, TMS and Features classes offered', async () => {
@@ -314,6 +324,7 @@ describe('OGC API - Tiles documents', () => {
       '/ogc/collections/{collectionId}/items/{featureId}',
       '/ogc/collections/{collectionId}/queryables',
       '/ogc/styles',
+      '/ogc/map/tiles',
       '/ogc/styles/{styleId}/map/tiles',
       '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}',
       '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}',

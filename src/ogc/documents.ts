@@ -104,7 +104,13 @@ export function landingPage(h: Hrefs, styles: boolean): Record<string, unknown> 
     { href: h.ogc('/collections'), rel: REL.data, type: JSON_TYPE, title: 'collections (sources)' },
     { href: h.ogc('/tileMatrixSets'), rel: REL.tilingSchemes, type: JSON_TYPE, title: 'tile matrix sets' },
   ];
-  if (styles) links.push({ href: h.ogc('/styles'), rel: REL.styles, type: JSON_TYPE, title: 'styles (rendered map tiles)' });
+  if (styles) {
+    links.push(
+      { href: h.ogc('/styles'), rel: REL.styles, type: JSON_TYPE, title: 'styles (rendered map tiles)' },
+      // What the dataset-tilesets class asks of a landing page: the list of the dataset's map tilesets.
+      { href: h.ogc('/map/tiles'), rel: REL.tilesetsMap, type: JSON_TYPE, title: 'map tilesets of the dataset (one per style)' },
+    );
+  }
   return { title: 'tileserver-ts', description: 'Map tiles of every source and style (OGC API - Tiles) and features of PostGIS tables (OGC API - Features).', links };
 }
 
@@ -190,6 +196,11 @@ function tilesetSummary(h: Hrefs, t: TilesetOf): Record<string, unknown> {
 
 export function tilesetList(h: Hrefs, t: TilesetOf): Record<string, unknown> {
   return { links: selfLinks(h, tilesetPath(t), 'tilesets'), tilesets: [tilesetSummary(h, t)] };
+}
+
+/** The dataset's map tilesets (/map/tiles): every style's rendered tileset, each linking to its own metadata. */
+export function datasetMapTilesets(h: Hrefs, styles: Extract<TilesetOf, { kind: 'style' }>[]): Record<string, unknown> {
+  return { links: selfLinks(h, '/map/tiles', 'map tilesets of the dataset'), tilesets: styles.map((t) => tilesetSummary(h, t)) };
 }
 
 const MERCATOR_RADIUS = 6378137;

@@ -3,7 +3,7 @@
 // (answerSourceTile, answerStyleTile): same bytes, headers, 204s and encodings.
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import { collection, collections, Hrefs, mapStyles, sourceLimits, stylesList, tileset, tilesetList, type TilesetOf } from '../../../ogc/documents.js';
+import { collection, collections, datasetMapTilesets, Hrefs, mapStyles, sourceLimits, stylesList, tileset, tilesetList, type TilesetOf } from '../../../ogc/documents.js';
 import { tileMatrixLimits, TMS_ID, TMS_MAX_MATRIX, withinLimits } from '../../../ogc/tms.js';
 import type { TileSource } from '../../../sources/source.js';
 import type { AppState } from '../../../state/app-state.js';
@@ -149,6 +149,15 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       return sendDoc(c, state, 'Styles', stylesList(new Hrefs(urlContext(c, state)), mapStyles(state, true)));
+    },
+    ogcMapAbsence,
+  );
+  r.add(
+    { method: 'get', path: '/ogc/map/tiles', hono: '/ogc/map/tiles', summary: 'Map tilesets of the dataset: the rendered tileset of every style', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the tileset list'), 400: DOC_ERRORS[400] } },
+    (c) => {
+      const state = ctx.holder.current;
+      const styles = mapStyles(state, true).map((style) => ({ kind: 'style' as const, style, minzoom: 0, maxzoom: MAX_ZOOM }));
+      return sendDoc(c, state, 'Map tilesets', datasetMapTilesets(new Hrefs(urlContext(c, state)), styles));
     },
     ogcMapAbsence,
   );
