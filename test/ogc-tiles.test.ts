@@ -3,6 +3,7 @@
 // and compared with /data/... (bytes, headers, 204s, encodings) and /styles/{id}/256/... (rendered map tiles);
 // out-of-range addresses; `key` in every URL handed out; f=json/html and Accept; the OpenAPI document; and
 // server.disable_ogc.
+import { Validator } from '@seriousme/openapi-schema-validator';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
@@ -308,10 +309,42 @@ describe('OGC API - Tiles documents', () => {
     assert.ok(templates >= 6, `${templates} templated links`);
   });
 
+  test('/ogc/api: an OpenAPI 3.0 document that validates, describes every OGC route, and is the service-desc of that type', async () => {
+    const landing = (await get(`${server.url}/ogc`)).json();
+    const descs = landing.links.filter((l: Link) => l.rel === 'service-desc');
+    assert.deepEqual(descs.map((l: Link) => l.type).sort(), ['application/vnd.oai.openapi+json;version=3.0', 'application/vnd.oai.openapi+json;version=3.1']);
+    const href = descs.find((l: Link) => l.type!.endsWith('3.0')).href;
+    assert.match(href, /\/ogc\/api$/);
+    // What GDAL's OGCAPI driver sends for the API description.
+    const res = await get(href, { accept: 'application/vnd.oai.openapi+json;version=3.0' });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /^application\/vnd\.oai\.openapi\+json;version=3\.0/);
+    const doc = res.json();
+    assert.match(doc.openapi, /^3\.0\.\d$/);
+    const result = await new Validator().validate(doc);
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 1)?.slice(0, 3000));
+    // Every /ogc route of the 3.1 document, and nothing else, with the same operations.
+    const full = (await get(`${server.url}/openapi.json`)).json();
+    const ogcPaths = Object.keys(full.paths).filter((p) => p === '/ogc' || p.startsWith('/ogc/'));
+    assert.ok(ogcPaths.length >= 18, `${ogcPaths.length} OGC paths`);
+    assert.deepEqual(Object.keys(doc.paths).sort(), ogcPaths.sort());
+    for (const p of ogcPaths) assert.deepEqual(Object.keys(doc.paths[p]), Object.keys(full.paths[p]), p);
+    // 3.1-only constructs are gone: no JSON Schema dialect, no const, no type lists.
+    const text = JSON.stringify(doc);
+    assert.ok(!text.includes('"$schema"') && !text.includes('"const"') && !/"type":\[/.test(text), 'no 3.1-only members');
+    // The fixed tile matrix set id, a const in 3.1, is a one-value enum here.
+    const tms = doc.paths['/ogc/tileMatrixSets/{tileMatrixSetId}'].get.parameters.find((x: { name: string }) => x.name === 'tileMatrixSetId');
+    assert.deepEqual(tms.schema.enum, ['WebMercatorQuad']);
+    assert.equal(doc.servers[0].url, server.url);
+    const { conformsTo } = (await get(`${server.url}/ogc/conformance`)).json();
+    for (const c of ['ogcapi-common-1/1.0/conf/oas30', 'ogcapi-tiles-1/1.0/conf/oas30', 'ogcapi-features-1/1.0/conf/oas30']) assert.ok(conformsTo.includes(`http://www.opengis.net/spec/${c}`), c);
+  });
+
   test('/openapi.json describes every OGC route; /ping says ogc_enabled', async () => {
     const { paths } = (await get(`${server.url}/openapi.json`)).json();
     for (const p of [
       '/ogc',
+      '/ogc/api',
       '/ogc/conformance',
       '/ogc/tileMatrixSets',
       '/ogc/tileMatrixSets/{tileMatrixSetId}',
@@ -353,7 +386,7 @@ path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
   });
 
   test('every /ogc route answers 404, /ping says ogc_enabled: false, /openapi.json leaves them out', async () => {
-    for (const p of ['/ogc', '/ogc/conformance', '/ogc/collections', '/ogc/collections/openmaptiles/tiles/WebMercatorQuad/0/0/0', '/ogc/tileMatrixSets/WebMercatorQuad']) {
+    for (const p of ['/ogc', '/ogc/api', '/ogc/conformance', '/ogc/collections', '/ogc/collections/openmaptiles/tiles/WebMercatorQuad/0/0/0', '/ogc/tileMatrixSets/WebMercatorQuad']) {
       const res = await get(off.url + p);
       assert.equal(res.status, 404, p);
       assert.equal(res.headers.get('content-type'), 'application/problem+json');
