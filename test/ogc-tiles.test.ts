@@ -6,6 +6,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import fc from './helpers/fast-check.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { fixture, osmLibertyToml, startServer, type TestServer } from './helpers/server.js';
 
@@ -254,6 +255,61 @@ describe('OGC API - Tiles documents', () => {
       assert.equal(res.headers.get('content-type'), 'application/problem+json', url);
     }
     assert.equal((await get(`${base}/WebMercatorQuad/0/x/0`)).json().parameter, 'tileRow');
+  });
+
+  test('generated tile addresses: 200/204 as /data inside the limits, 404 outside, 400 naming a row or column that is not an integer; never 5xx', async () => {
+    type Limit = { tileMatrix: string; minTileRow: number; maxTileRow: number; minTileCol: number; maxTileCol: number };
+    const limitsOf = new Map<string, Limit[]>();
+    for (const id of ['openmaptiles', 'cities', 'geo']) limitsOf.set(id, (await get(`${server.url}/ogc/collections/${id}/tiles/WebMercatorQuad`)).json().tileMatrixSetLimits);
+    const format: Record<string, string> = { openmaptiles: 'pbf', cities: 'pbf', geo: 'png' };
+    // Numbers as clients write them (leading zeros, many digits) and text that is not a number at all. No "/",
+    // "%" or dot segments: those change which route a URL names, not the address.
+    const number = fc.oneof(
+      fc.nat(70).map(String),
+      fc.tuple(fc.nat(9), fc.integer({ min: 1, max: 3 })).map(([n, z]) => '0'.repeat(z) + n),
+      fc.nat(30).map((n) => '1' + '0'.repeat(9 + n)),
+    );
+    const text = fc.oneof(
+      fc.constantFrom('-1', '+1', '1.0', '1e1', ' 1', 'x', '0x1', '١', 'NaN', '٠'),
+      fc.string({ unit: fc.constantFrom('1', 'a', '-', '+', ' ', 'é', '_', '~'), minLength: 1, maxLength: 6 }).filter((t) => !/^\d+$/.test(t)),
+    );
+    const part = fc.oneof({ weight: 4, arbitrary: number }, { weight: 1, arbitrary: text });
+    // Addresses near the tiles that exist (a matrix the sources have, rows and columns up to one past the
+    // matrix), sometimes with leading zeros; and anything the parts above make.
+    const zeros = (n: number, pad: boolean) => (pad ? '0' : '') + String(n);
+    const near = fc
+      .integer({ min: 0, max: 7 })
+      .chain((z) => fc.tuple(fc.constant(z), fc.integer({ min: 0, max: 2 ** z }), fc.integer({ min: 0, max: 2 ** z }), fc.boolean()))
+      .map(([z, y, x, pad]) => [String(z), zeros(y, pad), zeros(x, pad)] as [string, string, string]);
+    const address = fc.oneof({ weight: 3, arbitrary: near }, { weight: 2, arbitrary: fc.tuple(part, part, part) });
+    const seen = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('openmaptiles', 'cities', 'geo'), address, async (id, [m, row, col]) => {
+        const url = `${server.url}/ogc/collections/${id}/tiles/WebMercatorQuad/${[m, row, col].map(encodeURIComponent).join('/')}`;
+        const res = await get(url);
+        const what = `${id} ${JSON.stringify([m, row, col])} -> ${res.status} ${res.body.toString().slice(0, 200)}`;
+        seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
+        assert.ok(res.status < 500, what);
+        const isInt = (t: string) => /^\d+$/.test(t);
+        if (!/^\d{1,3}$/.test(m) || Number(m) > 24) return assert.equal(res.status, 404, what);
+        for (const [name, value] of [['tileRow', row], ['tileCol', col]]) {
+          if (!isInt(value)) {
+            assert.equal(res.status, 400, what);
+            assert.equal(res.json().parameter, name, what);
+            return;
+          }
+        }
+        const [z, y, x] = [Number(m), Number(row), Number(col)];
+        const l = limitsOf.get(id)!.find((t) => Number(t.tileMatrix) === z);
+        if (!l || y < l.minTileRow || y > l.maxTileRow || x < l.minTileCol || x > l.maxTileCol) return assert.equal(res.status, 404, what);
+        const data = await get(`${server.url}/data/${id}/${z}/${x}/${y}.${format[id]}`);
+        assert.equal(res.status, data.status, what);
+        assert.ok(res.body.equals(data.body), what);
+      }),
+      { numRuns: 400 },
+    );
+    // The generator reached every kind of answer.
+    for (const status of [200, 400, 404]) assert.ok((seen.get(status) ?? 0) >= 10, `${status}: ${JSON.stringify([...seen])}`);
   });
 
   test('map tiles of a style: listed under /ogc/styles, the same image as /styles/{id}/256/{z}/{x}/{y}.png', async () => {
