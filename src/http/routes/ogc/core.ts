@@ -33,7 +33,7 @@ export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
       tag: 'OGC API',
       description: 'Converted from the same route specs as /openapi.json (OpenAPI 3.1), with the /ogc paths only.',
       query: DOC_QUERY,
-      responses: { 200: DOC('the OpenAPI 3.0 document'), 400: { description: 'an unknown f', content: PROBLEM } },
+      responses: { 200: { description: 'the OpenAPI 3.0 document', content: { [OPENAPI_30_TYPE]: true as const, 'text/html': true as const } }, 400: { description: 'an unknown f', content: PROBLEM } },
     },
     (c) => {
       const state = ctx.holder.current;
