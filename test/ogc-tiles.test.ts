@@ -3,8 +3,10 @@
 // and compared with /data/... (bytes, headers, 204s, encodings) and /styles/{id}/256/... (rendered map tiles);
 // out-of-range addresses; `key` in every URL handed out; f=json/html and Accept; the OpenAPI document; and
 // server.disable_ogc.
+import { Validator } from '@seriousme/openapi-schema-validator';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import fc from './helpers/fast-check.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { fixture, osmLibertyToml, startServer, type TestServer } from './helpers/server.js';
 
@@ -82,6 +84,16 @@ describe('OGC API - Tiles documents', () => {
       assert.match(l.href, /^http:\/\/127\.0\.0\.1:\d+\//, 'absolute');
       assert.equal((await get(l.href)).status, 200, l.href);
     }
+    // dataset-tilesets: the landing page links the dataset's map tilesets (one per style), each resolving to a
+    // tileset whose templated tiles are PNG images.
+    const maps = link(doc, 'tilesets-map', 'application/json');
+    assert.ok(maps, 'tilesets-map link');
+    assert.match(maps.href, /\/ogc\/map\/tiles$/);
+    const list = (await get(maps.href)).json();
+    assert.deepEqual(list.tilesets.map((t: { title: string }) => t.title), ['OSM Liberty']);
+    const ts = (await get(link(list.tilesets[0], 'self', 'application/json')!.href)).json();
+    assert.equal(ts.dataType, 'map');
+    assert.equal(link(ts, 'item')!.type, 'image/png');
   });
 
   test('conformance: the Tiles, TMS and Features classes offered', async () => {
@@ -245,6 +257,61 @@ describe('OGC API - Tiles documents', () => {
     assert.equal((await get(`${base}/WebMercatorQuad/0/x/0`)).json().parameter, 'tileRow');
   });
 
+  test('generated tile addresses: 200/204 as /data inside the limits, 404 outside, 400 naming a row or column that is not an integer; never 5xx', async () => {
+    type Limit = { tileMatrix: string; minTileRow: number; maxTileRow: number; minTileCol: number; maxTileCol: number };
+    const limitsOf = new Map<string, Limit[]>();
+    for (const id of ['openmaptiles', 'cities', 'geo']) limitsOf.set(id, (await get(`${server.url}/ogc/collections/${id}/tiles/WebMercatorQuad`)).json().tileMatrixSetLimits);
+    const format: Record<string, string> = { openmaptiles: 'pbf', cities: 'pbf', geo: 'png' };
+    // Numbers as clients write them (leading zeros, many digits) and text that is not a number at all. No "/",
+    // "%" or dot segments: those change which route a URL names, not the address.
+    const number = fc.oneof(
+      fc.nat(70).map(String),
+      fc.tuple(fc.nat(9), fc.integer({ min: 1, max: 3 })).map(([n, z]) => '0'.repeat(z) + n),
+      fc.nat(30).map((n) => '1' + '0'.repeat(9 + n)),
+    );
+    const text = fc.oneof(
+      fc.constantFrom('-1', '+1', '1.0', '1e1', ' 1', 'x', '0x1', '١', 'NaN', '٠'),
+      fc.string({ unit: fc.constantFrom('1', 'a', '-', '+', ' ', 'é', '_', '~'), minLength: 1, maxLength: 6 }).filter((t) => !/^\d+$/.test(t)),
+    );
+    const part = fc.oneof({ weight: 4, arbitrary: number }, { weight: 1, arbitrary: text });
+    // Addresses near the tiles that exist (a matrix the sources have, rows and columns up to one past the
+    // matrix), sometimes with leading zeros; and anything the parts above make.
+    const zeros = (n: number, pad: boolean) => (pad ? '0' : '') + String(n);
+    const near = fc
+      .integer({ min: 0, max: 7 })
+      .chain((z) => fc.tuple(fc.constant(z), fc.integer({ min: 0, max: 2 ** z }), fc.integer({ min: 0, max: 2 ** z }), fc.boolean()))
+      .map(([z, y, x, pad]) => [String(z), zeros(y, pad), zeros(x, pad)] as [string, string, string]);
+    const address = fc.oneof({ weight: 3, arbitrary: near }, { weight: 2, arbitrary: fc.tuple(part, part, part) });
+    const seen = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('openmaptiles', 'cities', 'geo'), address, async (id, [m, row, col]) => {
+        const url = `${server.url}/ogc/collections/${id}/tiles/WebMercatorQuad/${[m, row, col].map(encodeURIComponent).join('/')}`;
+        const res = await get(url);
+        const what = `${id} ${JSON.stringify([m, row, col])} -> ${res.status} ${res.body.toString().slice(0, 200)}`;
+        seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
+        assert.ok(res.status < 500, what);
+        const isInt = (t: string) => /^\d+$/.test(t);
+        if (!/^\d{1,3}$/.test(m) || Number(m) > 24) return assert.equal(res.status, 404, what);
+        for (const [name, value] of [['tileRow', row], ['tileCol', col]]) {
+          if (!isInt(value)) {
+            assert.equal(res.status, 400, what);
+            assert.equal(res.json().parameter, name, what);
+            return;
+          }
+        }
+        const [z, y, x] = [Number(m), Number(row), Number(col)];
+        const l = limitsOf.get(id)!.find((t) => Number(t.tileMatrix) === z);
+        if (!l || y < l.minTileRow || y > l.maxTileRow || x < l.minTileCol || x > l.maxTileCol) return assert.equal(res.status, 404, what);
+        const data = await get(`${server.url}/data/${id}/${z}/${x}/${y}.${format[id]}`);
+        assert.equal(res.status, data.status, what);
+        assert.ok(res.body.equals(data.body), what);
+      }),
+      { numRuns: 400 },
+    );
+    // The generator reached every kind of answer.
+    for (const status of [200, 400, 404]) assert.ok((seen.get(status) ?? 0) >= 10, `${status}: ${JSON.stringify([...seen])}`);
+  });
+
   test('map tiles of a style: listed under /ogc/styles, the same image as /styles/{id}/256/{z}/{x}/{y}.png', async () => {
     const styles = (await get(`${server.url}/ogc/styles`)).json();
     assert.deepEqual(styles.styles.map((s: { id: string }) => s.id), ['osm-liberty']);
@@ -298,10 +365,42 @@ describe('OGC API - Tiles documents', () => {
     assert.ok(templates >= 6, `${templates} templated links`);
   });
 
+  test('/ogc/api: an OpenAPI 3.0 document that validates, describes every OGC route, and is the service-desc of that type', async () => {
+    const landing = (await get(`${server.url}/ogc`)).json();
+    const descs = landing.links.filter((l: Link) => l.rel === 'service-desc');
+    assert.deepEqual(descs.map((l: Link) => l.type).sort(), ['application/vnd.oai.openapi+json;version=3.0', 'application/vnd.oai.openapi+json;version=3.1']);
+    const href = descs.find((l: Link) => l.type!.endsWith('3.0')).href;
+    assert.match(href, /\/ogc\/api$/);
+    // What GDAL's OGCAPI driver sends for the API description.
+    const res = await get(href, { accept: 'application/vnd.oai.openapi+json;version=3.0' });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /^application\/vnd\.oai\.openapi\+json;version=3\.0/);
+    const doc = res.json();
+    assert.match(doc.openapi, /^3\.0\.\d$/);
+    const result = await new Validator().validate(doc);
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 1)?.slice(0, 3000));
+    // Every /ogc route of the 3.1 document, and nothing else, with the same operations.
+    const full = (await get(`${server.url}/openapi.json`)).json();
+    const ogcPaths = Object.keys(full.paths).filter((p) => p === '/ogc' || p.startsWith('/ogc/'));
+    assert.ok(ogcPaths.length >= 18, `${ogcPaths.length} OGC paths`);
+    assert.deepEqual(Object.keys(doc.paths).sort(), ogcPaths.sort());
+    for (const p of ogcPaths) assert.deepEqual(Object.keys(doc.paths[p]), Object.keys(full.paths[p]), p);
+    // 3.1-only constructs are gone: no JSON Schema dialect, no const, no type lists.
+    const text = JSON.stringify(doc);
+    assert.ok(!text.includes('"$schema"') && !text.includes('"const"') && !/"type":\[/.test(text), 'no 3.1-only members');
+    // The fixed tile matrix set id, a const in 3.1, is a one-value enum here.
+    const tms = doc.paths['/ogc/tileMatrixSets/{tileMatrixSetId}'].get.parameters.find((x: { name: string }) => x.name === 'tileMatrixSetId');
+    assert.deepEqual(tms.schema.enum, ['WebMercatorQuad']);
+    assert.equal(doc.servers[0].url, server.url);
+    const { conformsTo } = (await get(`${server.url}/ogc/conformance`)).json();
+    for (const c of ['ogcapi-common-1/1.0/conf/oas30', 'ogcapi-tiles-1/1.0/conf/oas30', 'ogcapi-features-1/1.0/conf/oas30']) assert.ok(conformsTo.includes(`http://www.opengis.net/spec/${c}`), c);
+  });
+
   test('/openapi.json describes every OGC route; /ping says ogc_enabled', async () => {
     const { paths } = (await get(`${server.url}/openapi.json`)).json();
     for (const p of [
       '/ogc',
+      '/ogc/api',
       '/ogc/conformance',
       '/ogc/tileMatrixSets',
       '/ogc/tileMatrixSets/{tileMatrixSetId}',
@@ -314,6 +413,7 @@ describe('OGC API - Tiles documents', () => {
       '/ogc/collections/{collectionId}/items/{featureId}',
       '/ogc/collections/{collectionId}/queryables',
       '/ogc/styles',
+      '/ogc/map/tiles',
       '/ogc/styles/{styleId}/map/tiles',
       '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}',
       '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}',
@@ -342,7 +442,7 @@ path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
   });
 
   test('every /ogc route answers 404, /ping says ogc_enabled: false, /openapi.json leaves them out', async () => {
-    for (const p of ['/ogc', '/ogc/conformance', '/ogc/collections', '/ogc/collections/openmaptiles/tiles/WebMercatorQuad/0/0/0', '/ogc/tileMatrixSets/WebMercatorQuad']) {
+    for (const p of ['/ogc', '/ogc/api', '/ogc/conformance', '/ogc/collections', '/ogc/collections/openmaptiles/tiles/WebMercatorQuad/0/0/0', '/ogc/tileMatrixSets/WebMercatorQuad']) {
       const res = await get(off.url + p);
       assert.equal(res.status, 404, p);
       assert.equal(res.headers.get('content-type'), 'application/problem+json');

@@ -20,6 +20,7 @@ const RENDER_ONLY: Record<string, string> = {
   '/styles/{style}.json': '/styles/plain.json',
   '/styles/{style}/wmts.xml': '/styles/plain/wmts.xml',
   '/ogc/styles': '/ogc/styles',
+  '/ogc/map/tiles': '/ogc/map/tiles',
   '/ogc/styles/{styleId}/map/tiles': '/ogc/styles/plain/map/tiles',
   '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}': '/ogc/styles/plain/map/tiles/WebMercatorQuad',
   '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}': '/ogc/styles/plain/map/tiles/WebMercatorQuad/0/0/0',
@@ -35,9 +36,18 @@ function config(disableRender: boolean): string {
 }
 
 async function documentedPaths(s: TestServer): Promise<Set<string>> {
-  const res = await fetch(`${s.url}/openapi.json`);
+  const res = await fetch(`${s.url}/openapi.json`, { signal: AbortSignal.timeout(10_000) });
   assert.equal(res.status, 200);
   return new Set(Object.keys(((await res.json()) as { paths: Record<string, unknown> }).paths));
+}
+
+/** Whether /ogc links the dataset's map tilesets (to a list that resolves) and /ogc/conformance declares the class. */
+async function datasetTilesets(s: TestServer): Promise<{ link: boolean; declared: boolean }> {
+  const landing = (await (await fetch(`${s.url}/ogc`, { signal: AbortSignal.timeout(10_000) })).json()) as { links: { rel: string; href: string }[] };
+  const l = landing.links.find((x) => x.rel === 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-map');
+  if (l) assert.equal((await fetch(l.href, { signal: AbortSignal.timeout(10_000) })).status, 200, l.href);
+  const { conformsTo } = (await (await fetch(`${s.url}/ogc/conformance`, { signal: AbortSignal.timeout(10_000) })).json()) as { conformsTo: string[] };
+  return { link: l !== undefined, declared: conformsTo.includes('http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/dataset-tilesets') };
 }
 
 describe('/openapi.json follows server.disable_render', () => {
@@ -55,11 +65,13 @@ describe('/openapi.json follows server.disable_render', () => {
     for (const p of ALWAYS) assert.ok(paths.has(p), `${p} is documented`);
     for (const [p, url] of Object.entries(RENDER_ONLY)) {
       assert.ok(!paths.has(p), `${p} is not documented`);
-      const res = await fetch(off.url + url);
+      const res = await fetch(off.url + url, { signal: AbortSignal.timeout(30_000) });
       assert.equal(res.status, 404, url);
       assert.equal(res.headers.get('content-type'), 'application/problem+json', url);
       assert.match(((await res.json()) as { detail: string }).detail, /^no route for GET .*server\.disable_render is set/, url);
     }
+    // Without map tiles, the landing page links no map tilesets and dataset-tilesets is not declared.
+    assert.deepEqual(await datasetTilesets(off), { link: false, declared: false });
   });
 
   test('disable_render = false: the render-only routes are documented and routed', async () => {
@@ -69,7 +81,7 @@ describe('/openapi.json follows server.disable_render', () => {
     for (const p of ALWAYS) assert.ok(paths.has(p), `${p} is documented`);
     for (const [p, url] of Object.entries(RENDER_ONLY)) {
       assert.ok(paths.has(p), `${p} is documented`);
-      const res = await fetch(on.url + url);
+      const res = await fetch(on.url + url, { signal: AbortSignal.timeout(30_000) });
       const body = await res.text();
       // 200 for the TileJSON and WMTS, 503 for images (no renderer can start here): never the 404 of a missing
       // route, and never another failure (a 500 is a broken route, not a switched-off renderer).
@@ -82,9 +94,13 @@ describe('/openapi.json follows server.disable_render', () => {
         documents++;
       }
     }
-    // Five image routes (static map, social card, two raster tile forms, the OGC map tile) and five documents
-    // (TileJSON, WMTS, the OGC styles list, map tileset list and tileset).
-    assert.deepEqual({ images, documents }, { images: 5, documents: 5 });
+    // Five image routes (static map, social card, two raster tile forms, the OGC map tile) and six documents
+    // (TileJSON, WMTS, the OGC styles list, the dataset's and the style's map tileset lists, and the tileset).
+    assert.deepEqual({ images, documents }, { images: 5, documents: 6 });
+  });
+
+  test('the landing page links the map tilesets of the dataset, and declares dataset-tilesets, only with styles', async () => {
+    assert.deepEqual(await datasetTilesets(on), { link: true, declared: true });
   });
 
   test('the two documents differ by exactly the render-only routes', async () => {
@@ -102,7 +118,7 @@ describe('/openapi.json follows server.disable_render', () => {
       return p.has('/og/{style}') ? p : undefined;
     });
     for (const p of Object.keys(RENDER_ONLY)) assert.ok(paths.has(p), `${p} is documented after the reload`);
-    const res = await fetch(`${off.url}/styles/plain.json`);
+    const res = await fetch(`${off.url}/styles/plain.json`, { signal: AbortSignal.timeout(10_000) });
     assert.equal(res.status, 200);
   });
 });

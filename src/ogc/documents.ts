@@ -23,6 +23,8 @@ export const JSON_TYPE = 'application/json';
 export const GEOJSON_TYPE = 'application/geo+json';
 export const HTML_TYPE = 'text/html';
 export const SCHEMA_TYPE = 'application/schema+json';
+/** The media type OGC API names an OpenAPI 3.0 document by (and GDAL's OGCAPI driver asks for). */
+export const OPENAPI_30_TYPE = 'application/vnd.oai.openapi+json;version=3.0';
 /** The registered media type of Mapbox Vector Tiles (what OGC API - Tiles names MVT by). */
 export const MVT_TYPE = 'application/vnd.mapbox-vector-tile';
 
@@ -37,14 +39,15 @@ export interface Link {
 }
 
 const CONF = {
-  common: ['http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/core', 'http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/landing-page', 'http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/json', 'http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/html', 'http://www.opengis.net/spec/ogcapi-common-2/1.0/conf/collections'],
-  tiles: ['core', 'tileset', 'tilesets-list', 'geodata-tilesets', 'mvt', 'png', 'jpeg'].map((c) => `http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/${c}`),
+  common: ['core', 'landing-page', 'json', 'html', 'oas30'].map((c) => `http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/${c}`).concat('http://www.opengis.net/spec/ogcapi-common-2/1.0/conf/collections'),
+  tiles: ['core', 'tileset', 'tilesets-list', 'geodata-tilesets', 'mvt', 'png', 'jpeg', 'oas30'].map((c) => `http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/${c}`),
   datasetTiles: 'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/dataset-tilesets',
   tms: ['http://www.opengis.net/spec/tms/2.0/conf/tilematrixset', 'http://www.opengis.net/spec/tms/2.0/conf/json-tilematrixset'],
   features: [
     'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
     'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
     'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/html',
+    'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
     'http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables',
     'http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables-query-parameters',
     'http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/filter',
@@ -99,12 +102,19 @@ export function mapStyles(state: AppState, rendering: boolean): LoadedStyle[] {
 export function landingPage(h: Hrefs, styles: boolean): Record<string, unknown> {
   const links: Link[] = [
     ...selfLinks(h, '', 'this document'),
-    { href: h.root('/openapi.json'), rel: 'service-desc', type: 'application/vnd.oai.openapi+json;version=3.1', title: 'the OpenAPI 3.1 description of the service' },
+    { href: h.ogc('/api'), rel: 'service-desc', type: OPENAPI_30_TYPE, title: 'the OpenAPI 3.0 description of this API' },
+    { href: h.root('/openapi.json'), rel: 'service-desc', type: 'application/vnd.oai.openapi+json;version=3.1', title: 'the OpenAPI 3.1 description of the whole service' },
     { href: h.ogc('/conformance'), rel: REL.conformance, type: JSON_TYPE, title: 'conformance classes' },
     { href: h.ogc('/collections'), rel: REL.data, type: JSON_TYPE, title: 'collections (sources)' },
     { href: h.ogc('/tileMatrixSets'), rel: REL.tilingSchemes, type: JSON_TYPE, title: 'tile matrix sets' },
   ];
-  if (styles) links.push({ href: h.ogc('/styles'), rel: REL.styles, type: JSON_TYPE, title: 'styles (rendered map tiles)' });
+  if (styles) {
+    links.push(
+      { href: h.ogc('/styles'), rel: REL.styles, type: JSON_TYPE, title: 'styles (rendered map tiles)' },
+      // What the dataset-tilesets class asks of a landing page: the list of the dataset's map tilesets.
+      { href: h.ogc('/map/tiles'), rel: REL.tilesetsMap, type: JSON_TYPE, title: 'map tilesets of the dataset (one per style)' },
+    );
+  }
   return { title: 'tileserver-ts', description: 'Map tiles of every source and style (OGC API - Tiles) and features of PostGIS tables (OGC API - Features).', links };
 }
 
@@ -190,6 +200,11 @@ function tilesetSummary(h: Hrefs, t: TilesetOf): Record<string, unknown> {
 
 export function tilesetList(h: Hrefs, t: TilesetOf): Record<string, unknown> {
   return { links: selfLinks(h, tilesetPath(t), 'tilesets'), tilesets: [tilesetSummary(h, t)] };
+}
+
+/** The dataset's map tilesets (/map/tiles): every style's rendered tileset, each linking to its own metadata. */
+export function datasetMapTilesets(h: Hrefs, styles: Extract<TilesetOf, { kind: 'style' }>[]): Record<string, unknown> {
+  return { links: selfLinks(h, '/map/tiles', 'map tilesets of the dataset'), tilesets: styles.map((t) => tilesetSummary(h, t)) };
 }
 
 const MERCATOR_RADIUS = 6378137;

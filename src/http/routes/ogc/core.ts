@@ -1,12 +1,13 @@
 // OGC API landing page, conformance declaration and tile matrix sets (/ogc, /ogc/conformance, /ogc/tileMatrixSets).
 import * as v from 'valibot';
-import { conformance, Hrefs, landingPage, mapStyles, tileMatrixSets } from '../../../ogc/documents.js';
+import { conformance, Hrefs, landingPage, mapStyles, OPENAPI_30_TYPE, tileMatrixSets } from '../../../ogc/documents.js';
 import { TMS_ID, webMercatorQuad } from '../../../ogc/tms.js';
 import { PgTableSource } from '../../../sources/postgres/table.js';
 import type { AppState } from '../../../state/app-state.js';
 import { urlContext, type ServerContext } from '../../context.js';
 import { problem } from '../../problem.js';
-import type { Router } from '../../router.js';
+import { openApi30 } from '../../openapi30.js';
+import { openApiDocument, type Router } from '../../router.js';
 import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
 
 const DOC = (description: string) => ({ description, content: { 'application/json': true as const, 'text/html': true as const } });
@@ -20,6 +21,30 @@ export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       return sendDoc(c, state, 'tileserver-ts OGC API', landingPage(new Hrefs(urlContext(c, state)), styled(state)));
+    },
+    ogcAbsence,
+  );
+  r.add(
+    {
+      method: 'get',
+      path: '/ogc/api',
+      hono: '/ogc/api',
+      summary: 'OpenAPI 3.0 description of the OGC API routes (the oas30 conformance classes)',
+      tag: 'OGC API',
+      description: 'Converted from the same route specs as /openapi.json (OpenAPI 3.1), with the /ogc paths only.',
+      query: DOC_QUERY,
+      responses: { 200: { description: 'the OpenAPI 3.0 document', content: { [OPENAPI_30_TYPE]: true as const, 'text/html': true as const } }, 400: { description: 'an unknown f', content: PROBLEM } },
+    },
+    (c) => {
+      const state = ctx.holder.current;
+      const u = urlContext(c, state);
+      const doc = openApi30(
+        openApiDocument(r.docs(state), ctx.version),
+        (p) => p === '/ogc' || p.startsWith('/ogc/'),
+        { title: 'tileserver-ts OGC API', description: 'OGC API - Tiles of every source and style, and OGC API - Features of PostGIS tables.' },
+        u.base,
+      );
+      return sendDoc(c, state, 'OpenAPI 3.0 description', doc, OPENAPI_30_TYPE);
     },
     ogcAbsence,
   );

@@ -32,8 +32,11 @@ function tableOf(c: Context, ctx: ServerContext): PgTableSource | Response {
 
 const invalid = (c: Context, parameter: string, detail: string, extra: Record<string, unknown> = {}) => problem(c, 400, 'Invalid parameter', detail, { parameter, ...extra });
 
-function parseNonNegative(text: string): number | undefined {
-  return /^\d{1,15}$/.test(text) ? Number(text) : undefined;
+/** A run of ASCII digits as a number, saturated at `cap` (a long run of digits is still a whole number). */
+function parseDigits(text: string, cap: number): number | undefined {
+  if (!/^\d+$/.test(text)) return undefined;
+  const n = Number(text);
+  return n > cap ? cap : n;
 }
 
 export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
@@ -78,12 +81,14 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         equals.push([k, value]);
       }
       const limitText = q.get('limit');
-      const limitValue = limitText === null ? DEFAULT_LIMIT : parseNonNegative(limitText);
-      if (limitValue === undefined || limitValue < 1) return invalid(c, 'limit', `limit "${limitText}" is not an integer of 1 or more`);
-      const limit = Math.min(limitValue, MAX_LIMIT);
+      // Any count above the maximum is capped, however many digits it has; the links say the capped value.
+      const limit = limitText === null ? DEFAULT_LIMIT : parseDigits(limitText, MAX_LIMIT);
+      if (limit === undefined || limit < 1) return invalid(c, 'limit', `limit "${limitText}" is not an integer of 1 or more`);
       const offsetText = q.get('offset');
-      const offset = offsetText === null ? 0 : parseNonNegative(offsetText);
+      const offset = offsetText === null ? 0 : parseDigits(offsetText, Number.MAX_SAFE_INTEGER + 1);
       if (offset === undefined) return invalid(c, 'offset', `offset "${offsetText}" is not a non-negative integer`);
+      // Past 2^53 an offset is no longer exact; no table has that many rows, so it is refused rather than rounded.
+      if (offset > Number.MAX_SAFE_INTEGER) return invalid(c, 'offset', `offset "${offsetText}" is larger than ${Number.MAX_SAFE_INTEGER}`);
       let bbox: number[] | undefined;
       const bboxText = q.get('bbox');
       if (bboxText !== null) {

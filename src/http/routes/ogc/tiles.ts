@@ -3,7 +3,7 @@
 // (answerSourceTile, answerStyleTile): same bytes, headers, 204s and encodings.
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import { collection, collections, Hrefs, mapStyles, sourceLimits, stylesList, tileset, tilesetList, type TilesetOf } from '../../../ogc/documents.js';
+import { collection, collections, datasetMapTilesets, Hrefs, mapStyles, sourceLimits, stylesList, tileset, tilesetList, type TilesetOf } from '../../../ogc/documents.js';
 import { tileMatrixLimits, TMS_ID, TMS_MAX_MATRIX, withinLimits } from '../../../ogc/tms.js';
 import type { TileSource } from '../../../sources/source.js';
 import type { AppState } from '../../../state/app-state.js';
@@ -38,12 +38,14 @@ function tileAddress(c: Context, limits: ReturnType<typeof tileMatrixLimits>): T
   const [m, row, col] = [param(c, 'z'), param(c, 'row'), param(c, 'col')];
   if (!/^\d{1,3}$/.test(m) || Number(m) > TMS_MAX_MATRIX) return problem(c, 404, 'Tile matrix not found', `"${m}" is not a tile matrix of ${TMS_ID} (0..${TMS_MAX_MATRIX})`);
   for (const [name, value] of [['tileRow', row], ['tileCol', col]] as const) {
-    if (!/^\d{1,9}$/.test(value)) return problem(c, 400, 'Invalid tile coordinates', `${name} "${value}" is not a non-negative integer`, { parameter: name });
+    if (!/^\d+$/.test(value)) return problem(c, 400, 'Invalid tile coordinates', `${name} "${value}" is not a non-negative integer`, { parameter: name });
   }
   const z = Number(m);
+  // However many digits, an integer is an address: one past the matrix is a tile that does not exist (404).
   const y = Number(row);
   const x = Number(col);
-  if (y >= 2 ** z || x >= 2 ** z) return problem(c, 404, 'Tile not found', `tile matrix ${z} has rows and columns 0..${2 ** z - 1}; row ${y}, column ${x} is outside it`);
+  const shown = (t: string) => (t.length > 24 ? `${t.slice(0, 24)}…` : t);
+  if (y >= 2 ** z || x >= 2 ** z) return problem(c, 404, 'Tile not found', `tile matrix ${z} has rows and columns 0..${2 ** z - 1}; row ${shown(row)}, column ${shown(col)} is outside it`);
   if (!withinLimits(limits, z, y, x)) return problem(c, 404, 'Tile not found', `tile ${z}/${y}/${x} is outside the tileset's tileMatrixSetLimits`);
   return { z, x, y };
 }
@@ -149,6 +151,15 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       return sendDoc(c, state, 'Styles', stylesList(new Hrefs(urlContext(c, state)), mapStyles(state, true)));
+    },
+    ogcMapAbsence,
+  );
+  r.add(
+    { method: 'get', path: '/ogc/map/tiles', hono: '/ogc/map/tiles', summary: 'Map tilesets of the dataset: the rendered tileset of every style', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the tileset list'), 400: DOC_ERRORS[400] } },
+    (c) => {
+      const state = ctx.holder.current;
+      const styles = mapStyles(state, true).map((style) => ({ kind: 'style' as const, style, minzoom: 0, maxzoom: MAX_ZOOM }));
+      return sendDoc(c, state, 'Map tilesets', datasetMapTilesets(new Hrefs(urlContext(c, state)), styles));
     },
     ogcMapAbsence,
   );
