@@ -55,6 +55,8 @@ export class SharedCache {
   /** This process's lock tokens start with it: a lock it holds itself is joined in-process, not waited for. */
   readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private nonce = 0;
+  /** Writes under way, by key: a render lock is released only after its entry is in, and close() waits for them. */
+  private readonly writes = new Map<string, Promise<void>>();
   readonly counts = { hits: 0, misses: 0, errors: 0 };
 
   /** Follows the configuration: connects, keeps, reconnects to another URL or timeout, or disconnects. */
@@ -121,8 +123,10 @@ export class SharedCache {
     }
   }
 
-  close(): void {
+  /** Lets the writes under way end (each is bounded by the timeout), then disconnects. */
+  async close(): Promise<void> {
     this.settingsKey = undefined;
+    await Promise.all(this.writes.values());
     this.disconnect();
   }
 
@@ -159,10 +163,23 @@ export class SharedCache {
     return got ?? undefined;
   }
 
-  /** Stores an entry for `[cache] shared_ttl_seconds`; best effort. */
-  async put(key: string, body: Uint8Array): Promise<void> {
+  /**
+   * Stores an entry for `[cache] shared_ttl_seconds`, in the background: an answer never waits for Redis to take
+   * it (a stopped Redis would cost every render a second `shared_timeout_ms`). Each write is bounded by that
+   * timeout all the same (ioredis's `commandTimeout`), and a failed one is counted as a `set` error.
+   */
+  put(key: string, body: Uint8Array): void {
     if (!this.redis) return;
-    await this.run('set', (r) => r.set(KEY_PREFIX + key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), 'EX', this.ttlSeconds));
+    const value = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const write = this.run('set', (r) => r.set(KEY_PREFIX + key, value, 'EX', this.ttlSeconds)).then(() => {
+      if (this.writes.get(key) === write) this.writes.delete(key);
+    });
+    this.writes.set(key, write);
+  }
+
+  /** Ends when the write of `key` under way (if any) has been taken or has failed; never rejects. */
+  private written(key: string): Promise<void> {
+    return this.writes.get(key) ?? Promise.resolve();
   }
 
   private count(kind: SharedKind, hit: boolean): void {
@@ -195,7 +212,7 @@ export class SharedCache {
       if (taken === FAILED) return this.miss(kind);
       if (taken === 'OK') {
         this.count(kind, false);
-        return { kind: 'render', release: this.holdLock(lockKey, token) };
+        return { kind: 'render', release: this.holdLock(key, token) };
       }
       const holder = await this.run('lock', (r) => r.get(lockKey));
       if (holder === FAILED) return this.miss(kind);
@@ -211,14 +228,20 @@ export class SharedCache {
     return { kind: 'render', release: noRelease };
   }
 
-  /** Renews the lock while the render runs; the release deletes it only while it still holds `token`. */
-  private holdLock(lockKey: string, token: string): () => Promise<void> {
+  /**
+   * Renews the lock while the render runs. The release waits for the entry's write (put) to end before it deletes
+   * the lock, and only while the lock still holds `token`: a machine waiting on the lock finds the entry as soon
+   * as the lock is gone, instead of rendering the tile again.
+   */
+  private holdLock(key: string, token: string): () => Promise<void> {
+    const lockKey = LOCK_PREFIX + key;
     const timer = setInterval(() => void this.run('lock', (r) => r.eval(RENEW_SCRIPT, 1, lockKey, token, String(LOCK_MS))), RENEW_MS);
     timer.unref();
     let released = false;
     return async () => {
       if (released) return;
       released = true;
+      await this.written(key);
       clearInterval(timer);
       await this.run('unlock', (r) => r.eval(RELEASE_SCRIPT, 1, lockKey, token));
     };
