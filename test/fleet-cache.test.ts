@@ -197,7 +197,8 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     const mb = await get(B, '/data/openmaptiles/1/1/0.mlt');
     assert.equal(mb.status, 200);
     assert.ok(mb.body.equals(ma.body));
-    assert.equal((await ping(B)).shared_cache.hits, hits + 1);
+    const after = (await ping(B)).shared_cache;
+    assert.equal(after.hits, hits + 1, `B's shared cache: ${JSON.stringify(after)}`);
   });
 
   test('a lock whose holder died expires, and the next asker renders', async () => {

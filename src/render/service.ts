@@ -157,7 +157,7 @@ export class RenderService {
     try {
       return await this.drawTile(state, style, t, format, base, key, caller);
     } finally {
-      // Not awaited: the release waits for the tile's write to Redis, which the answer does not (client.ts).
+      // Not awaited: with Redis stopped mid-render, the unlock would cost the answer a `shared_timeout_ms`.
       void claim.release();
     }
   }
@@ -325,7 +325,7 @@ export class RenderService {
         const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
         images.set(cellKey(c), image);
         cache.setMemory(cellKey(c), image);
-        // The shared write goes on in the background; the fleet's lock on the tile is released once it has ended.
+        // The shared write goes on in the background (sent before the lock's release, so stored before it: client.ts).
         sharedCache.put(cellKey(c), body);
         // Written before the claims are released: another process of this machine waiting on them finds the tiles.
         await cache.setDisk(cellKey(c), body);
@@ -372,7 +372,7 @@ export class RenderService {
           const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
           const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
           this.cache!.setMemory(key, image);
-          // In the background: the answer does not wait for Redis (the lock's release does).
+          // In the background: the answer does not wait for Redis.
           sharedCache.put(key, body);
           const done = performance.now();
           renderMetrics.observeDuration(style.id, format, (done - started) / 1000);

@@ -55,8 +55,8 @@ export class SharedCache {
   /** This process's lock tokens start with it: a lock it holds itself is joined in-process, not waited for. */
   readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private nonce = 0;
-  /** Writes under way, by key: a render lock is released only after its entry is in, and close() waits for them. */
-  private readonly writes = new Map<string, Promise<void>>();
+  /** Writes under way: close() lets them end (a seed's last tiles would be lost otherwise). */
+  private readonly writes = new Set<Promise<void>>();
   readonly counts = { hits: 0, misses: 0, errors: 0 };
 
   /** Follows the configuration: connects, keeps, reconnects to another URL or timeout, or disconnects. */
@@ -171,15 +171,8 @@ export class SharedCache {
   put(key: string, body: Uint8Array): void {
     if (!this.redis) return;
     const value = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-    const write = this.run('set', (r) => r.set(KEY_PREFIX + key, value, 'EX', this.ttlSeconds)).then(() => {
-      if (this.writes.get(key) === write) this.writes.delete(key);
-    });
-    this.writes.set(key, write);
-  }
-
-  /** Ends when the write of `key` under way (if any) has been taken or has failed; never rejects. */
-  private written(key: string): Promise<void> {
-    return this.writes.get(key) ?? Promise.resolve();
+    const write: Promise<void> = this.run('set', (r) => r.set(KEY_PREFIX + key, value, 'EX', this.ttlSeconds)).then(() => void this.writes.delete(write));
+    this.writes.add(write);
   }
 
   private count(kind: SharedKind, hit: boolean): void {
@@ -212,7 +205,7 @@ export class SharedCache {
       if (taken === FAILED) return this.miss(kind);
       if (taken === 'OK') {
         this.count(kind, false);
-        return { kind: 'render', release: this.holdLock(key, token) };
+        return { kind: 'render', release: this.holdLock(lockKey, token) };
       }
       const holder = await this.run('lock', (r) => r.get(lockKey));
       if (holder === FAILED) return this.miss(kind);
@@ -229,19 +222,17 @@ export class SharedCache {
   }
 
   /**
-   * Renews the lock while the render runs. The release waits for the entry's write (put) to end before it deletes
-   * the lock, and only while the lock still holds `token`: a machine waiting on the lock finds the entry as soon
-   * as the lock is gone, instead of rendering the tile again.
+   * Renews the lock while the render runs; the release deletes it only while it still holds `token`. The render's
+   * entry was sent (put) before the release, on the same connection: Redis stores it before it deletes the lock,
+   * so a machine waiting on the lock finds the entry once the lock is gone, without the release waiting for it.
    */
-  private holdLock(key: string, token: string): () => Promise<void> {
-    const lockKey = LOCK_PREFIX + key;
+  private holdLock(lockKey: string, token: string): () => Promise<void> {
     const timer = setInterval(() => void this.run('lock', (r) => r.eval(RENEW_SCRIPT, 1, lockKey, token, String(LOCK_MS))), RENEW_MS);
     timer.unref();
     let released = false;
     return async () => {
       if (released) return;
       released = true;
-      await this.written(key);
       clearInterval(timer);
       await this.run('unlock', (r) => r.eval(RELEASE_SCRIPT, 1, lockKey, token));
     };
