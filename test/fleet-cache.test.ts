@@ -8,6 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from './helpers/fast-check.js';
 import { tempDir, waitFor } from './helpers/foundation.js';
+import { startHoldServer, stallToml, type HoldServer } from './helpers/hold-server.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
 import { fixture, freePort, startServer, type TestServer } from './helpers/server.js';
 import { ConfigError, validateConfig } from '../src/config/load.js';
@@ -54,8 +55,16 @@ function machineFiles(dir: string): void {
   cpSync(fixture('raster/natural-earth-png-z0-1.pmtiles'), path.join(dir, 'data/ne.pmtiles'));
 }
 
-/** The configuration of one machine; `local` holds the settings that differ from machine to machine. */
-function machineToml(dir: string, adminPort: number, scrapePort: number, local: { memory: number; timeout: number; queue: number; disk: number }): string {
+/** The fleet's Redis timeout: a stopped Redis must cost a request at most about this much per lookup. */
+const SHARED_TIMEOUT_MS = 500;
+/** The fleet's entry lifetime in Redis (the default is a day). */
+const SHARED_TTL_S = 3_600;
+
+/**
+ * The configuration of one machine; `local` holds the settings that differ from machine to machine. Both also
+ * serve the style `stall`, whose renders wait while the hold server (`holdUrl`) holds its archive's tile data.
+ */
+function machineToml(dir: string, adminPort: number, scrapePort: number, holdUrl: string, local: { memory: number; timeout: number; queue: number; disk: number }): string {
   return `fonts = "${fixture('fonts')}"
 [server]
 admin_bind = "127.0.0.1:${adminPort}"
@@ -73,7 +82,8 @@ path = "${path.join(dir, 'style/style.json')}"
 [cache]
 dir = "${path.join(dir, 'cache')}"
 shared = "\${FLEET_REDIS}"
-shared_timeout_ms = 200
+shared_timeout_ms = ${SHARED_TIMEOUT_MS}
+shared_ttl_seconds = ${SHARED_TTL_S}
 [render]
 pool_size = 1
 memory_cache_mb = ${local.memory}
@@ -82,31 +92,48 @@ timeout_ms = ${local.timeout}
 queue_timeout_ms = ${local.queue}
 [telemetry]
 scrape_bind = "127.0.0.1:${scrapePort}"
-`;
+${stallToml(holdUrl)}`;
 }
 
-async function startMachine(name: string, redisUrl: string, local: { memory: number; timeout: number; queue: number; disk: number }): Promise<Machine> {
+async function startMachine(name: string, redisUrl: string, holdUrl: string, local: { memory: number; timeout: number; queue: number; disk: number }): Promise<Machine> {
   const dir = tempDir(`tsts-fleet-${name}-`);
   machineFiles(dir);
   const adminPort = await freePort();
   const scrapePort = await freePort();
-  const server = await startServer({ toml: machineToml(dir, adminPort, scrapePort, local), env: { FLEET_REDIS: redisUrl, LOG_LEVEL: 'info' }, timeoutMs: 60_000 });
+  const server = await startServer({ toml: machineToml(dir, adminPort, scrapePort, holdUrl, local), env: { FLEET_REDIS: redisUrl, LOG_LEVEL: 'info' }, timeoutMs: 60_000 });
   return { server, dir, adminPort, scrapePort };
 }
 
 const count = (text: string, phrase: string) => text.split(phrase).length - 1;
 const scrape = async (m: Machine) => (await fetch(`http://127.0.0.1:${m.scrapePort}/metrics`, { signal: AbortSignal.timeout(T) })).text();
+/** Writes to Redis that failed or timed out on a machine, as its metrics count them. */
+const failedWrites = async (m: Machine) => Number(/^shared_cache_errors_total\{op="set"\} (\d+)/m.exec(await scrape(m))?.[1] ?? 0);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+/** How long a request took to be answered in full; no answer within `limitMs` fails the test. */
+async function timed(m: Machine, p: string, encoding: string, limitMs: number): Promise<{ status: number; ms: number }> {
+  const started = performance.now();
+  try {
+    const res = await fetch(`${m.server.url}${p}`, { headers: { 'accept-encoding': encoding }, signal: AbortSignal.timeout(Math.ceil(limitMs)) });
+    await res.arrayBuffer();
+    return { status: res.status, ms: performance.now() - started };
+  } catch (err) {
+    assert.fail(`${p}: no answer within ${limitMs} ms (${(err as Error).message})`);
+  }
+}
 
 describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 }, () => {
   let redis: RedisServer;
+  let hold: HoldServer;
   let A: Machine;
   let B: Machine;
 
   before(async () => {
     redis = await startRedis();
+    hold = await startHoldServer(fixture('vector/omt-planet-z0-1.pmtiles'));
     [A, B] = await Promise.all([
-      startMachine('a', redis.url, { memory: 16, timeout: 30_000, queue: 60_000, disk: 64 }),
-      startMachine('b', redis.url, { memory: 48, timeout: 45_000, queue: 90_000, disk: 128 }),
+      startMachine('a', redis.url, hold.url, { memory: 16, timeout: 30_000, queue: 60_000, disk: 64 }),
+      startMachine('b', redis.url, hold.url, { memory: 48, timeout: 45_000, queue: 90_000, disk: 128 }),
     ]);
     for (const m of [A, B]) {
       await waitFor('renderer and shared cache', async () => {
@@ -117,7 +144,7 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
   });
   after(async () => {
     await Promise.all([A?.server.stop(), B?.server.stop()]);
-    await redis?.stop();
+    await Promise.all([redis?.stop(), hold?.close()]);
   });
 
   test('a tile rendered through A is served by B without a render (keys ignore ports, paths, cache dirs, pool sizes)', async () => {
@@ -132,11 +159,12 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     assert.equal(await rendered(B), b0, 'B did not render');
     const p = await ping(B);
     assert.ok(p.shared_cache.hits >= 1);
-    // The entry is in Redis under the shared prefix, and expires (shared_ttl_seconds, default one day).
+    // The entry is in Redis under the shared prefix, and expires after the configured shared_ttl_seconds (an hour,
+    // not the default day).
     const [, keys] = await redis.client.scan('0', 'MATCH', 'tsts:v1:osm-liberty/*/6/0/0.png', 'COUNT', 10_000);
     assert.equal(keys.length, 1, `one entry for the tile: ${keys.join(', ')}`);
     const ttl = await redis.client.ttl(keys[0]);
-    assert.ok(ttl > 0 && ttl <= 86_400, `ttl ${ttl}`);
+    assert.ok(ttl > SHARED_TTL_S - 100 && ttl <= SHARED_TTL_S, `ttl ${ttl}, expected just under ${SHARED_TTL_S}`);
     // The metrics count A's miss and B's hit.
     assert.match(await scrape(A), /shared_cache_misses_total\{kind="tile"\} [1-9]/);
     assert.match(await scrape(B), /shared_cache_hits_total\{kind="tile"\} [1-9]/);
@@ -169,7 +197,8 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     const mb = await get(B, '/data/openmaptiles/1/1/0.mlt');
     assert.equal(mb.status, 200);
     assert.ok(mb.body.equals(ma.body));
-    assert.equal((await ping(B)).shared_cache.hits, hits + 1);
+    const after = (await ping(B)).shared_cache;
+    assert.equal(after.hits, hits + 1, `B's shared cache: ${JSON.stringify(after)}`);
   });
 
   test('a lock whose holder died expires, and the next asker renders', async () => {
@@ -190,6 +219,38 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     assert.equal(a.status, 200);
     assert.ok(answeredAt >= goneAt, 'B waited for the lock instead of rendering at once');
     assert.equal(await rendered(B), b0 + 1, 'B rendered once the lock had expired');
+  });
+
+  test('a render held past the 5 s lock keeps its lock renewed: the other instance waits and is served from Redis', async () => {
+    const p = '/styles/stall/1/0/0.png';
+    const [a0, b0] = [await rendered(A), await rendered(B)];
+    hold.hold(true);
+    try {
+      const first = get(A, p);
+      // A has taken the tile's lock, and its render waits for the archive's tile data.
+      const lock = await waitFor('A holding the lock while its render waits for data', async () => {
+        const [, locks] = await redis.client.scan('0', 'MATCH', 'tsts:v1:lock:stall/*/1/0/0.png', 'COUNT', 10_000);
+        return locks.length === 1 && hold.held() > 0 ? locks[0] : undefined;
+      });
+      const takenAt = Date.now();
+      const token = await redis.client.get(lock);
+      assert.ok(token, 'the lock has a holder');
+      const second = get(B, p);
+      // Well past the lock's 5 s: A's render is still held, and the lock is still A's, renewed.
+      await sleep(6_500 - (Date.now() - takenAt));
+      assert.equal(await redis.client.get(lock), token, 'the lock is still the one A took (renewed, not expired and taken by B)');
+      assert.ok((await redis.client.pttl(lock)) > 0);
+      hold.hold(false);
+      const [a, b] = await Promise.all([first, second]);
+      assert.equal(a.status, 200);
+      assert.equal(b.status, 200);
+      assert.match(b.timing, /cache;desc="shared"/);
+      assert.ok(b.body.equals(a.body), 'B serves the bytes A rendered');
+    } finally {
+      hold.hold(false);
+    }
+    assert.equal(await rendered(A), a0 + 1);
+    assert.equal(await rendered(B), b0, 'B did not render the tile A was rendering');
   });
 
   test('a style change on both instances never serves the old image', async () => {
@@ -266,15 +327,37 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     assert.equal(await rendered(B), b1);
   });
 
-  test('a Redis that stops answering costs at most shared_timeout_ms per lookup: the request is answered, /ping says down', async () => {
+  test('a Redis that stops answering costs at most shared_timeout_ms per lookup, and writes never hold up an answer', async () => {
+    // Each request's time with Redis up, for the bound: a fresh transcode to MLT (a lookup, the transcode, a write)
+    // and a fresh render (a lookup and a lock, the render, a write). Generous: the machine is shared with others.
+    const bound = (up: number) => SHARED_TIMEOUT_MS + up + 1_000 + up;
+    const mltUp = await timed(A, '/data/openmaptiles/1/0/1.mlt', 'gzip', 60_000);
+    assert.equal(mltUp.status, 200);
+    const renderUp = await timed(A, tile(7, 50, 20), 'identity', 120_000);
+    assert.equal(renderUp.status, 200);
+    // Each write ends before its answer is asked for again: its failure below is the paused Redis's alone.
+    await sleep(SHARED_TIMEOUT_MS);
     redis.pause();
     try {
-      const a0 = await rendered(A);
-      const a = await get(A, tile(7, 60, 10));
-      assert.equal(a.status, 200);
-      assert.equal(await rendered(A), a0 + 1);
-      assert.equal((await ping(A)).shared_cache.state, 'down');
-      assert.ok((await ping(A)).shared_cache.errors > 0);
+      const cases = [
+        // The same tile in another encoding: a new entry, so looked up in Redis, transcoded and written again.
+        { what: 'a transcoded tile', p: '/data/openmaptiles/1/0/1.mlt', encoding: 'identity', up: mltUp.ms, renders: 0 },
+        { what: 'a rendered tile', p: tile(7, 60, 10), encoding: 'identity', up: renderUp.ms, renders: 1 },
+      ];
+      for (const c of cases) {
+        const [r0, w0] = [await rendered(A), await failedWrites(A)];
+        const limit = bound(c.up);
+        const got = await timed(A, c.p, c.encoding, limit * 3);
+        assert.equal(got.status, 200, c.what);
+        assert.ok(got.ms < limit, `${c.what} answered in ${Math.round(got.ms)} ms with Redis stopped; bound ${Math.round(limit)} ms (${SHARED_TIMEOUT_MS} ms timeout + ${Math.round(c.up)} ms with Redis up, twice, + 1 s)`);
+        // The write to Redis was still waiting for its timeout when the answer came, and fails on its own.
+        assert.equal(await failedWrites(A), w0, `${c.what}: the answer did not wait for the write to Redis`);
+        await waitFor(`${c.what}: the write timed out and was counted`, async () => ((await failedWrites(A)) > w0 ? true : undefined), 10_000);
+        assert.equal(await rendered(A), r0 + c.renders, c.what);
+      }
+      const p = await ping(A);
+      assert.equal(p.shared_cache.state, 'down');
+      assert.ok(p.shared_cache.errors > 0);
     } finally {
       redis.resume();
     }

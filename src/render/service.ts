@@ -157,7 +157,8 @@ export class RenderService {
     try {
       return await this.drawTile(state, style, t, format, base, key, caller);
     } finally {
-      await claim.release();
+      // Not awaited: with Redis stopped mid-render, the unlock would cost the answer a `shared_timeout_ms`.
+      void claim.release();
     }
   }
 
@@ -324,8 +325,10 @@ export class RenderService {
         const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
         images.set(cellKey(c), image);
         cache.setMemory(cellKey(c), image);
-        // Written before the claims are released: a process (or another machine) waiting on them finds the tiles.
-        await Promise.all([cache.setDisk(cellKey(c), body), sharedCache.put(cellKey(c), body)]);
+        // The shared write goes on in the background (sent before the lock's release, so stored before it: client.ts).
+        sharedCache.put(cellKey(c), body);
+        // Written before the claims are released: another process of this machine waiting on them finds the tiles.
+        await cache.setDisk(cellKey(c), body);
       }),
     );
     const done = performance.now();
@@ -352,7 +355,7 @@ export class RenderService {
     try {
       return await this.drawImage(state, style, cam, ratio, format, overlays, key, caller);
     } finally {
-      await claim.release();
+      void claim.release();
     }
   }
 
@@ -369,7 +372,8 @@ export class RenderService {
           const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
           const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
           this.cache!.setMemory(key, image);
-          await sharedCache.put(key, body);
+          // In the background: the answer does not wait for Redis.
+          sharedCache.put(key, body);
           const done = performance.now();
           renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
           return { images: new Map([[key, image]]), timing: { ...drawn.timing, encode: done - encodeStart, total: done - started } };

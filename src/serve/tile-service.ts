@@ -132,7 +132,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
   }
   const etag = etagOf(body);
   if (format === req.format) state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
-  if (sharedKey !== undefined && format === req.format) void sharedCache.put(sharedKey, body);
+  if (sharedKey !== undefined && format === req.format) sharedCache.put(sharedKey, body);
   return tileResult(body, format, encoding, etag, 'miss');
 }
 

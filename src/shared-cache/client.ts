@@ -55,6 +55,8 @@ export class SharedCache {
   /** This process's lock tokens start with it: a lock it holds itself is joined in-process, not waited for. */
   readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private nonce = 0;
+  /** Writes under way: close() lets them end (a seed's last tiles would be lost otherwise). */
+  private readonly writes = new Set<Promise<void>>();
   readonly counts = { hits: 0, misses: 0, errors: 0 };
 
   /** Follows the configuration: connects, keeps, reconnects to another URL or timeout, or disconnects. */
@@ -121,8 +123,10 @@ export class SharedCache {
     }
   }
 
-  close(): void {
+  /** Lets the writes under way end (each is bounded by the timeout), then disconnects. */
+  async close(): Promise<void> {
     this.settingsKey = undefined;
+    await Promise.all(this.writes.values());
     this.disconnect();
   }
 
@@ -159,10 +163,16 @@ export class SharedCache {
     return got ?? undefined;
   }
 
-  /** Stores an entry for `[cache] shared_ttl_seconds`; best effort. */
-  async put(key: string, body: Uint8Array): Promise<void> {
+  /**
+   * Stores an entry for `[cache] shared_ttl_seconds`, in the background: an answer never waits for Redis to take
+   * it (a stopped Redis would cost every render a second `shared_timeout_ms`). Each write is bounded by that
+   * timeout all the same (ioredis's `commandTimeout`), and a failed one is counted as a `set` error.
+   */
+  put(key: string, body: Uint8Array): void {
     if (!this.redis) return;
-    await this.run('set', (r) => r.set(KEY_PREFIX + key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), 'EX', this.ttlSeconds));
+    const value = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const write: Promise<void> = this.run('set', (r) => r.set(KEY_PREFIX + key, value, 'EX', this.ttlSeconds)).then(() => void this.writes.delete(write));
+    this.writes.add(write);
   }
 
   private count(kind: SharedKind, hit: boolean): void {
@@ -211,7 +221,11 @@ export class SharedCache {
     return { kind: 'render', release: noRelease };
   }
 
-  /** Renews the lock while the render runs; the release deletes it only while it still holds `token`. */
+  /**
+   * Renews the lock while the render runs; the release deletes it only while it still holds `token`. The render's
+   * entry was sent (put) before the release, on the same connection: Redis stores it before it deletes the lock,
+   * so a machine waiting on the lock finds the entry once the lock is gone, without the release waiting for it.
+   */
   private holdLock(lockKey: string, token: string): () => Promise<void> {
     const timer = setInterval(() => void this.run('lock', (r) => r.eval(RENEW_SCRIPT, 1, lockKey, token, String(LOCK_MS))), RENEW_MS);
     timer.unref();
