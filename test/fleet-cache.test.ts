@@ -181,10 +181,21 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
   });
 
   test('static maps and transcoded tiles are shared too', async () => {
+    // A's write to Redis goes on after its answer (by design): B is asked once the entry is there.
+    const keyCount = async (pattern: string) => (await redis.client.scan('0', 'MATCH', pattern, 'COUNT', 100_000))[1].length;
+    const untilMoreKeys = async (pattern: string, before: number) => {
+      const deadline = Date.now() + 10_000;
+      while ((await keyCount(pattern)) <= before) {
+        assert.ok(Date.now() < deadline, `no new key ${pattern} in Redis within 10 s of A's answer`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
     const b0 = await rendered(B);
     const map = '/styles/osm-liberty/static/10,20,2/128x96.png';
+    const images = await keyCount('tsts:v1:osm-liberty/*/image/*');
     const a = await get(A, map);
     assert.equal(a.status, 200);
+    await untilMoreKeys('tsts:v1:osm-liberty/*/image/*', images);
     const b = await get(B, map);
     assert.equal(b.status, 200);
     assert.ok(b.body.equals(a.body));
@@ -192,8 +203,10 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     assert.equal(await rendered(B), b0, 'B did not render the static map');
     // A vector tile transcoded to MLT by A is found by B in the shared cache (one more shared hit on B).
     const hits = (await ping(B)).shared_cache.hits;
+    const transcoded = await keyCount('tsts:v1:transcoded/*');
     const ma = await get(A, '/data/openmaptiles/1/1/0.mlt');
     assert.equal(ma.status, 200);
+    await untilMoreKeys('tsts:v1:transcoded/*', transcoded);
     const mb = await get(B, '/data/openmaptiles/1/1/0.mlt');
     assert.equal(mb.status, 200);
     assert.ok(mb.body.equals(ma.body));
