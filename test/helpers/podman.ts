@@ -45,6 +45,9 @@ export async function podman(args: string[], timeoutMs = 120_000, input?: string
   return r.stdout;
 }
 
+/** `podman ARGS` whose exit code and output the caller checks itself. */
+export const podmanRun = (args: string[], timeoutMs = 120_000) => run('podman', [...GLOBAL, ...args], timeoutMs);
+
 /** `podman ARGS` whose failure does not matter (cleanup). */
 export const podmanQuiet = (args: string[], timeoutMs = 120_000) => run('podman', [...GLOBAL, ...args], timeoutMs).then(() => undefined);
 
