@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import yaml from 'js-yaml';
 import { PNG } from 'pngjs';
 import { layerCounts, sha256, tempDir, waitFor } from './helpers/foundation.js';
-import { fetchInside, has, podman, podmanCompose, podmanEnv, podmanQuiet, podmanRun, run } from './helpers/podman.js';
+import { CONTAINERS_CONF_TEXT, fetchInside, GLOBAL, has, podman, podmanCompose, podmanEnv, podmanQuiet, podmanRun, run } from './helpers/podman.js';
 import { freePort, ROOT } from './helpers/server.js';
 
 const DOCS = readFileSync(path.join(ROOT, 'docs/deployment.md'), 'utf8');
@@ -107,6 +107,12 @@ test('the documented build tag is what the compose file runs by default, with po
   assert.ok(tags.length >= 4, `build commands found: ${tags.length}`);
   assert.deepEqual([...new Set(tags)], [DOC_TAG]);
   for (const home of ['localhost', 'docker.io/library'] as const) assert.equal(engineRef(fallback, home), engineRef(DOC_TAG, home), `as ${home === 'localhost' ? 'podman' : 'Docker'} names them`);
+});
+
+test('the podman settings docs/deployment.md gives for a host without systemd are the ones this file runs with', () => {
+  assert.ok(DOCS.includes(`\`\`\`toml\n${CONTAINERS_CONF_TEXT}\`\`\``), 'the containers.conf of test/helpers/podman.ts');
+  assert.ok(DOCS.includes(`\npodman ${GLOBAL.join(' ')} build --format docker -t ${DOC_TAG} .\n`));
+  assert.ok(DOCS.includes(`\npodman-compose --podman-args '${GLOBAL.join(' ')}' -f deploy/compose.yaml up -d\n`));
 });
 
 test('`podman run --rm IMAGE --help`: the arguments go to the command line, which prints its usage and exits 0', async () => {

@@ -8,12 +8,15 @@ import { ROOT } from './server.js';
 
 const CONF_DIR = path.join(ROOT, '.tmp/image');
 export const CONTAINERS_CONF = path.join(CONF_DIR, 'containers.conf');
-const GLOBAL = ['--runtime', 'runc', '--cgroup-manager=cgroupfs'];
+/** The flags every podman command gets here (crun and the systemd cgroup manager fail on this host). */
+export const GLOBAL = ['--runtime', 'runc', '--cgroup-manager=cgroupfs'];
+/** The containers.conf of the tests, as docs/deployment.md shows it. */
+export const CONTAINERS_CONF_TEXT = '[containers]\ndefault_ulimits = []\n\n[network]\nnetwork_backend = "netavark"\n';
 
 /** Writes the containers.conf the podman commands of the tests use, and returns the environment pointing at it. */
 export function podmanEnv(): NodeJS.ProcessEnv {
   mkdirSync(CONF_DIR, { recursive: true });
-  writeFileSync(CONTAINERS_CONF, '[containers]\ndefault_ulimits = []\n\n[network]\nnetwork_backend = "netavark"\n');
+  writeFileSync(CONTAINERS_CONF, CONTAINERS_CONF_TEXT);
   return { ...process.env, CONTAINERS_CONF };
 }
 
