@@ -91,7 +91,8 @@ before(async () => {
 
 after(async () => {
   await podmanQuiet(['rmi', '-f', HELPERS_TAG]);
-  if (image.id) await podmanQuiet(['rmi', '-f', image.id]);
+  // A build identical to the image that held the tag (every layer from the cache) is that image: it stays.
+  if (image.id && image.id !== image.prior) await podmanQuiet(['rmi', '-f', image.id]);
   if (image.prior) await podmanQuiet(['tag', image.prior, TAG]);
   await pruneOwnDangling();
 });
@@ -277,6 +278,11 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     assert.equal(second.status, 200);
     assert.match(second.headers['server-timing'] ?? '', /cache;desc="shared"/, 'B found it in the shared cache');
     assert.equal(second.sha256, first.sha256);
+    // The docs' command listing the shared cache's keys, run in the Redis container, shows the tile's entry.
+    const scan = /`redis-cli --scan\s+--pattern '([^']+)'`/.exec(DOCS)?.[1];
+    assert.ok(scan, 'docs/deployment.md lists the keys with redis-cli --scan');
+    const keys = (await podman(['exec', `${project}_redis_1`, 'redis-cli', '--scan', '--pattern', scan])).split('\n').filter(Boolean);
+    assert.ok(keys.some((k) => !k.startsWith('tsts:v1:lock:')), `an image entry among the keys: ${keys.join(' ')}`);
   });
 
   test('nginx balances over both: each instance logs some of the request ids sent through nginx, and answers with it', async () => {
