@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds a Debian 12 base image with this machine's Node 20 in it, for building the image where no image
 # registry is reachable: `scripts/image-base.sh localhost/tsts-base:bookworm-node20`, then
-# `podman build --build-arg BASE=localhost/tsts-base:bookworm-node20 .`. Needs mmdebstrap, dpkg-repack, podman
+# `podman build --build-arg BASE=localhost/tsts-base:bookworm-node20 .`. Needs mmdebstrap, podman
 # and an installed nodejs package (Node 20); the Debian mirror must be reachable. Nothing is done when the tag
 # exists already (REBUILD=1 builds it again).
 set -eu

@@ -115,6 +115,15 @@ describe('deploy/compose.yaml', () => {
     assert.match(nginx, /proxy_set_header X-Request-Id /);
   });
 
+  test('readiness reaches nginx: a 503 goes to the other instance, and nginx waits for both to be healthy', () => {
+    const nginx = read('deploy/fleet/nginx.conf');
+    const next = /^\s*proxy_next_upstream ([^;]+);/m.exec(nginx)?.[1].split(/\s+/) ?? [];
+    for (const c of ['error', 'timeout', 'http_503']) assert.ok(next.includes(c), `proxy_next_upstream has ${c}: ${next.join(' ')}`);
+    assert.equal(Number(/^\s*proxy_next_upstream_tries (\d+);/m.exec(nginx)?.[1]), 2, 'one try per instance');
+    // The healthy condition means ready: the instances' health checks ask /ready (above).
+    assert.deepEqual(compose.services.nginx.depends_on, { 'tiles-a': { condition: 'service_healthy' }, 'tiles-b': { condition: 'service_healthy' } });
+  });
+
   test('the fleet configuration is valid and shares its render cache through REDIS_URL', () => {
     const config = validateImageConfig(read('deploy/fleet/config.toml'), 'deploy/fleet/config.toml');
     assert.equal(config.cache.shared, 'redis://127.0.0.1:6379/0');

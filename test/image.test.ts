@@ -1,21 +1,37 @@
 // The container image (Dockerfile) and the fleet (deploy/compose.yaml), with a real container engine: Debian's
 // podman. The image is built from the Dockerfile over a local Debian 12 base holding this machine's Node 20
-// (scripts/image-base.sh; no image registry is reachable here), started with the bundled data and asked from
-// outside (the published port) and from inside (`podman exec`). Then the compose file runs two instances, Redis
-// and nginx: a tile rendered through one instance is served by the other from Redis. `make test-image` runs this
-// file alone; `make test` runs it with the rest. Podman, podman-compose and mmdebstrap missing is a failure.
+// (scripts/image-base.sh; no image registry is reachable here), with the very command and tag of
+// docs/deployment.md, started with the bundled data and asked from outside (the published port) and from inside
+// (`podman exec`). Then the compose file runs two instances, Redis and nginx, with its default image (the tag
+// the docs build): a tile rendered through one instance is served by the other from Redis. `make test-image`
+// runs this file alone; `make test` runs it with the rest. Podman, podman-compose and mmdebstrap missing is a
+// failure. The image tag is the documented one: an image already holding it gets it back at the end, so two
+// runs of this file at once on one machine are not supported (containers, projects and the helpers' image carry
+// the process id).
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import yaml from 'js-yaml';
 import { PNG } from 'pngjs';
 import { layerCounts, sha256, tempDir, waitFor } from './helpers/foundation.js';
-import { fetchInside, has, podman, podmanCompose, podmanEnv, podmanQuiet, run } from './helpers/podman.js';
+import { CONTAINERS_CONF_TEXT, fetchInside, GLOBAL, has, podman, podmanCompose, podmanEnv, podmanQuiet, podmanRun, run } from './helpers/podman.js';
 import { freePort, ROOT } from './helpers/server.js';
 
-/** The base the test builds on; kept between runs under this tag (scripts/image-base.sh builds it when absent). */
-const BASE = 'localhost/tsts-base:bookworm-node20';
-const TAG = `localhost/tileserver-ts:test-${process.pid}`;
+const DOCS = readFileSync(path.join(ROOT, 'docs/deployment.md'), 'utf8');
+/** The build command of docs/deployment.md where no registry is reachable: the base and the tag the test uses. */
+const DOC_BUILD = /^podman build --format docker --build-arg BASE=(\S+) -t (\S+) \.$/m.exec(DOCS);
+assert.ok(DOC_BUILD, 'docs/deployment.md has the build command over a local base');
+const [, BASE, DOC_TAG] = DOC_BUILD;
+/** What an engine names `-t NAME`: a name without a registry host goes under `localhost/` (podman) or
+ *  `docker.io/library/` (Docker), and a name without a tag gets `:latest`. */
+const engineRef = (name: string, home: 'localhost' | 'docker.io/library') => {
+  const first = name.split('/')[0];
+  const hosted = name.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
+  const full = hosted ? name : `${home}/${name}`;
+  return /:[^/]*$/.test(full) ? full : `${full}:latest`;
+};
+const TAG = engineRef(DOC_TAG, 'localhost');
 const HELPERS_TAG = `localhost/tsts-fleet-helpers:test-${process.pid}`;
 const NAME = `tsts-image-${process.pid}`;
 const T = 60_000;
@@ -32,8 +48,28 @@ const ready = async (url: string) => (await fetch(`${url}/ready`, { signal: Abor
 
 interface Image {
   ok: boolean;
+  /** The image id of the build. */
+  id: string;
+  /** The image that held TAG before the build (a user's own build), tagged again at the end. */
+  prior?: string;
+  /** Dangling images there before the build: anything dangling beyond them (and `prior`) was left by this run. */
+  danglingBefore: Set<string>;
 }
-const image: Image = { ok: false };
+const image: Image = { ok: false, id: '', danglingBefore: new Set() };
+
+/** An image id as podman prints it in one place or another, without the `sha256:` some commands add. */
+const bareId = (id: string) => id.trim().replace(/^sha256:/, '');
+const danglingImages = async () => new Set((await podman(['images', '-q', '--no-trunc', '--filter', 'dangling=true'])).split('\n').filter(Boolean).map(bareId));
+
+/**
+ * Removes the dangling images this run's builds left: a multi-stage build leaves its build stage (3.3 GB of
+ * compilers, headers and dev packages) untagged. Those of other builds stay; so does the build cache of the
+ * layers they share, while this run's own build-stage layers go with it.
+ */
+async function pruneOwnDangling(): Promise<void> {
+  const keep = new Set([...image.danglingBefore, ...(image.prior ? [image.prior] : [])]);
+  for (const id of await danglingImages()) if (!keep.has(id)) await podmanQuiet(['rmi', id]);
+}
 
 before(async () => {
   for (const tool of ['podman', 'podman-compose', 'mmdebstrap']) assert.ok(await has(tool), `${tool} is missing: \`make system-deps\` installs it (Debian package ${tool})`);
@@ -41,14 +77,51 @@ before(async () => {
   const base = await run(path.join(ROOT, 'scripts/image-base.sh'), [BASE], 600_000);
   assert.equal(base.code, 0, `scripts/image-base.sh failed:\n${base.stderr}\n${base.stdout}`);
   log(`${base.stdout.trim()} (${seconds(start)})`);
+  const held = await podmanRun(['image', 'inspect', '--format', '{{.Id}}', TAG], 30_000);
+  if (held.code === 0) image.prior = bareId(held.stdout);
+  image.danglingBefore = await danglingImages();
   const build = Date.now();
-  await podman(['build', '--format', 'docker', '--build-arg', `BASE=${BASE}`, '-t', TAG, '.'], 1_500_000);
+  // Exactly the documented command (docs/deployment.md, "The base image").
+  await podman(['build', '--format', 'docker', '--build-arg', `BASE=${BASE}`, '-t', DOC_TAG, '.'], 1_500_000);
+  image.id = bareId(await podman(['image', 'inspect', '--format', '{{.Id}}', TAG]));
+  await pruneOwnDangling();
   log(`image built in ${seconds(build)}; size ${(await podman(['image', 'ls', '--format', '{{.Size}}', TAG])).trim()}`);
   image.ok = true;
 }, { timeout: 2_100_000 });
 
 after(async () => {
-  await podmanQuiet(['rmi', '-f', TAG, HELPERS_TAG]);
+  await podmanQuiet(['rmi', '-f', HELPERS_TAG]);
+  // A build identical to the image that held the tag (every layer from the cache) is that image: it stays.
+  if (image.id && image.id !== image.prior) await podmanQuiet(['rmi', '-f', image.id]);
+  if (image.prior) await podmanQuiet(['tag', image.prior, TAG]);
+  await pruneOwnDangling();
+});
+
+test('the documented build tag is what the compose file runs by default, with podman and with Docker', () => {
+  const compose = yaml.load(readFileSync(path.join(ROOT, 'deploy/compose.yaml'), 'utf8')) as { services: Record<string, { image: string }> };
+  const fallback = /^\$\{TILESERVER_IMAGE:-(.+)\}$/.exec(compose.services['tiles-a'].image)?.[1];
+  assert.ok(fallback, 'tiles-a: image ${TILESERVER_IMAGE:-default}');
+  assert.equal(compose.services['tiles-b'].image, compose.services['tiles-a'].image);
+  // Every build command of the docs and the README tags the same name.
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const tags = [...`${DOCS}\n${readme}`.matchAll(/(?:podman|docker) build\b[^\n`]*? -t (\S+) \./g)].map((m) => m[1]);
+  assert.ok(tags.length >= 4, `build commands found: ${tags.length}`);
+  assert.deepEqual([...new Set(tags)], [DOC_TAG]);
+  for (const home of ['localhost', 'docker.io/library'] as const) assert.equal(engineRef(fallback, home), engineRef(DOC_TAG, home), `as ${home === 'localhost' ? 'podman' : 'Docker'} names them`);
+});
+
+test('the podman settings docs/deployment.md gives for a host without systemd are the ones this file runs with', () => {
+  assert.ok(DOCS.includes(`\`\`\`toml\n${CONTAINERS_CONF_TEXT}\`\`\``), 'the containers.conf of test/helpers/podman.ts');
+  assert.ok(DOCS.includes(`\npodman ${GLOBAL.join(' ')} build --format docker -t ${DOC_TAG} .\n`));
+  assert.ok(DOCS.includes(`\npodman-compose --podman-args '${GLOBAL.join(' ')}' -f deploy/compose.yaml up -d\n`));
+});
+
+test('`podman run --rm IMAGE --help`: the arguments go to the command line, which prints its usage and exits 0', async () => {
+  assert.ok(image.ok, 'the image did not build');
+  const help = await podmanRun(['run', '--rm', DOC_TAG, '--help'], 120_000);
+  assert.equal(help.code, 0, help.stderr);
+  assert.match(help.stdout, /^Usage:\n\s+tileserver-ts --config FILE\s/);
+  assert.match(help.stdout, /tileserver-ts seed --config FILE/);
 });
 
 describe('the image, started with the bundled data', { timeout: 600_000 }, () => {
@@ -57,7 +130,7 @@ describe('the image, started with the bundled data', { timeout: 600_000 }, () =>
     assert.ok(image.ok, 'the image did not build');
     const port = await freePort();
     const start = Date.now();
-    await podman(['run', '-d', '--name', NAME, '-p', `127.0.0.1:${port}:8080`, TAG]);
+    await podman(['run', '-d', '--name', NAME, '-p', `127.0.0.1:${port}:8080`, DOC_TAG]);
     url = `http://127.0.0.1:${port}`;
     await waitFor('/ready of the container', () => ready(url), 180_000);
     log(`cold start-up to /ready: ${seconds(start)}`);
@@ -74,7 +147,7 @@ describe('the image, started with the bundled data', { timeout: 600_000 }, () =>
     assert.equal(config.Config.StopSignal, 'SIGTERM');
     assert.match(config.Healthcheck?.Test.join(' ') ?? '', /127\.0\.0\.1:8080\/health/);
     // The HEALTHCHECK command itself passes in the running container.
-    const health = await run('podman', ['--runtime', 'runc', '--cgroup-manager=cgroupfs', 'healthcheck', 'run', NAME], 30_000);
+    const health = await podmanRun(['healthcheck', 'run', NAME], 30_000);
     assert.equal(health.code, 0, `healthcheck: ${health.stdout}${health.stderr}`);
   });
 
@@ -99,18 +172,20 @@ describe('the image, started with the bundled data', { timeout: 600_000 }, () =>
     }
   });
 
-  test('SIGTERM during a slow render: the request completes and the container exits 0', async () => {
+  test('`podman stop -t 60` during a slow render: the request completes and the container exits 0', async () => {
     let answeredAt = 0;
     const slow = get(`${url}/styles/osm-liberty/static/0,20,1/2000x2000@2x.png`).then((r) => ((answeredAt = Date.now()), r));
     await new Promise((r) => setTimeout(r, 800));
     const signalledAt = Date.now();
-    await podman(['kill', '--signal', 'SIGTERM', NAME]);
+    // As docs/deployment.md says: SIGTERM (the image's STOPSIGNAL), then up to 60 s before the engine kills it.
+    const stop = podman(['stop', '-t', '60', NAME], 90_000);
     const answer = await slow;
-    assert.ok(answeredAt > signalledAt, 'the request was still under way when SIGTERM came');
+    assert.ok(answeredAt > signalledAt, 'the request was still under way when the stop came');
     assert.equal(answer.status, 200);
     const png = PNG.sync.read(answer.body);
     assert.deepEqual([png.width, png.height], [4000, 4000]);
-    assert.equal((await podman(['wait', NAME], 90_000)).trim(), '0');
+    await stop;
+    assert.equal((await podman(['inspect', '--format', '{{.State.ExitCode}}', NAME])).trim(), '0');
   });
 });
 
@@ -123,7 +198,7 @@ describe('the image serves archives mounted at /data (folder mode)', { timeout: 
   test('every archive of /data is served under its file name, read-only mount, no configuration', async () => {
     assert.ok(image.ok, 'the image did not build');
     const port = await freePort();
-    await podman(['run', '-d', '--name', name, '-p', `127.0.0.1:${port}:8080`, '-v', `${path.join(ROOT, 'fixtures/vector')}:/data:ro`, TAG]);
+    await podman(['run', '-d', '--name', name, '-p', `127.0.0.1:${port}:8080`, '-v', `${path.join(ROOT, 'fixtures/vector')}:/data:ro`, DOC_TAG]);
     const url = `http://127.0.0.1:${port}`;
     await waitFor('/ready of the /data container', () => ready(url), 180_000);
     const tile = await get(`${url}/data/omt-planet-z0-1/0/0/0.pbf`);
@@ -131,6 +206,32 @@ describe('the image serves archives mounted at /data (folder mode)', { timeout: 
     assert.ok((layerCounts(tile.body).water ?? 0) > 0);
     const cities = await get(`${url}/data/world_cities.json`);
     assert.equal(cities.status, 200, 'the .mbtiles of the folder too');
+  });
+});
+
+describe('the image with a configuration at /config/config.toml and archives at /data', { timeout: 300_000 }, () => {
+  const name = `${NAME}-config`;
+  after(async () => {
+    await podmanQuiet(['rm', '-f', '-t', '0', name]);
+  });
+
+  test('the configuration is served, paths in it inside the container; /config wins over the folder mode of /data', async () => {
+    assert.ok(image.ok, 'the image did not build');
+    const dir = tempDir('tsts-image-config-');
+    const file = path.join(dir, 'config.toml');
+    writeFileSync(file, '[server]\nhost = "0.0.0.0"\nport = 8080\n\n[[sources]]\nid = "cities"\ntype = "mbtiles"\npath = "/data/world_cities.mbtiles"\n');
+    // The service runs as uid 10001: the mounted file must be readable by it (docs/deployment.md, "User").
+    chmodSync(dir, 0o755);
+    chmodSync(file, 0o644);
+    const port = await freePort();
+    await podman(['run', '-d', '--name', name, '-p', `127.0.0.1:${port}:8080`, '-v', `${file}:/config/config.toml:ro`, '-v', `${path.join(ROOT, 'fixtures/vector')}:/data:ro`, DOC_TAG]);
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor('/ready of the /config container', () => ready(url), 180_000);
+    const tilejson = await get(`${url}/data/cities.json`);
+    assert.equal(tilejson.status, 200, 'the configured source, by its configured id');
+    assert.match(tilejson.body.toString(), /"tiles":\[/);
+    assert.equal((await get(`${url}/data/world_cities.json`)).status, 404, 'not the folder mode\'s id');
+    assert.equal((await get(`${url}/data/omt-planet-z0-1.json`)).status, 404, 'nor the folder\'s other archives');
   });
 });
 
@@ -151,9 +252,11 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
 `;
     writeFileSync(path.join(dir, 'Containerfile'), containerfile);
     await podman(['build', '-t', HELPERS_TAG, dir], 600_000);
+    await pruneOwnDangling();
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    env = { TILESERVER_IMAGE: TAG, REDIS_IMAGE: HELPERS_TAG, NGINX_IMAGE: HELPERS_TAG, FLEET_PORT: String(port) };
+    // No TILESERVER_IMAGE: the compose file's default is the image the documented command built.
+    env = { REDIS_IMAGE: HELPERS_TAG, NGINX_IMAGE: HELPERS_TAG, FLEET_PORT: String(port) };
     const start = Date.now();
     await podmanCompose(['-p', project, '-f', 'deploy/compose.yaml', 'up', '-d'], env);
     for (const c of [a, b]) await waitFor(`/ready of ${c}`, async () => (await fetchInside(c, 'http://127.0.0.1:8080/ready').catch(() => undefined))?.status === 200 || undefined, 240_000);
@@ -175,15 +278,32 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     assert.equal(second.status, 200);
     assert.match(second.headers['server-timing'] ?? '', /cache;desc="shared"/, 'B found it in the shared cache');
     assert.equal(second.sha256, first.sha256);
+    // The docs' command listing the shared cache's keys, run in the Redis container, shows the tile's entry.
+    const scan = /`redis-cli --scan\s+--pattern '([^']+)'`/.exec(DOCS)?.[1];
+    assert.ok(scan, 'docs/deployment.md lists the keys with redis-cli --scan');
+    const keys = (await podman(['exec', `${project}_redis_1`, 'redis-cli', '--scan', '--pattern', scan])).split('\n').filter(Boolean);
+    assert.ok(keys.some((k) => !k.startsWith('tsts:v1:lock:')), `an image entry among the keys: ${keys.join(' ')}`);
   });
 
-  test('nginx balances over both, passes X-Request-Id, and serves what they render', async () => {
-    const answer = await get(`${url}/styles/osm-liberty/5/16/10.png`, { 'x-request-id': 'image-test-1' });
+  test('nginx balances over both: each instance logs some of the request ids sent through nginx, and answers with it', async () => {
+    const answer = await get(`${url}/styles/osm-liberty/5/16/10.png`, { 'x-request-id': `image-test-${process.pid}` });
     assert.equal(answer.status, 200);
-    assert.equal(answer.headers.get('x-request-id'), 'image-test-1');
+    assert.equal(answer.headers.get('x-request-id'), `image-test-${process.pid}`);
     assert.equal(PNG.sync.read(answer.body).width, 512);
-    const style = await get(`${url}/styles/osm-liberty/style.json`);
-    assert.equal(style.status, 200);
-    assert.match(readFileSync(path.join(ROOT, 'deploy/fleet/nginx.conf'), 'utf8'), /tiles-a:8080[\s\S]*tiles-b:8080/);
+    const ids = Array.from({ length: 8 }, (_, i) => `lb-${process.pid}-${i}`);
+    for (const id of ids) {
+      const style = await get(`${url}/styles/osm-liberty/style.json`, { 'x-request-id': id });
+      assert.equal(style.status, 200);
+      assert.equal(style.headers.get('x-request-id'), id);
+    }
+    // Each instance's access log (podman logs) names the ids of the requests it answered.
+    const logged = async (c: string) => {
+      const r = await podmanRun(['logs', c], 60_000);
+      return ids.filter((id) => `${r.stdout}${r.stderr}`.includes(`"req_id":"${id}"`));
+    };
+    const [byA, byB] = [await logged(a), await logged(b)];
+    assert.ok(byA.length > 0, `instance A answered none of ${ids.length} requests`);
+    assert.ok(byB.length > 0, `instance B answered none of ${ids.length} requests`);
+    assert.deepEqual([...byA, ...byB].sort(), [...ids].sort(), 'each request answered by exactly one instance');
   });
 });

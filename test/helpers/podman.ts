@@ -8,12 +8,15 @@ import { ROOT } from './server.js';
 
 const CONF_DIR = path.join(ROOT, '.tmp/image');
 export const CONTAINERS_CONF = path.join(CONF_DIR, 'containers.conf');
-const GLOBAL = ['--runtime', 'runc', '--cgroup-manager=cgroupfs'];
+/** The flags every podman command gets here (crun and the systemd cgroup manager fail on this host). */
+export const GLOBAL = ['--runtime', 'runc', '--cgroup-manager=cgroupfs'];
+/** The containers.conf of the tests, as docs/deployment.md shows it. */
+export const CONTAINERS_CONF_TEXT = '[containers]\ndefault_ulimits = []\n\n[network]\nnetwork_backend = "netavark"\n';
 
 /** Writes the containers.conf the podman commands of the tests use, and returns the environment pointing at it. */
 export function podmanEnv(): NodeJS.ProcessEnv {
   mkdirSync(CONF_DIR, { recursive: true });
-  writeFileSync(CONTAINERS_CONF, '[containers]\ndefault_ulimits = []\n\n[network]\nnetwork_backend = "netavark"\n');
+  writeFileSync(CONTAINERS_CONF, CONTAINERS_CONF_TEXT);
   return { ...process.env, CONTAINERS_CONF };
 }
 
@@ -44,6 +47,9 @@ export async function podman(args: string[], timeoutMs = 120_000, input?: string
   if (r.code !== 0) throw new Error(`podman ${args.join(' ')} exited ${r.code}:\n${r.stderr.slice(-4000)}\n${r.stdout.slice(-4000)}`);
   return r.stdout;
 }
+
+/** `podman ARGS` whose exit code and output the caller checks itself. */
+export const podmanRun = (args: string[], timeoutMs = 120_000) => run('podman', [...GLOBAL, ...args], timeoutMs);
 
 /** `podman ARGS` whose failure does not matter (cleanup). */
 export const podmanQuiet = (args: string[], timeoutMs = 120_000) => run('podman', [...GLOBAL, ...args], timeoutMs).then(() => undefined);
