@@ -7,14 +7,17 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fixture, startServer } from './helpers/server.js';
 import { getJson, request, storedPmtilesTile, tempDir, waitFor } from './helpers/foundation.js';
-import { readFixture, startS3Server } from './helpers/object-storage.js';
-import { OMT, storageProofs } from './helpers/storage-proofs.js';
+import { readFixture, startS3Server, type S3Server } from './helpers/object-storage.js';
+import { OMT, storageProofs, tileAt } from './helpers/storage-proofs.js';
 
 const COG = fixture('cog/test-rgb.cog.tif');
 
+let s3: S3Server;
+
 const ctx = storageProofs(
   async () => {
-    const s3 = await startS3Server(['tiles']);
+    // "open" is a public bucket: unsigned reads only, a signed read refused (test/helpers/s3rver-main.cjs).
+    s3 = await startS3Server(['tiles', 'public:open']);
     return {
       scheme: 's3',
       bucket: 'tiles',
@@ -56,15 +59,6 @@ path = "${COG}"
 `;
   },
 );
-
-/** The XYZ tile holding a point at zoom z. */
-function tileAt(lon: number, lat: number, z: number): [number, number] {
-  const n = 2 ** z;
-  const x = Math.floor(((lon + 180) / 360) * n);
-  const r = (lat * Math.PI) / 180;
-  const y = Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n);
-  return [x, y];
-}
 
 test('a COG in the bucket is served through the COG source (GDAL /vsis3/), the same pixels as the local file', async () => {
   const { server } = ctx();
@@ -142,6 +136,27 @@ test('a profile of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE), na
     const r = await request(svc.url, '/data/profiled/1/0/1.pbf', { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
     assert.equal(r.status, 200, r.body.toString());
     assert.ok(r.body.equals((await storedPmtilesTile(OMT, 1, 0, 1))!));
+  } finally {
+    await svc.stop();
+  }
+});
+
+test('anonymous = true reads a public bucket unsigned (the bucket refuses signed reads), whatever keys the environment holds', async () => {
+  await s3.put('open', 'planet/omt.pmtiles', readFixture(OMT));
+  const svc = await startServer({
+    // Valid keys in the environment: the SDK's chain would sign with them, and the bucket would refuse.
+    env: { AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey, AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' },
+    toml: `[server]\ndisable_render = true\n[[sources]]\nid = "public"\ntype = "pmtiles"\npath = "s3://open/planet/omt.pmtiles"\nendpoint = "${s3.endpoint}"\nregion = "us-east-1"\nanonymous = true\n`,
+  });
+  try {
+    for (const [z, x, y] of [
+      [0, 0, 0],
+      [1, 1, 0],
+    ]) {
+      const r = await request(svc.url, `/data/public/${z}/${x}/${y}.pbf`, { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+      assert.equal(r.status, 200, r.body.toString());
+      assert.ok(r.body.equals((await storedPmtilesTile(OMT, z, x, y))!));
+    }
   } finally {
     await svc.stop();
   }
