@@ -93,6 +93,13 @@ test('a COG whose store is stopped answers 503 for that source, and serves again
     assert.ok(Number(down.headers['retry-after']) > 0);
     assert.match(JSON.parse(down.body.toString()).detail as string, /cannot read s3:\/\/tiles\/rasters\/second\.cog\.tif/);
     assert.equal((await request(server.url, `/data/cog-local/${z}/${x}/${y}.png`, { timeoutMs: 30_000 })).status, 200, 'the local COG keeps serving');
+    // Readiness names the raster source as it names a remote PMTiles source, with GDAL's reason.
+    const ready = await request(server.url, '/ready', { timeoutMs: 20_000 });
+    assert.equal(ready.status, 503);
+    const body = JSON.parse(ready.body.toString()) as { detail: string; components: { name: string; state: string }[] };
+    assert.match(body.detail, /source "cog-s3-second" is unreachable \(cannot read s3:\/\/tiles\/rasters\/second\.cog\.tif/);
+    assert.match(body.components.find((c) => c.name === 'source "cog-s3-second"')?.state ?? '', /^unreachable/);
+    assert.equal(body.components.find((c) => c.name === 'source "cog-s3"')?.state, 'connected', 'only the source whose read failed');
   } finally {
     await proxy.start();
   }
@@ -101,6 +108,8 @@ test('a COG whose store is stopped answers 503 for that source, and serves again
     return r.status === 200 ? r : undefined;
   });
   assert.ok(back.body.equals(local.body));
+  // The tile read cleared it: ready again.
+  assert.equal((await request(server.url, '/ready', { timeoutMs: 20_000 })).status, 200);
 });
 
 test('the CLI serves an s3:// argument with the SDK\'s default chain: AWS_ENDPOINT_URL, keys and region from the environment', async () => {
