@@ -2,10 +2,12 @@
 // secret is refused): the provider proofs of helpers/storage-proofs.ts, and a COG in the same bucket served through the
 // COG source, read by GDAL's /vsis3/ from the same server.
 import { test } from 'node:test';
+import gdal from 'gdal-async';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fixture, startServer } from './helpers/server.js';
+import { startPostgres } from './helpers/postgres.js';
 import { getJson, request, storedPmtilesTile, tempDir, waitFor } from './helpers/foundation.js';
 import { readFixture, startS3Server, type S3Server } from './helpers/object-storage.js';
 import { OMT, storageProofs, tileAt } from './helpers/storage-proofs.js';
@@ -168,5 +170,43 @@ test('anonymous = true reads a public bucket unsigned (the bucket refuses signed
     }
   } finally {
     await svc.stop();
+  }
+});
+
+test('an out-of-database raster catalogue returning s3:// paths: GDAL reads them with AWS_ENDPOINT_URL and keys from the environment, the tile is the local file\'s', async () => {
+  const db = await startPostgres();
+  try {
+    // The COG's footprint in web mercator, as the catalogue functions of test/sql/seed.sql expect.
+    const ds = gdal.open(COG);
+    const gt = ds.geoTransform!;
+    const ct = new gdal.CoordinateTransformation(gdal.SpatialReference.fromProj4(ds.srs!.toProj4()), gdal.SpatialReference.fromEPSG(3857));
+    const a = ct.transformPoint(gt[0], gt[3]);
+    const b = ct.transformPoint(gt[0] + gt[1] * ds.rasterSize.x, gt[3] + gt[5] * ds.rasterSize.y);
+    ds.close();
+    const box = [Math.min(a.x, b.x), Math.min(a.y, b.y), Math.max(a.x, b.x), Math.max(a.y, b.y)];
+    const add = (collection: string, file: string) => db.sql('INSERT INTO raster_files VALUES ($1, 1, $2, ST_MakeEnvelope($3, $4, $5, $6, 3857), NULL, NULL)', [collection, file, ...box]);
+    // naip(): the file in the bucket; dem(?collection=local): the same file on disk. Same code path, one remote.
+    await add('naip', 's3://tiles/rasters/test-rgb.cog.tif');
+    await add('local', COG);
+    const svc = await startServer({
+      env: { AWS_ENDPOINT_URL: s3.endpoint, AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey, AWS_REGION: 'us-east-1', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' },
+      toml: `[server]\ndisable_render = true\n[postgres]\nconnection_string = "${db.url}"\n[[postgres.outdb_rasters]]\nid = "naip"\nresampling = "nearest"\n[[postgres.outdb_rasters]]\nid = "dem"\nresampling = "nearest"\n[[sources]]\nid = "cog-local"\ntype = "cog"\npath = "${COG}"\n`,
+    });
+    try {
+      const tj = await getJson<{ center: number[]; minzoom: number; maxzoom: number }>(svc.url, '/data/cog-local.json');
+      const [lon, lat] = tj.json.center;
+      for (const z of [tj.json.maxzoom, Math.max(tj.json.minzoom, tj.json.maxzoom - 2)]) {
+        const [x, y] = tileAt(lon, lat, z);
+        const remote = await request(svc.url, `/data/naip/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+        const local = await request(svc.url, `/data/dem/${z}/${x}/${y}.png?collection=local`, { timeoutMs: 30_000 });
+        assert.equal(remote.status, 200, remote.body.toString());
+        assert.equal(local.status, 200, local.body.toString());
+        assert.ok(remote.body.equals(local.body), `${z}/${x}/${y}: the tile of the s3:// path is the local file's`);
+      }
+    } finally {
+      await svc.stop();
+    }
+  } finally {
+    db.destroy();
   }
 });
