@@ -100,7 +100,7 @@ describe('GOOGLE_APPLICATION_CREDENTIALS: OAuth access tokens from Google\'s aut
     }
   });
 
-  test('a refused assertion, an expired token and an account without access each stop start-up with one line', async () => {
+  test('a refused assertion, a missing key file, an expired token and an account without access each stop start-up with one line', async () => {
     const url = 'gs://gcs-open/planet/omt.pmtiles';
     const config = writeTempConfig(source('guarded', google.endpoint));
     const startUp = async (file: string) => {
@@ -113,6 +113,7 @@ describe('GOOGLE_APPLICATION_CREDENTIALS: OAuth access tokens from Google\'s aut
       return lines[0];
     };
     assert.match(await startUp(stranger.file), /invalid_grant: Invalid JWT Signature/);
+    assert.match(await startUp('/nonexistent/tiles-reader.json'), /GOOGLE_APPLICATION_CREDENTIALS: .*no such file/i);
     google.issueStale(true);
     try {
       assert.match(await startUp(reader.file), /AuthenticationRequired: Invalid Credentials: the access token expired \(HTTP 401\)/);

@@ -5,7 +5,7 @@
 // The library is imported when the first such source opens, not at every start.
 import { readFileSync } from 'node:fs';
 import type { AuthClient } from 'google-auth-library';
-import { oneLine, StoreError } from './store.js';
+import { isNetworkError, oneLine, StoreError } from './store.js';
 
 /** Read-only access to Cloud Storage objects, the narrowest scope that covers a ranged GET. */
 export const GCS_READ_SCOPE = 'https://www.googleapis.com/auth/cloud-platform.read-only';
@@ -35,13 +35,12 @@ function tokenUri(file: string): URL | undefined {
 
 /** A failure of the token endpoint (or of the file) as the reader's kinds: refused is 'denied', no answer is 'unavailable'. */
 function tokenFailure(err: unknown): StoreError {
-  const e = err as { message?: string; status?: number; response?: { status?: number }; code?: string | number };
+  const e = err as { message?: string; status?: number; response?: { status?: number } };
   const status = e.response?.status ?? e.status;
   const message = oneLine(e.message ?? String(err));
   if (status === undefined) {
     // No HTTP answer: the endpoint is unreachable (retried), or the file is unusable (refused).
-    const network = typeof e.code === 'string' && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE|EAI_AGAIN|UND_ERR_\w+)$/.test(e.code);
-    return new StoreError(network ? 'unavailable' : 'denied', `Google OAuth token from GOOGLE_APPLICATION_CREDENTIALS: ${message}`);
+    return new StoreError(isNetworkError(err) ? 'unavailable' : 'denied', `Google OAuth token from GOOGLE_APPLICATION_CREDENTIALS: ${message}`);
   }
   const kind = status >= 400 && status < 500 && status !== 429 ? 'denied' : 'unavailable';
   return new StoreError(kind, `Google OAuth token refused (HTTP ${status}): ${message}`, status === 429);
