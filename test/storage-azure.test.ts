@@ -5,9 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AZURITE_ACCOUNT, readFixture, startAzurite, type AzuriteServer } from './helpers/object-storage.js';
-import { request, storedPmtilesTile } from './helpers/foundation.js';
-import { startServer } from './helpers/server.js';
-import { OMT, storageProofs } from './helpers/storage-proofs.js';
+import { getJson, request, storedPmtilesTile } from './helpers/foundation.js';
+import { fixture, startServer } from './helpers/server.js';
+import { OMT, storageProofs, tileAt } from './helpers/storage-proofs.js';
+
+const COG = fixture('cog/test-rgb.cog.tif');
 
 let azurite: AzuriteServer;
 
@@ -63,5 +65,51 @@ test('the other ways to authenticate: a read-only SAS, a connection string in th
     assert.ok(r.body.equals((await storedPmtilesTile(OMT, 1, 0, 1))!));
   } finally {
     await svc.stop();
+  }
+});
+
+test('a COG in the container is served through the COG source (GDAL /vsiaz/), the same bytes as the local file', async () => {
+  await azurite.put('tiles', 'rasters/test-rgb.cog.tif', readFixture(COG));
+  // GDAL reads the connection string from the environment itself, BlobEndpoint included (Azurite, not Azure).
+  const svc = await startServer({
+    env: { AZURE_STORAGE_CONNECTION_STRING: azurite.connectionString() },
+    toml: `[server]\ndisable_render = true\n[[sources]]\nid = "cog-az"\ntype = "cog"\npath = "az://tiles/rasters/test-rgb.cog.tif"\n[[sources]]\nid = "cog-local"\ntype = "cog"\npath = "${COG}"\n`,
+  });
+  try {
+    const remote = await getJson<{ bounds: number[]; center: number[]; minzoom: number; maxzoom: number }>(svc.url, '/data/cog-az.json');
+    const local = await getJson<{ bounds: number[]; maxzoom: number }>(svc.url, '/data/cog-local.json');
+    assert.equal(remote.status, 200);
+    assert.deepEqual(remote.json.bounds, local.json.bounds);
+    assert.equal(remote.json.maxzoom, local.json.maxzoom);
+    const [lon, lat] = remote.json.center;
+    for (const z of [remote.json.maxzoom, Math.max(remote.json.minzoom, remote.json.maxzoom - 2)]) {
+      const [x, y] = tileAt(lon, lat, z);
+      const a = await request(svc.url, `/data/cog-az/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+      const b = await request(svc.url, `/data/cog-local/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+      assert.equal(a.status, 200, a.body.toString());
+      assert.equal(b.status, 200);
+      assert.ok(a.body.equals(b.body), `${z}/${x}/${y}: the remote COG tile is the local one`);
+    }
+  } finally {
+    await svc.stop();
+  }
+});
+
+test('the CLI serves an az:// argument with AZURE_STORAGE_CONNECTION_STRING from the environment', async () => {
+  const cli = await startServer({ files: ['az://tiles/planet/omt.pmtiles'], env: { AZURE_STORAGE_CONNECTION_STRING: azurite.connectionString() } });
+  try {
+    const tj = await getJson<{ maxzoom: number }>(cli.url, '/data/omt.json');
+    assert.equal(tj.status, 200);
+    assert.equal(tj.json.maxzoom, 1);
+    for (const [z, x, y] of [
+      [0, 0, 0],
+      [1, 1, 0],
+    ]) {
+      const r = await request(cli.url, `/data/omt/${z}/${x}/${y}.pbf`, { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+      assert.equal(r.status, 200, r.body.toString());
+      assert.ok(r.body.equals((await storedPmtilesTile(OMT, z, x, y))!));
+    }
+  } finally {
+    await cli.stop();
   }
 });

@@ -2,19 +2,24 @@
 // secret is refused): the provider proofs of helpers/storage-proofs.ts, and a COG in the same bucket served through the
 // COG source, read by GDAL's /vsis3/ from the same server.
 import { test } from 'node:test';
+import gdal from 'gdal-async';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fixture, startServer } from './helpers/server.js';
+import { startPostgres } from './helpers/postgres.js';
 import { getJson, request, storedPmtilesTile, tempDir, waitFor } from './helpers/foundation.js';
-import { readFixture, startS3Server } from './helpers/object-storage.js';
-import { OMT, storageProofs } from './helpers/storage-proofs.js';
+import { readFixture, startS3Server, type S3Server } from './helpers/object-storage.js';
+import { OMT, storageProofs, tileAt } from './helpers/storage-proofs.js';
 
 const COG = fixture('cog/test-rgb.cog.tif');
 
+let s3: S3Server;
+
 const ctx = storageProofs(
   async () => {
-    const s3 = await startS3Server(['tiles']);
+    // "open" is a public bucket: unsigned reads only, a signed read refused (test/helpers/s3rver-main.cjs).
+    s3 = await startS3Server(['tiles', 'public:open']);
     return {
       scheme: 's3',
       bucket: 'tiles',
@@ -57,15 +62,6 @@ path = "${COG}"
   },
 );
 
-/** The XYZ tile holding a point at zoom z. */
-function tileAt(lon: number, lat: number, z: number): [number, number] {
-  const n = 2 ** z;
-  const x = Math.floor(((lon + 180) / 360) * n);
-  const r = (lat * Math.PI) / 180;
-  const y = Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n);
-  return [x, y];
-}
-
 test('a COG in the bucket is served through the COG source (GDAL /vsis3/), the same pixels as the local file', async () => {
   const { server } = ctx();
   const remote = await getJson<{ bounds: number[]; center: number[]; maxzoom: number; minzoom: number }>(server.url, '/data/cog-s3.json');
@@ -99,6 +95,13 @@ test('a COG whose store is stopped answers 503 for that source, and serves again
     assert.ok(Number(down.headers['retry-after']) > 0);
     assert.match(JSON.parse(down.body.toString()).detail as string, /cannot read s3:\/\/tiles\/rasters\/second\.cog\.tif/);
     assert.equal((await request(server.url, `/data/cog-local/${z}/${x}/${y}.png`, { timeoutMs: 30_000 })).status, 200, 'the local COG keeps serving');
+    // Readiness names the raster source as it names a remote PMTiles source, with GDAL's reason.
+    const ready = await request(server.url, '/ready', { timeoutMs: 20_000 });
+    assert.equal(ready.status, 503);
+    const body = JSON.parse(ready.body.toString()) as { detail: string; components: { name: string; state: string }[] };
+    assert.match(body.detail, /source "cog-s3-second" is unreachable \(cannot read s3:\/\/tiles\/rasters\/second\.cog\.tif/);
+    assert.match(body.components.find((c) => c.name === 'source "cog-s3-second"')?.state ?? '', /^unreachable/);
+    assert.equal(body.components.find((c) => c.name === 'source "cog-s3"')?.state, 'connected', 'only the source whose read failed');
   } finally {
     await proxy.start();
   }
@@ -107,6 +110,8 @@ test('a COG whose store is stopped answers 503 for that source, and serves again
     return r.status === 200 ? r : undefined;
   });
   assert.ok(back.body.equals(local.body));
+  // The tile read cleared it: ready again.
+  assert.equal((await request(server.url, '/ready', { timeoutMs: 20_000 })).status, 200);
 });
 
 test('the CLI serves an s3:// argument with the SDK\'s default chain: AWS_ENDPOINT_URL, keys and region from the environment', async () => {
@@ -144,5 +149,64 @@ test('a profile of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE), na
     assert.ok(r.body.equals((await storedPmtilesTile(OMT, 1, 0, 1))!));
   } finally {
     await svc.stop();
+  }
+});
+
+test('anonymous = true reads a public bucket unsigned (the bucket refuses signed reads), whatever keys the environment holds', async () => {
+  await s3.put('open', 'planet/omt.pmtiles', readFixture(OMT));
+  const svc = await startServer({
+    // Valid keys in the environment: the SDK's chain would sign with them, and the bucket would refuse.
+    env: { AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey, AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' },
+    toml: `[server]\ndisable_render = true\n[[sources]]\nid = "public"\ntype = "pmtiles"\npath = "s3://open/planet/omt.pmtiles"\nendpoint = "${s3.endpoint}"\nregion = "us-east-1"\nanonymous = true\n`,
+  });
+  try {
+    for (const [z, x, y] of [
+      [0, 0, 0],
+      [1, 1, 0],
+    ]) {
+      const r = await request(svc.url, `/data/public/${z}/${x}/${y}.pbf`, { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+      assert.equal(r.status, 200, r.body.toString());
+      assert.ok(r.body.equals((await storedPmtilesTile(OMT, z, x, y))!));
+    }
+  } finally {
+    await svc.stop();
+  }
+});
+
+test('an out-of-database raster catalogue returning s3:// paths: GDAL reads them with AWS_ENDPOINT_URL and keys from the environment, the tile is the local file\'s', async () => {
+  const db = await startPostgres();
+  try {
+    // The COG's footprint in web mercator, as the catalogue functions of test/sql/seed.sql expect.
+    const ds = gdal.open(COG);
+    const gt = ds.geoTransform!;
+    const ct = new gdal.CoordinateTransformation(gdal.SpatialReference.fromProj4(ds.srs!.toProj4()), gdal.SpatialReference.fromEPSG(3857));
+    const a = ct.transformPoint(gt[0], gt[3]);
+    const b = ct.transformPoint(gt[0] + gt[1] * ds.rasterSize.x, gt[3] + gt[5] * ds.rasterSize.y);
+    ds.close();
+    const box = [Math.min(a.x, b.x), Math.min(a.y, b.y), Math.max(a.x, b.x), Math.max(a.y, b.y)];
+    const add = (collection: string, file: string) => db.sql('INSERT INTO raster_files VALUES ($1, 1, $2, ST_MakeEnvelope($3, $4, $5, $6, 3857), NULL, NULL)', [collection, file, ...box]);
+    // naip(): the file in the bucket; dem(?collection=local): the same file on disk. Same code path, one remote.
+    await add('naip', 's3://tiles/rasters/test-rgb.cog.tif');
+    await add('local', COG);
+    const svc = await startServer({
+      env: { AWS_ENDPOINT_URL: s3.endpoint, AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey, AWS_REGION: 'us-east-1', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' },
+      toml: `[server]\ndisable_render = true\n[postgres]\nconnection_string = "${db.url}"\n[[postgres.outdb_rasters]]\nid = "naip"\nresampling = "nearest"\n[[postgres.outdb_rasters]]\nid = "dem"\nresampling = "nearest"\n[[sources]]\nid = "cog-local"\ntype = "cog"\npath = "${COG}"\n`,
+    });
+    try {
+      const tj = await getJson<{ center: number[]; minzoom: number; maxzoom: number }>(svc.url, '/data/cog-local.json');
+      const [lon, lat] = tj.json.center;
+      for (const z of [tj.json.maxzoom, Math.max(tj.json.minzoom, tj.json.maxzoom - 2)]) {
+        const [x, y] = tileAt(lon, lat, z);
+        const remote = await request(svc.url, `/data/naip/${z}/${x}/${y}.png`, { timeoutMs: 30_000 });
+        const local = await request(svc.url, `/data/dem/${z}/${x}/${y}.png?collection=local`, { timeoutMs: 30_000 });
+        assert.equal(remote.status, 200, remote.body.toString());
+        assert.equal(local.status, 200, local.body.toString());
+        assert.ok(remote.body.equals(local.body), `${z}/${x}/${y}: the tile of the s3:// path is the local file's`);
+      }
+    } finally {
+      await svc.stop();
+    }
+  } finally {
+    db.destroy();
   }
 });

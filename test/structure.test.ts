@@ -181,12 +181,13 @@ test('the bundle loads Chromium\'s driver, OpenTelemetry, the Redis client and t
   const topLevel = [...bundle.matchAll(/^import\s[^;]*?\sfrom\s+"([^"]+)";?$/gm)].map((m) => m[1]);
   assert.ok(topLevel.includes('hono'), `the bundle's static imports were read: ${topLevel.length}`);
   // The AWS and Azure SDKs took about 0.4 s and 0.5 s to load: only a process with an s3://, gs:// or az:// source pays it.
-  // Likewise the MCP SDK and jose (about 0.2 s and 0.06 s), needed only with [mcp] enabled.
-  const eager = topLevel.filter((spec) => spec === 'playwright-core' || spec === 'ioredis' || spec === 'jose' || /^@(opentelemetry|grpc|aws-sdk|azure|modelcontextprotocol)\//.test(spec));
+  // Likewise the MCP SDK and jose (about 0.2 s and 0.06 s), needed only with [mcp] enabled, and Google's auth
+  // library, needed only by a gs:// source with GOOGLE_APPLICATION_CREDENTIALS.
+  const eager = topLevel.filter((spec) => spec === 'playwright-core' || spec === 'ioredis' || spec === 'jose' || spec === 'google-auth-library' || /^@(opentelemetry|grpc|aws-sdk|azure|modelcontextprotocol)\//.test(spec));
   assert.deepEqual(eager, []);
   // ioredis (about 45 ms of start-up) is loaded when `[cache] shared` is set.
   assert.ok(bundle.includes('import("ioredis")'), 'ioredis is still imported where the shared cache connects');
-  for (const spec of ['@aws-sdk/client-s3', '@azure/storage-blob']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is imported where a source needs it`);
+  for (const spec of ['@aws-sdk/client-s3', '@azure/storage-blob', 'google-auth-library']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is imported where a source needs it`);
   for (const spec of ['@opentelemetry/api', '@opentelemetry/exporter-trace-otlp-grpc', '@modelcontextprotocol/sdk/server/index.js', 'jose']) assert.ok(bundle.includes(`import("${spec}")`), `${spec} is still imported where it is used`);
   // The render thread's bundle launches the browsers: it loads the driver when it starts the first one.
   const renderThread = readFileSync(path.join(ROOT, 'dist/workers/render.js'), 'utf8');

@@ -119,7 +119,8 @@ export interface S3Server {
 }
 
 /**
- * Starts s3rver with `buckets` made and a key pair of its own, drawn afresh for each server. The buckets are
+ * Starts s3rver with `buckets` made and a key pair of its own, drawn afresh for each server. A bucket given as
+ * `public:NAME` serves unsigned reads only (s3rver-main.cjs); `put` names it without the prefix. The buckets are
  * made at start-up, not with CreateBucket: s3rver checks a bucket request's signature against the path without
  * the trailing slash the AWS SDK signs (`PUT /bucket/`), so an SDK CreateBucket is refused. Object requests, the
  * only ones the server under test makes, are signed over the same path by both.

@@ -16,6 +16,15 @@ export const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
 /** A different archive (one tile at z0, bounds 0..1 degrees) that replaces OMT in the bucket. */
 export const SMALL = fixture('vector/test_fixture_1.pmtiles');
 
+/** The XYZ tile holding a point at zoom z. */
+export function tileAt(lon: number, lat: number, z: number): [number, number] {
+  const n = 2 ** z;
+  const x = Math.floor(((lon + 180) / 360) * n);
+  const r = (lat * Math.PI) / 180;
+  const y = Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n);
+  return [x, y];
+}
+
 export interface StoreUnderTest {
   /** s3, gs or az */
   scheme: string;

@@ -5,6 +5,8 @@ import type { Config, SourceConfig } from '../../config/schema.js';
 import type { RasterPool } from './pool.js';
 import type { TileFormat } from '../../tiles/format.js';
 import { defaultCenter, SourceOpenError, type SourceInfo, type TileParams, type TileSource } from '../source.js';
+import { isRemotePath } from '../../config/object-location.js';
+import { RasterStorageHealth } from './storage-health.js';
 
 export const RASTER_FORMATS: readonly TileFormat[] = ['png', 'jpg', 'webp'];
 
@@ -12,12 +14,19 @@ export const RASTER_FORMATS: readonly TileFormat[] = ['png', 'jpg', 'webp'];
 export const rasterQuality = (config: Config) => ({ png: config.render.png_compression, jpeg: config.render.jpeg_quality, webp: config.render.webp_quality });
 
 export class CogSource implements TileSource {
+  private readonly health: RasterStorageHealth;
+  /** A file on object storage: readiness names the source while its store fails (storage-health.ts). */
+  readonly storageProblem?: () => string | undefined;
+
   private constructor(
     readonly info: SourceInfo,
     private readonly cfg: SourceConfig,
     private readonly pool: RasterPool,
     private readonly config: Config,
-  ) {}
+  ) {
+    this.health = new RasterStorageHealth(cfg.id);
+    if (isRemotePath(cfg.path)) this.storageProblem = () => this.health.unreachable;
+  }
 
   static async open(cfg: SourceConfig, pool: RasterPool, config: Config): Promise<CogSource> {
     let described;
@@ -52,20 +61,24 @@ export class CogSource implements TileSource {
   }
 
   getTile(z: number, x: number, y: number, _params?: TileParams, format: TileFormat = 'png'): Promise<Uint8Array | undefined> {
-    return this.pool.tile({
-      files: [this.cfg.path],
-      z,
-      x,
-      y,
-      size: this.config.raster.tile_size,
-      resampling: this.cfg.resampling ?? 'bilinear',
-      format: format as 'png' | 'jpg' | 'webp',
-      colormap: this.cfg.colormap,
-      quality: rasterQuality(this.config),
-    });
+    const files = [this.cfg.path];
+    return this.health.watch(files, () =>
+      this.pool.tile({
+        files,
+        z,
+        x,
+        y,
+        size: this.config.raster.tile_size,
+        resampling: this.cfg.resampling ?? 'bilinear',
+        format: format as 'png' | 'jpg' | 'webp',
+        colormap: this.cfg.colormap,
+        quality: rasterQuality(this.config),
+      }),
+    );
   }
 
   async close(): Promise<void> {
     // The raster pool belongs to the state, which destroys it.
+    this.health.close();
   }
 }

@@ -10,6 +10,8 @@ import type { PgPool } from '../postgres/pool.js';
 import { statementName } from '../postgres/table.js';
 import { defaultCenter, SourceOpenError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileParams, type TileSource } from '../source.js';
 import { RASTER_FORMATS, rasterQuality } from './cog.js';
+import { isRemotePath } from '../../config/object-location.js';
+import { RasterStorageHealth } from './storage-health.js';
 
 interface Row {
   filepath: string | null;
@@ -18,6 +20,10 @@ interface Row {
 }
 
 export class OutdbRasterSource implements TileSource {
+  private readonly health: RasterStorageHealth;
+  /** Set once the catalogue has named a file on object storage: from then on readiness watches its store. */
+  storageProblem?: () => string | undefined;
+
   private constructor(
     readonly info: SourceInfo,
     private readonly cfg: OutdbRasterConfig,
@@ -25,7 +31,9 @@ export class OutdbRasterSource implements TileSource {
     private readonly db: PgPool,
     private readonly rasters: RasterPool,
     private readonly config: Config,
-  ) {}
+  ) {
+    this.health = new RasterStorageHealth(cfg.id);
+  }
 
   static open(cfg: OutdbRasterConfig, fn: TileFunction, db: PgPool, rasters: RasterPool, config: Config): OutdbRasterSource {
     if (!fn.outColumns.includes('filepath')) throw new SourceOpenError(cfg.id, `${fn.schema}.${fn.name} must return a column named filepath`);
@@ -60,21 +68,25 @@ export class OutdbRasterSource implements TileSource {
     const files = rows.map((r) => r.filepath).filter((f): f is string => typeof f === 'string' && f.length > 0);
     if (files.length === 0) return undefined;
     const ranged = rows.find((r) => r.rescale_min != null && r.rescale_max != null);
-    return this.rasters.tile({
-      files,
-      z,
-      x,
-      y,
-      size: this.config.raster.tile_size,
-      resampling: this.cfg.resampling,
-      format: format as 'png' | 'jpg' | 'webp',
-      colormap: this.cfg.colormap,
-      rescale: ranged ? { min: Number(ranged.rescale_min), max: Number(ranged.rescale_max) } : undefined,
-      quality: rasterQuality(this.config),
-    });
+    if (!this.storageProblem && files.some(isRemotePath)) this.storageProblem = () => this.health.unreachable;
+    return this.health.watch(files, () =>
+      this.rasters.tile({
+        files,
+        z,
+        x,
+        y,
+        size: this.config.raster.tile_size,
+        resampling: this.cfg.resampling,
+        format: format as 'png' | 'jpg' | 'webp',
+        colormap: this.cfg.colormap,
+        rescale: ranged ? { min: Number(ranged.rescale_min), max: Number(ranged.rescale_max) } : undefined,
+        quality: rasterQuality(this.config),
+      }),
+    );
   }
 
   async close(): Promise<void> {
     // The pools belong to the state, which closes them.
+    this.health.close();
   }
 }

@@ -17,6 +17,18 @@ import { RETRY_AFTER_STORAGE } from '../object-store/reader.js';
 import { SourceOpenError, TileUnavailableError } from '../source.js';
 import type { RasterInfo, RasterTask } from '../../raster/warp-tile.js';
 
+/** A remote raster file GDAL could not read now (its retries and timeout spent): the store's outage, 503. */
+export class RasterStorageUnavailable extends TileUnavailableError {
+  constructor(
+    readonly file: string,
+    /** GDAL's message, one line. */
+    readonly reason: string,
+  ) {
+    super(503, 'Storage unavailable', `cannot read ${file}: ${reason}`, RETRY_AFTER_STORAGE);
+    this.name = 'RasterStorageUnavailable';
+  }
+}
+
 /** The built worker beside the bundle (dist/workers/raster.js). */
 function workerFile(): string | undefined {
   const file = fileURLToPath(new URL('./workers/raster.js', import.meta.url));
@@ -73,7 +85,7 @@ export class RasterPool {
       if (/^(Task queue is at limit|No task queue available and all Workers are busy)$/.test((err as Error).message)) throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
       // A remote file that GDAL could not read now (its retries and timeout spent): the store's outage, not a bug.
       const remote = task.files.find(isRemotePath);
-      if (remote) throw new TileUnavailableError(503, 'Storage unavailable', `cannot read ${remote}: ${String((err as Error).message).split('\n')[0]}`, RETRY_AFTER_STORAGE);
+      if (remote) throw new RasterStorageUnavailable(remote, String((err as Error).message).split('\n')[0]);
       throw err;
     }
   }
