@@ -10,10 +10,11 @@ CONFIG ?= config/default.toml
 # fastest software GL stack under the Chromium renderer: render.gl), openssl (certificates for the PostGIS TLS tests),
 # redis-server (the fleet's shared render cache in the tests and the fleet bench), python3, make and g++ (node-gyp
 # building the native modules), bsdutils (script(1): the seed test runs the command on a pseudo-terminal; essential
-# on Debian, listed so the dependency is said), podman with runc, netavark and aardvark-dns, podman-compose and
-# mmdebstrap (the container image and compose fleet of test/image.test.ts, built over a Debian base made by
+# on Debian, listed so the dependency is said), podman with runc, netavark and aardvark-dns (netavark runs iptables to
+# set up a container network: a build step with network access fails with "netavark: No such file or directory"
+# without it), podman-compose and mmdebstrap (the container image and compose fleet of test/image.test.ts, built over a Debian base made by
 # scripts/image-base.sh). The object-storage tests' S3 and Azure servers come from npm.
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server bsdutils podman runc netavark aardvark-dns podman-compose mmdebstrap
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-15-postgis-3 wrk mesa-vulkan-drivers libvulkan1 openssl redis-server bsdutils podman runc netavark aardvark-dns iptables podman-compose mmdebstrap
 
 .PHONY: run test test-image bench build deps system-deps fixtures typecheck clean goldens
 
