@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from './helpers/fast-check.js';
@@ -379,6 +380,90 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
       await get(A, tile(7, 64, 10));
       return (await ping(A)).shared_cache.state === 'connected' || undefined;
     }, 30_000);
+  });
+});
+
+/**
+ * A TCP relay between a server and Redis that, once armed, writes `entry` under the tile's key just before it
+ * passes on the server's SET NX of that tile's lock: as if another machine had written the tile and released
+ * its lock between the server's GET of the entry and its SET NX. Everything else goes through unchanged.
+ */
+async function startLockWindowRelay(redis: RedisServer, entry: Buffer): Promise<{ url: string; arm(tileSuffix: string): void; fired(): boolean; close(): Promise<void> }> {
+  let armed: string | undefined;
+  let fired = false;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(redis.port, '127.0.0.1');
+    for (const sock of [client, upstream]) {
+      sockets.add(sock);
+      sock.on('close', () => sockets.delete(sock));
+    }
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    upstream.pipe(client);
+    // Chunks are passed on in order: a chunk waiting for the planted write holds back the ones after it.
+    let queue = Promise.resolve();
+    client.on('data', (chunk: Buffer) => {
+      queue = queue.then(async () => {
+        const text = chunk.toString('latin1');
+        const lock = /\r\ntsts:v1:lock:([^\r]+)\r\n/.exec(text);
+        if (armed && lock && lock[1].endsWith(armed) && /\r\nNX\r\n/i.test(text)) {
+          armed = undefined;
+          fired = true;
+          await redis.client.set(`tsts:v1:${lock[1]}`, entry, 'EX', 600);
+        }
+        upstream.write(chunk);
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `redis://127.0.0.1:${port}/0`,
+    arm: (tileSuffix) => void (armed = tileSuffix),
+    fired: () => fired,
+    close: () => new Promise((resolve) => {
+      server.close(() => resolve());
+      for (const sock of sockets) sock.destroy();
+    }),
+  };
+}
+
+describe('the entry written just before this machine takes the lock', { timeout: 120_000 }, () => {
+  let redis: RedisServer;
+  let relay: Awaited<ReturnType<typeof startLockWindowRelay>>;
+  let C: Machine;
+  let hold: HoldServer;
+  // Not an image anyone rendered: served only if it was read from Redis after the lock was taken.
+  const planted = Buffer.from('the entry another machine wrote while this one was taking the lock');
+
+  before(async () => {
+    redis = await startRedis();
+    relay = await startLockWindowRelay(redis, planted);
+    hold = await startHoldServer(fixture('vector/omt-planet-z0-1.pmtiles'));
+    C = await startMachine('c', relay.url, hold.url, { memory: 16, timeout: 30_000, queue: 60_000, disk: 64 });
+    await waitFor('renderer and shared cache', async () => {
+      const p = await ping(C);
+      return (p.renderer_enabled && p.shared_cache.state === 'connected') || undefined;
+    }, 120_000);
+  });
+  after(async () => {
+    await C?.server.stop();
+    await relay?.close();
+    await Promise.all([redis?.stop(), hold?.close()]);
+  });
+
+  test('a lock taken after the holder wrote the tile and released its lock: the entry is served, no second render', async () => {
+    const r0 = await rendered(C);
+    relay.arm('/5/3/3.png');
+    const a = await get(C, tile(5, 3, 3));
+    assert.ok(relay.fired(), 'the relay saw the SET NX of the tile\'s lock and wrote the entry first');
+    assert.equal(a.status, 200);
+    assert.ok(a.body.equals(planted), `C served the entry in Redis, not ${a.body.length} bytes of its own`);
+    assert.match(a.timing, /cache;desc="shared"/);
+    assert.equal(await rendered(C), r0, 'C did not render the tile');
+    // The lock it took for nothing is given back at once, not left to expire.
+    await waitFor('the lock released', async () => ((await redis.client.keys('tsts:v1:lock:*')).length === 0 ? true : undefined), 10_000);
   });
 });
 

@@ -111,7 +111,7 @@ describe('OAuth inputs', async () => {
     fc.assert(
       fc.property(paramsArb, fc.boolean(), (params, post) => {
         const p = new URLSearchParams(params);
-        const a = post ? as.authorizeDecision(p, ORIGIN) : as.authorizePage(p, ORIGIN);
+        const a = post ? as.authorizeDecision(p, ORIGIN, '127.0.0.1') : as.authorizePage(p, ORIGIN);
         assert.ok(ok4xx(a.status), String(a.status));
         if (a.status === 302) assert.ok(a.headers!.location.startsWith('https://app.example/cb?'), a.headers!.location);
         if (a.status === 302 && new URL(a.headers!.location).searchParams.has('code')) assert.equal(params.consent_secret, 'the-consent-secret');

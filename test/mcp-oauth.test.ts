@@ -6,7 +6,8 @@
 // the rate limit), /mcp without a token — each with its status and WWW-Authenticate.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -58,8 +59,8 @@ class TestProvider implements OAuthClientProvider {
   }
 }
 
-/** The operator's step: opens the consent page and submits it with `secret`; answers the POST's response. */
-async function consent(authorizationUrl: URL, secret: string): Promise<Response> {
+/** The consent form of an authorization request, as the page shows it, with `secret` filled in. */
+async function consentForm(authorizationUrl: URL, secret: string): Promise<URLSearchParams> {
   const page = await fetch(authorizationUrl, { signal: timeout() });
   assert.equal(page.status, 200);
   const html = await page.text();
@@ -67,7 +68,26 @@ async function consent(authorizationUrl: URL, secret: string): Promise<Response>
   const form = new URLSearchParams();
   for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form.set(m[1], m[2].replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n))));
   form.set('consent_secret', secret);
+  return form;
+}
+
+/** The operator's step: opens the consent page and submits it with `secret`; answers the POST's response. */
+async function consent(authorizationUrl: URL, secret: string): Promise<Response> {
+  const form = await consentForm(authorizationUrl, secret);
   return fetch(new URL('/oauth/authorize', authorizationUrl), { method: 'POST', body: form, redirect: 'manual', signal: timeout() });
+}
+
+/** The consent form submitted from another local address (127.0.0.x): the status of the answer. */
+async function consentFrom(localAddress: string, authorizationUrl: URL, secret: string): Promise<number> {
+  const body = (await consentForm(authorizationUrl, secret)).toString();
+  return new Promise((resolve, reject) => {
+    const req = http.request(new URL('/oauth/authorize', authorizationUrl), { method: 'POST', localAddress, agent: false, timeout: 10_000, headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** The whole flow with the SDK client: a first connect is refused (401), the operator consents, finishAuth, connect. */
@@ -113,6 +133,7 @@ describe('OAuth 2.1 for /mcp', () => {
   let server: TestServer;
   let adminUrl: string;
   let cacheDir: string;
+  let storePath: string;
   let toml: string;
   let port: number;
   const clients: Client[] = [];
@@ -120,6 +141,8 @@ describe('OAuth 2.1 for /mcp', () => {
 
   before(async () => {
     cacheDir = tempDir('tsts-mcp-oauth-');
+    // A store_path of the operator's, away from [cache] dir, in a directory that does not exist yet.
+    storePath = path.join(tempDir('tsts-mcp-oauth-store-'), 'kept', 'oauth.sqlite');
     const adminPort = await freePort();
     adminUrl = `http://127.0.0.1:${adminPort}`;
     toml = `
@@ -138,6 +161,7 @@ enabled = true
 enabled = true
 consent_secret = "\${CONSENT}"
 consent_attempts_per_minute = 3
+store_path = "${storePath}"
 `;
     server = await start();
     port = server.port;
@@ -156,6 +180,11 @@ consent_attempts_per_minute = 3
     assert.equal(asm.registration_endpoint, `${server.url}/oauth/register`);
     assert.deepEqual(asm.code_challenge_methods_supported, ['S256']);
     assert.deepEqual(asm.grant_types_supported, ['authorization_code', 'refresh_token']);
+    // Not an OpenID provider (no ID tokens, no JWKS): no OIDC discovery document. The SDK client, like any OAuth
+    // client following RFC 8414, finds the server by the document above (the flow below).
+    const oidc = await fetch(`${server.url}/.well-known/openid-configuration`, { signal: timeout() });
+    assert.equal(oidc.status, 404);
+    await oidc.arrayBuffer();
   });
 
   test('/mcp without a token: 401 with a Bearer challenge pointing at the resource metadata', async () => {
@@ -178,6 +207,9 @@ consent_attempts_per_minute = 3
     const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as Record<string, unknown>;
     assert.equal(claims.aud, `${server.url}/mcp`);
     assert.equal(claims.iss, server.url);
+    // token_ttl_secs is not set here: an hour.
+    assert.equal(provider.saved!.expires_in, 3600);
+    assert.equal((claims.exp as number) - (claims.iat as number), 3600);
   });
 
   test('refresh rotates the refresh token: the new pair works, the old refresh token is refused and its reuse ends the session', async () => {
@@ -230,6 +262,9 @@ consent_attempts_per_minute = 3
   });
 
   test('a restart keeps clients, sessions and the signing key: the token from before still works and refreshes', async () => {
+    // The store is the file store_path names, not one in [cache] dir.
+    assert.ok(existsSync(storePath), `the OAuth store at store_path ${storePath}`);
+    assert.ok(!existsSync(path.join(cacheDir, 'mcp-oauth.sqlite')), 'no store in [cache] dir');
     const p = new TestProvider();
     clients.push(await authorize(server.url, p));
     const clientsBefore = (await admin(adminUrl, 'GET', '/__admin/oauth/clients')).json.clients;
@@ -239,6 +274,7 @@ consent_attempts_per_minute = 3
     server = await startServer({ toml, env: { CONSENT: SECRET }, port });
     assert.deepEqual((await admin(adminUrl, 'GET', '/__admin/oauth/clients')).json.clients, clientsBefore);
     assert.deepEqual((await admin(adminUrl, 'GET', '/__admin/oauth/sessions')).json.sessions, sessionsBefore);
+    assert.ok((sessionsBefore as unknown[]).length >= 1 && (clientsBefore as unknown[]).length >= 1, 'there was something to keep');
     assert.equal((await mcpWith(server.url, p.saved!.access_token)).status, 200);
     const refreshed = await refreshWith(server.url, p.info!.client_id, p.saved!.refresh_token!);
     assert.equal(refreshed.status, 200);
@@ -291,7 +327,7 @@ consent_attempts_per_minute = 3
     assertRefused(await mcpWith(server.url, 'not a token'), 401, /error="invalid_request"/);
   });
 
-  test('registration alone grants nothing; a wrong consent secret is 403, and past the limit every attempt is 429', async () => {
+  test('registration alone grants nothing; a wrong consent secret is 403, and past the limit every attempt is 429 (per address, and ten times that over all)', async () => {
     const p = new TestProvider();
     const first = new Client({ name: 'oauth-test', version: '1.0.0' });
     await assert.rejects(first.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { authProvider: p }), { timeout: 15_000 }), UnauthorizedError);
@@ -309,6 +345,12 @@ consent_attempts_per_minute = 3
     const limited = await consent(p.authorizationUrl!, SECRET);
     assert.equal(limited.status, 429, 'the right secret too waits once the limit is reached');
     assert.equal(limited.headers.get('retry-after'), '60');
+    // The limit is per address: the wrong secrets sent from 127.0.0.1 do not lock out the operator at another one.
+    assert.equal(await consentFrom('127.0.0.2', p.authorizationUrl!, SECRET), 302, 'the right secret from 127.0.0.2 passes');
+    // All addresses together get ten times the limit (30 here): 3 above, then 3 each from 9 more addresses...
+    for (let a = 3; a <= 11; a++) for (let i = 0; i < 3; i++) assert.equal(await consentFrom(`127.0.0.${a}`, p.authorizationUrl!, `wrong-${a}-${i}`), 403, `127.0.0.${a}, wrong secret ${i + 1}`);
+    // ...and every address waits, the right secret too.
+    assert.equal(await consentFrom('127.0.0.12', p.authorizationUrl!, SECRET), 429, 'past 30 wrong secrets a minute over all addresses');
   });
 });
 

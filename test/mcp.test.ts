@@ -106,7 +106,7 @@ describe('/mcp with a static bearer token', () => {
     // Arguments that are not an object: the SDK's server checks every request against its schema before any
     // handler runs, and answers a JSON-RPC error -32603 naming params.arguments; then a tool that does not exist.
     await assert.rejects(client.callTool({ name: 'get_tilejson', arguments: [1, 2] as unknown as Record<string, unknown> }, undefined, { timeout: 10_000 }), /MCP error -32603: [^]*"arguments"[^]*expected record, received array/);
-    await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }, undefined, { timeout: 10_000 }), /unknown tool "no_such_tool"/);
+    await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }, undefined, { timeout: 10_000 }), /MCP error -32602: unknown tool "no_such_tool"/);
     const still = (await client.callTool({ name: 'list_styles', arguments: {} }, undefined, { timeout: 10_000 })) as CallResult;
     assert.ok(!still.isError);
   });

@@ -204,8 +204,18 @@ export class SharedCache {
       const taken = await this.run('lock', (r) => r.set(lockKey, token, 'PX', LOCK_MS, 'NX'));
       if (taken === FAILED) return this.miss(kind);
       if (taken === 'OK') {
+        // The holder before us may have written its entry and released the lock between our GET and our SET NX:
+        // look once more, or this tile would be rendered a second time. A failed look renders (holding the lock).
+        const release = this.holdLock(lockKey, token);
+        const written = await this.run('get', (r) => r.getBuffer(KEY_PREFIX + key));
+        if (written !== FAILED && written) {
+          // The lock is not needed any more; the answer does not wait for its release.
+          void release();
+          this.count(kind, true);
+          return { kind: 'hit', body: written };
+        }
         this.count(kind, false);
-        return { kind: 'render', release: this.holdLock(lockKey, token) };
+        return { kind: 'render', release };
       }
       const holder = await this.run('lock', (r) => r.get(lockKey));
       if (holder === FAILED) return this.miss(kind);

@@ -28,6 +28,9 @@ const PROBLEM = { 'application/problem+json': true as const };
 const MAX_MCP_BODY = 1024 * 1024;
 const MAX_OAUTH_BODY = 16 * 1024;
 
+/** The address a request's connection came from: the consent limit counts wrong secrets per address. */
+const addressOf = (c: Context): string | undefined => (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
+
 /** Where the OAuth store lives unless `store_path` says: the state directory. */
 export function oauthStorePath(config: Config): string {
   return config.mcp.oauth.store_path ?? `${resolvedCacheDir({ config })}/mcp-oauth.sqlite`;
@@ -175,7 +178,9 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
   const as = () => oauth;
   const json = (c: Context, body: unknown) => c.json(body as object, 200, { 'cache-control': 'no-store' });
 
-  for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-authorization-server/*', '/.well-known/openid-configuration'])
+  // RFC 8414 only: this is an OAuth server, not an OpenID provider (no ID tokens, no JWKS), so it serves no
+  // `/.well-known/openid-configuration`; MCP clients look for the RFC 8414 document first.
+  for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-authorization-server/*'])
     r.app.get(path, async (c) => json(c, (await as()).authorizationServerMetadata(origin(c))));
   for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/*'])
     r.app.get(path, async (c) => json(c, (await as()).protectedResourceMetadata(origin(c))));
@@ -197,8 +202,8 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
   r.app.post('/oauth/authorize', async (c) => {
     const form = await formOf(c);
     if (!form) return answer(c, { status: 400, html: 'the consent form is sent as application/x-www-form-urlencoded, at most 16 KiB' });
-    const a = (await as()).authorizeDecision(form, origin(c));
-    if (a.status === 403 || a.status === 429) log.warn({ client_id: form.get('client_id'), status: a.status }, 'mcp oauth: consent refused');
+    const a = (await as()).authorizeDecision(form, origin(c), addressOf(c));
+    if (a.status === 403 || a.status === 429) log.warn({ client_id: form.get('client_id'), address: addressOf(c), status: a.status }, 'mcp oauth: consent refused');
     return answer(c, a);
   });
   r.app.post('/oauth/token', async (c) => {

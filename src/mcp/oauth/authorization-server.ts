@@ -35,6 +35,14 @@ export const SCOPE = 'mcp';
 /** An authorization code is good for this long, and once. */
 const CODE_TTL_SECS = 60;
 const CONSENT_WINDOW_MS = 60_000;
+/**
+ * `consent_attempts_per_minute` is each address's budget of wrong secrets; all addresses together get this many
+ * times as much. One address (say, whoever registered a client and keeps guessing) cannot lock the operator out
+ * on its own, and guessing from many addresses is still bounded per minute.
+ */
+export const CONSENT_ALL_ADDRESSES_FACTOR = 10;
+/** The address of a consent form whose connection's address is not known (not seen with Node's HTTP server). */
+const UNKNOWN_ADDRESS = 'unknown';
 /** Registrations accepted per minute over all processes: registering is open to anyone, the store's size is not. */
 export const REGISTRATIONS_PER_MINUTE = 60;
 const METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
@@ -225,16 +233,22 @@ export class AuthorizationServer {
     return consentPage({ clientName: c.client.client_name ?? 'An unnamed client', clientId: c.client.client_id, redirectUri: c.redirectUri, fields: c.fields, error });
   }
 
-  /** POST /oauth/authorize: the operator's answer. Right secret: a code to the client; wrong: the page again, 403. */
-  authorizeDecision(form: URLSearchParams, origin: string): OAuthAnswer {
+  /**
+   * POST /oauth/authorize: the operator's answer, sent from `address` (the connection's). Right secret: a code to
+   * the client; wrong: the page again, 403.
+   */
+  authorizeDecision(form: URLSearchParams, origin: string, address: string | undefined): OAuthAnswer {
     const checked = this.checkAuthorization(form, origin);
     if (!checked.ok) return checked.answer;
+    const from = address ?? UNKNOWN_ADDRESS;
     const limit = this.config.consent_attempts_per_minute;
-    // Once the limit is reached every attempt waits, the right secret too: otherwise guessing would only slow down.
-    if (this.store.consentFailures(CONSENT_WINDOW_MS) >= limit)
+    const failures = this.store.consentFailures(CONSENT_WINDOW_MS, from);
+    // Once a limit is reached every attempt it covers waits, the right secret too: otherwise guessing would only
+    // slow down.
+    if (failures.fromAddress >= limit || failures.all >= limit * CONSENT_ALL_ADDRESSES_FACTOR)
       return { status: 429, headers: { 'retry-after': '60', 'cache-control': 'no-store' }, html: this.page(checked, 'Too many wrong secrets in the last minute; wait a minute and try again.') };
     if (!sameSecret(form.get('consent_secret') ?? '', this.config.consent_secret)) {
-      this.store.noteConsentFailure(CONSENT_WINDOW_MS);
+      this.store.noteConsentFailure(CONSENT_WINDOW_MS, from);
       return { status: 403, headers: { 'cache-control': 'no-store' }, html: this.page(checked, 'That is not the consent secret.') };
     }
     const code = token();

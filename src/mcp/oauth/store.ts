@@ -76,7 +76,10 @@ CREATE TABLE IF NOT EXISTS codes (
   resource TEXT NOT NULL,
   expires_at INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS consent_failures (at_ms INTEGER NOT NULL);
+-- Wrong consent secrets of the last minute, with the address each came from (consent_failures, without the
+-- address, is what older stores kept; it is no longer read).
+CREATE TABLE IF NOT EXISTS consent_misses (at_ms INTEGER NOT NULL, address TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS consent_misses_by_address ON consent_misses (address, at_ms);
 `;
 
 interface ClientRow {
@@ -203,15 +206,17 @@ export class OAuthStore {
     return { ok: false, reused };
   }
 
-  /** Records a wrong consent secret and answers how many there were in the last `windowMs` (this one included). */
-  noteConsentFailure(windowMs: number): number {
+  /** Records a wrong consent secret sent from `address` (and forgets those older than `windowMs`). */
+  noteConsentFailure(windowMs: number, address: string): void {
     const t = Date.now();
-    this.db.prepare('DELETE FROM consent_failures WHERE at_ms < ?').run(t - windowMs);
-    this.db.prepare('INSERT INTO consent_failures (at_ms) VALUES (?)').run(t);
-    return this.consentFailures(windowMs);
+    this.db.prepare('DELETE FROM consent_misses WHERE at_ms < ?').run(t - windowMs);
+    this.db.prepare('INSERT INTO consent_misses (at_ms, address) VALUES (?, ?)').run(t, address);
   }
 
-  consentFailures(windowMs: number): number {
-    return (this.db.prepare('SELECT count(*) AS n FROM consent_failures WHERE at_ms >= ?').get(Date.now() - windowMs) as { n: number }).n;
+  /** Wrong consent secrets in the last `windowMs`: from every address, and from `address` alone. */
+  consentFailures(windowMs: number, address: string): { all: number; fromAddress: number } {
+    const since = Date.now() - windowMs;
+    const row = this.db.prepare('SELECT count(*) AS all_, coalesce(sum(address = ?), 0) AS mine FROM consent_misses WHERE at_ms >= ?').get(address, since) as { all_: number; mine: number };
+    return { all: row.all_, fromAddress: row.mine };
   }
 }
