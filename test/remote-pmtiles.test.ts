@@ -385,3 +385,39 @@ describe('rendered images of a replaced archive', () => {
     assert.ok(waterPixels(fresh.body) > 250, 'a new render draws the OMT archive\'s water');
   });
 });
+
+describe('a slow store with more cold reads than slots', () => {
+  const TIMEOUT_MS = 1000;
+  let slow: RangeServer;
+  let svc: TestServer;
+  before(async () => {
+    slow = await startRangeServer(OMT);
+    svc = await startServer({
+      toml: `[server]\ndisable_render = true\n[cache]\nenabled = false\n[storage]\nread_timeout_ms = ${TIMEOUT_MS}\nread_retries = 0\nmax_concurrent_reads = 1\n[[sources]]\nid = "slow"\ntype = "pmtiles"\npath = "${slow.url}"\n`,
+    });
+  });
+  after(async () => {
+    await svc?.stop();
+    await slow?.close();
+  });
+
+  test('read_timeout_ms bounds the wait for a slot too: every request answers 503 with Retry-After in about the timeout', async () => {
+    // Far longer than the timeout: one slot, six reads. Queued one after another, the last would wait six timeouts.
+    slow.setDelay(30_000);
+    try {
+      const tiles = ['0/0/0', '1/0/0', '1/0/1', '1/1/0', '1/1/1'];
+      const asks = [...tiles.map((t) => `/data/slow/${t}.pbf`), '/data/slow/0/0/0.mvt'].map(async (p) => {
+        const t0 = performance.now();
+        const r = await request(svc.url, p, { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+        return { p, status: r.status, retryAfter: Number(r.headers['retry-after']), ms: performance.now() - t0 };
+      });
+      for (const a of await Promise.all(asks)) {
+        assert.equal(a.status, 503, a.p);
+        assert.ok(a.retryAfter > 0, `${a.p}: Retry-After`);
+        assert.ok(a.ms < 3 * TIMEOUT_MS, `${a.p} answered after ${Math.round(a.ms)} ms, more than 3 x read_timeout_ms`);
+      }
+    } finally {
+      slow.setDelay(0);
+    }
+  });
+});
