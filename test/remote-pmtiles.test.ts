@@ -4,13 +4,14 @@
 // through the same shared reader as s3://, gs:// and az:// (src/sources/object-store/reader.ts): an archive
 // replaced at the URL is re-opened (new tiles with the new TileJSON, never the old header with the new tiles,
 // also after a SIGHUP), 5xx and 429 are retried a bounded number of times, and at most max_concurrent_reads
-// requests reach the server at once.
+// requests reach the server at once. Rendered images follow a replaced archive too: their cache keys carry its ETag.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Compression, TileType } from 'pmtiles';
+import { PNG } from 'pngjs';
 import { buildPmtiles, HEADER_BYTES, type PmtilesTileInput } from '../src/seed/pmtiles-writer.js';
 import { startTcpProxy, type TcpProxy } from './helpers/object-storage.js';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
@@ -308,5 +309,115 @@ describe('an archive with leaf directories through an outage', () => {
     const back = await request(svc.url, '/data/leaves/5/31/31.pbf', gz);
     assert.equal(back.status, 200, back.body.toString());
     assert.equal(gunzipSync(back.body).toString(), 'tile 5/31/31');
+  });
+});
+
+describe('rendered images of a replaced archive', () => {
+  let swap: RangeServer;
+  let svc: TestServer | undefined;
+  let toml: string;
+  const render = { timeoutMs: 90_000 };
+
+  /** Pixels drawn in the style's water colour: the OMT archive has a water layer, the small one has none. */
+  function waterPixels(png: Buffer): number {
+    const { data } = PNG.sync.read(png);
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) if (data[i] < 80 && data[i + 1] < 130 && data[i + 2] > 170) n++;
+    return n;
+  }
+  const timing = (r: { headers: Record<string, unknown> }) => String(r.headers['server-timing'] ?? '');
+
+  before(async () => {
+    const dir = tempDir('tsts-remote-render-');
+    const style = path.join(dir, 'water.json');
+    writeFileSync(
+      style,
+      JSON.stringify({
+        version: 8,
+        sources: { swap: { type: 'vector', url: 'source://swap' } },
+        layers: [
+          { id: 'land', type: 'background', paint: { 'background-color': '#e8e0d0' } },
+          { id: 'water', type: 'fill', source: 'swap', 'source-layer': 'water', paint: { 'fill-color': '#3366cc', 'fill-antialias': false } },
+        ],
+      }),
+    );
+    swap = await startRangeServer(OMT);
+    // The render caches on disk live in `[cache] dir`, which outlives the server: a restart reads them back.
+    toml = `[cache]\ndir = "${path.join(dir, 'cache')}"\n[render]\npool_size = 1\npages_per_browser = 1\n[[sources]]\nid = "swap"\ntype = "pmtiles"\npath = "${swap.url}"\n[[styles]]\nid = "water"\npath = "${style}"\n`;
+    svc = await startServer({ toml });
+  });
+  after(async () => {
+    await svc?.stop();
+    await swap?.close();
+  });
+
+  test('a replaced archive changes the rendered tile: neither the memory nor the disk cache serves the old image', async () => {
+    const first = await request(svc!.url, '/styles/water/0/0/0.png', render);
+    assert.equal(first.status, 200, first.body.toString());
+    assert.ok(waterPixels(first.body) > 1000, 'the OMT archive draws water');
+    assert.match(timing(await request(svc!.url, '/styles/water/0/0/0.png', render)), /cache;desc="memory"/);
+
+    // Replaced while the server is down: the restarted server opens the new object, and its disk cache holds the
+    // old archive's image under the URL.
+    await svc!.stop();
+    svc = undefined;
+    swap.replace(SMALL);
+    svc = await startServer({ toml });
+    const restarted = await request(svc.url, '/styles/water/0/0/0.png', render);
+    assert.equal(restarted.status, 200, restarted.body.toString());
+    assert.doesNotMatch(timing(restarted), /cache;desc="disk"/, 'the disk cache does not answer with the old archive\'s image');
+    assert.equal(waterPixels(restarted.body), 0, 'the small archive has no water');
+
+    // Replaced while the server runs: a SIGHUP with the configuration unchanged keeps the state (and its caches)
+    // and re-opens the archive, as the first tile read of a changed object would.
+    swap.replace(OMT);
+    process.kill(svc.proc.pid!, 'SIGHUP');
+    const s = svc;
+    await waitFor('the new header', async () => ((await getJson<{ maxzoom: number }>(s.url, '/data/swap.json')).json.maxzoom === 1 ? true : undefined));
+    const live = await request(svc.url, '/styles/water/0/0/0.png', render);
+    assert.equal(live.status, 200, live.body.toString());
+    assert.doesNotMatch(timing(live), /cache;desc="memory"/, 'the memory cache does not answer with the small archive\'s image');
+    assert.ok(waterPixels(live.body) > 1000, 'the rendered tile is the OMT archive\'s again');
+    // Never rendered before: the page that drew the small archive must not draw from the tiles it parsed then.
+    const fresh = await request(svc.url, '/styles/water/256/0/0/0.png', render);
+    assert.equal(fresh.status, 200, fresh.body.toString());
+    assert.doesNotMatch(timing(fresh), /cache;desc=/);
+    assert.ok(waterPixels(fresh.body) > 250, 'a new render draws the OMT archive\'s water');
+  });
+});
+
+describe('a slow store with more cold reads than slots', () => {
+  const TIMEOUT_MS = 1000;
+  let slow: RangeServer;
+  let svc: TestServer;
+  before(async () => {
+    slow = await startRangeServer(OMT);
+    svc = await startServer({
+      toml: `[server]\ndisable_render = true\n[cache]\nenabled = false\n[storage]\nread_timeout_ms = ${TIMEOUT_MS}\nread_retries = 0\nmax_concurrent_reads = 1\n[[sources]]\nid = "slow"\ntype = "pmtiles"\npath = "${slow.url}"\n`,
+    });
+  });
+  after(async () => {
+    await svc?.stop();
+    await slow?.close();
+  });
+
+  test('read_timeout_ms bounds the wait for a slot too: every request answers 503 with Retry-After in about the timeout', async () => {
+    // Far longer than the timeout: one slot, six reads. Queued one after another, the last would wait six timeouts.
+    slow.setDelay(30_000);
+    try {
+      const tiles = ['0/0/0', '1/0/0', '1/0/1', '1/1/0', '1/1/1'];
+      const asks = [...tiles.map((t) => `/data/slow/${t}.pbf`), '/data/slow/0/0/0.mvt'].map(async (p) => {
+        const t0 = performance.now();
+        const r = await request(svc.url, p, { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+        return { p, status: r.status, retryAfter: Number(r.headers['retry-after']), ms: performance.now() - t0 };
+      });
+      for (const a of await Promise.all(asks)) {
+        assert.equal(a.status, 503, a.p);
+        assert.ok(a.retryAfter > 0, `${a.p}: Retry-After`);
+        assert.ok(a.ms < 3 * TIMEOUT_MS, `${a.p} answered after ${Math.round(a.ms)} ms, more than 3 x read_timeout_ms`);
+      }
+    } finally {
+      slow.setDelay(0);
+    }
   });
 });

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AZURITE_ACCOUNT, readFixture, startAzurite, type AzuriteServer } from './helpers/object-storage.js';
 import { getJson, request, storedPmtilesTile } from './helpers/foundation.js';
-import { fixture, startServer } from './helpers/server.js';
+import { fixture, runCli, startServer, writeTempConfig } from './helpers/server.js';
 import { OMT, storageProofs, tileAt } from './helpers/storage-proofs.js';
 
 const COG = fixture('cog/test-rgb.cog.tif');
@@ -66,6 +66,29 @@ test('the other ways to authenticate: a read-only SAS, a connection string in th
   } finally {
     await svc.stop();
   }
+});
+
+/** No Azure credentials of any kind in the environment of the server under test. */
+const NO_AZURE = { AZURE_STORAGE_CONNECTION_STRING: '', AZURE_STORAGE_ACCOUNT: '', AZURE_STORAGE_KEY: '', AZURE_STORAGE_ACCESS_KEY: '', AZURE_STORAGE_SAS_TOKEN: '' };
+
+test('no credentials found: unsigned reads of a public container when an endpoint names it; without account or endpoint, start-up stops with one line', async () => {
+  const { proxy } = ctx();
+  await azurite.put('public', 'planet/omt.pmtiles', readFixture(OMT));
+  await azurite.makePublic('public');
+  const source = (extra: string) => `[server]\ndisable_render = true\n[[sources]]\nid = "open"\ntype = "pmtiles"\npath = "az://public/planet/omt.pmtiles"\n${extra}`;
+  const svc = await startServer({ env: NO_AZURE, toml: source(`endpoint = "${proxy.url}/${AZURITE_ACCOUNT}"\n`) });
+  try {
+    const r = await request(svc.url, '/data/open/1/1/0.pbf', { headers: { 'Accept-Encoding': 'gzip' }, timeoutMs: 20_000 });
+    assert.equal(r.status, 200, r.body.toString());
+    assert.ok(r.body.equals((await storedPmtilesTile(OMT, 1, 1, 0))!));
+  } finally {
+    await svc.stop();
+  }
+  const r = await runCli(['--config', writeTempConfig(source('')), '--port', '0', '--workers', '1'], NO_AZURE);
+  const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
+  assert.notEqual(r.code, 0);
+  assert.equal(lines.length, 1, lines.join('\n'));
+  assert.match(lines[0], /source "open".*az:\/\/public\/planet\/omt\.pmtiles.*no Azure account/);
 });
 
 test('a COG in the container is served through the COG source (GDAL /vsiaz/), the same bytes as the local file', async () => {

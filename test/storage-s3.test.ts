@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import gdal from 'gdal-async';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fixture, startServer } from './helpers/server.js';
 import { startPostgres } from './helpers/postgres.js';
@@ -188,6 +188,11 @@ test('an out-of-database raster catalogue returning s3:// paths: GDAL reads them
     // naip(): the file in the bucket; dem(?collection=local): the same file on disk. Same code path, one remote.
     await add('naip', 's3://tiles/rasters/test-rgb.cog.tif');
     await add('local', COG);
+    const notTiff = path.join(tempDir('tsts-not-tiff-'), 'not-a-tiff.tif');
+    writeFileSync(notTiff, 'this object is text, not a TIFF\n'.repeat(64));
+    await s3.put('tiles', 'rasters/not-a-tiff.tif', readFileSync(notTiff));
+    await add('broken', 's3://tiles/rasters/not-a-tiff.tif');
+    await add('broken-local', notTiff);
     const svc = await startServer({
       env: { AWS_ENDPOINT_URL: s3.endpoint, AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey, AWS_REGION: 'us-east-1', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' },
       toml: `[server]\ndisable_render = true\n[postgres]\nconnection_string = "${db.url}"\n[[postgres.outdb_rasters]]\nid = "naip"\nresampling = "nearest"\n[[postgres.outdb_rasters]]\nid = "dem"\nresampling = "nearest"\n[[sources]]\nid = "cog-local"\ntype = "cog"\npath = "${COG}"\n`,
@@ -203,6 +208,14 @@ test('an out-of-database raster catalogue returning s3:// paths: GDAL reads them
         assert.equal(local.status, 200, local.body.toString());
         assert.ok(remote.body.equals(local.body), `${z}/${x}/${y}: the tile of the s3:// path is the local file's`);
       }
+      // An object the store serves but that is no raster: the same failure as the same bytes on disk, not an outage.
+      const [x, y] = tileAt(lon, lat, tj.json.maxzoom);
+      const brokenRemote = await request(svc.url, `/data/dem/${tj.json.maxzoom}/${x}/${y}.png?collection=broken`, { timeoutMs: 30_000 });
+      const brokenLocal = await request(svc.url, `/data/dem/${tj.json.maxzoom}/${x}/${y}.png?collection=broken-local`, { timeoutMs: 30_000 });
+      assert.notEqual(brokenLocal.status, 200);
+      assert.equal(brokenRemote.status, brokenLocal.status, `the s3:// object that is not a TIFF: ${brokenRemote.body}`);
+      assert.equal(brokenRemote.headers['retry-after'], undefined);
+      assert.equal((await request(svc.url, '/ready', { timeoutMs: 20_000 })).status, 200, 'readiness does not take it for a storage outage');
     } finally {
       await svc.stop();
     }

@@ -14,15 +14,20 @@ import { backendCandidates } from './backends/select.js';
 import { RenderPool } from './pool.js';
 import { RenderError, type RendererEvent, type StyleRef } from './renderer.js';
 import { inProcessFetcher, type AppFetch } from './resources.js';
+import { remoteRevisions } from '../shared-cache/identity.js';
 
 /** Largest frame edge a renderer draws at once (SwiftShader allows 8192; memory per frame stays bounded). */
 export const MAX_FRAME = 4096;
 /** How long a request waits for renderers that are still starting. */
 export const START_WAIT_MS = 60_000;
 
-/** Renderer identity of a style in a state (changes with the style, the configuration, or any reload). */
+/**
+ * Renderer identity of a style in a state (changes with the style, the configuration, any reload, or a remote
+ * archive replaced in its store): a page keeps the tiles it parsed while the key stays, so the key must change
+ * whenever those tiles may have.
+ */
 export function styleRef(state: AppState, style: LoadedStyle): StyleRef {
-  const key = createHash('sha256').update(`${style.hash}\n${state.configHash}\n${state.loadedAt}`).digest('hex').slice(0, 16);
+  const key = createHash('sha256').update(`${style.hash}\n${state.configHash}\n${state.loadedAt}\n${remoteRevisions(state)}`).digest('hex').slice(0, 16);
   return { id: style.id, key };
 }
 

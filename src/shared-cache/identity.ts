@@ -63,10 +63,31 @@ export function fileFingerprint(file: string): string {
 
 const isUrl = (p: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(p);
 
+/**
+ * The version of a remote source's data being served now: its URL and the revision (ETag) the open archive is
+ * pinned to. The source re-opens a replaced object and hands out a new revision, so keys built from this change
+ * with the object, on every machine that opened the same object, without asking the store anything.
+ */
+function remoteData(state: AppState, id: string, url: string): string {
+  const revision = state.sources?.get(id)?.info.revision;
+  return revision === undefined ? url : `${url}@${revision}`;
+}
+
+/**
+ * The revisions of every remote source of a state, as one string: cheap to build on each request (a few map
+ * look-ups), and what the memoised identities below are checked against.
+ */
+export function remoteRevisions(state: AppState): string {
+  let out = '';
+  for (const s of state.config.sources) if (isUrl(s.path)) out += `${s.id}=${remoteData(state, s.id, s.path)}\n`;
+  return out;
+}
+
 /** What the configured sources serve: their settings and data fingerprints, without paths or connection details. */
-function dataIdentity(config: Config): unknown {
+function dataIdentity(state: AppState): unknown {
+  const config = state.config;
   return {
-    sources: config.sources.map(({ path: p, ...rest }) => ({ ...rest, data: isUrl(p) ? p : fileFingerprint(p) })),
+    sources: config.sources.map(({ path: p, ...rest }) => ({ ...rest, data: isUrl(p) ? remoteData(state, rest.id, p) : fileFingerprint(p) })),
     composites: config.composites,
     postgres: config.postgres && Object.fromEntries(Object.entries(config.postgres).filter(([k]) => !MACHINE_LOCAL_POSTGRES.has(k))),
   };
@@ -91,19 +112,30 @@ function spriteIdentity(style: LoadedStyle): string {
   return hash.digest('hex').slice(0, 32);
 }
 
-const dataByState = new WeakMap<AppState, string>();
-const styleByState = new WeakMap<AppState, Map<string, string>>();
+/** An identity computed for a state while its remote sources served these revisions. */
+interface Memo<T> {
+  revisions: string;
+  value: T;
+}
 
-/** Data and settings identity of a state, computed once per state snapshot. */
+const dataByState = new WeakMap<AppState, Memo<string>>();
+const styleByState = new WeakMap<AppState, Memo<Map<string, string>>>();
+
+/**
+ * Data and settings identity of a state, computed once per state snapshot and remote revision: a remote archive
+ * replaced in its bucket changes it without a reload.
+ */
 function stateIdentity(state: AppState): string {
-  let id = dataByState.get(state);
+  const revisions = remoteRevisions(state);
+  const memo = dataByState.get(state);
+  let id = memo?.revisions === revisions ? memo.value : undefined;
   if (id === undefined) {
     // Font files are named by what they declare: their content decides what a render draws (left out when there
     // are none, so identities of services without font files stay as they were).
     const fontFiles = [...(state.fonts.files ?? new Map()).entries()].map(([name, f]) => `${name}:${f.version}`);
-    const parts = JSON.stringify({ data: dataIdentity(state.config), render: renderIdentity(state.config), fonts: state.fonts.names, ...(fontFiles.length ? { font_files: fontFiles } : {}) });
+    const parts = JSON.stringify({ data: dataIdentity(state), render: renderIdentity(state.config), fonts: state.fonts.names, ...(fontFiles.length ? { font_files: fontFiles } : {}) });
     id = createHash('sha256').update(parts).digest('hex');
-    dataByState.set(state, id);
+    dataByState.set(state, { revisions, value: id });
   }
   return id;
 }
@@ -113,8 +145,10 @@ function stateIdentity(state: AppState): string {
  * fonts' names, the image-changing render settings and the server version (another version may draw differently).
  */
 export function styleIdentity(state: AppState, style: LoadedStyle): string {
-  let byStyle = styleByState.get(state);
-  if (!byStyle) styleByState.set(state, (byStyle = new Map()));
+  const revisions = remoteRevisions(state);
+  let memo = styleByState.get(state);
+  if (memo?.revisions !== revisions) styleByState.set(state, (memo = { revisions, value: new Map() }));
+  const byStyle = memo.value;
   let id = byStyle.get(style.id);
   if (id === undefined) {
     id = createHash('sha256').update(`${VERSION}\n${style.hash}\n${spriteIdentity(style)}\n${stateIdentity(state)}`).digest('hex').slice(0, 16);
@@ -123,7 +157,7 @@ export function styleIdentity(state: AppState, style: LoadedStyle): string {
   return id;
 }
 
-const sourceByState = new WeakMap<AppState, Map<string, string | undefined>>();
+const sourceByState = new WeakMap<AppState, Map<string, Memo<string | undefined>>>();
 
 /**
  * Identity of one configured file source's transcoded tiles (its data, the compression settings that change the
@@ -132,15 +166,18 @@ const sourceByState = new WeakMap<AppState, Map<string, string | undefined>>();
 export function sourceIdentity(state: AppState, sourceId: string): string | undefined {
   let bySource = sourceByState.get(state);
   if (!bySource) sourceByState.set(state, (bySource = new Map()));
-  if (bySource.has(sourceId)) return bySource.get(sourceId);
   const cfg = state.config.sources.find((s) => s.id === sourceId);
+  // A remote source's revision is looked up on every call: the archive may have been replaced since.
+  const revisions = cfg && isUrl(cfg.path) ? remoteData(state, sourceId, cfg.path) : '';
+  const memo = bySource.get(sourceId);
+  if (memo?.revisions === revisions) return memo.value;
   let id: string | undefined;
   if (cfg) {
     const { path: p, ...rest } = cfg;
     const c = state.config.compression;
-    const parts = JSON.stringify({ version: VERSION, source: rest, data: isUrl(p) ? p : fileFingerprint(p), br: c.br_quality, zstd: c.zstd_level });
+    const parts = JSON.stringify({ version: VERSION, source: rest, data: isUrl(p) ? revisions : fileFingerprint(p), br: c.br_quality, zstd: c.zstd_level });
     id = createHash('sha256').update(parts).digest('hex').slice(0, 16);
   }
-  bySource.set(sourceId, id);
+  bySource.set(sourceId, { revisions, value: id });
   return id;
 }

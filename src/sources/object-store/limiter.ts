@@ -6,8 +6,12 @@ export class Limiter {
 
   constructor(private readonly max: number) {}
 
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
+  /**
+   * Runs `work` once a slot is free. `signal` bounds the wait for the slot: when it aborts first, the caller
+   * leaves the queue and the promise rejects with the signal's reason (the read timeout covers the queue too).
+   */
+  async run<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (this.active >= this.max) await this.turn(signal);
     else this.active++;
     try {
       return await work();
@@ -17,6 +21,24 @@ export class Limiter {
       if (next) next();
       else this.active--;
     }
+  }
+
+  /** Resolves when a finishing run hands its slot over; rejects, out of the queue, when `signal` aborts first. */
+  private turn(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const leave = () => {
+        const at = this.waiting.indexOf(grant);
+        if (at >= 0) this.waiting.splice(at, 1);
+        reject(signal!.reason);
+      };
+      const grant = () => {
+        signal?.removeEventListener('abort', leave);
+        resolve();
+      };
+      this.waiting.push(grant);
+      signal?.addEventListener('abort', leave, { once: true });
+    });
   }
 
   get inFlight(): number {

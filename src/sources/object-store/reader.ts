@@ -1,6 +1,7 @@
 // The shared range reader of one remote source. It owns what every provider needs and none should repeat:
 // - at most `max_concurrent_reads` requests to the store at once (limiter.ts);
-// - a timeout per request (`read_timeout_ms`): a slow store answers 503 instead of holding the client;
+// - a timeout per request (`read_timeout_ms`), counted from when the read asks for a slot, so the time queued
+//   behind other reads is inside it: a slow store answers 503 instead of holding the client;
 // - bounded retries with exponential back-off and jitter on 5xx, throttling and network errors (`read_retries`);
 // - ETag pinning: an archive generation reads every range with If-Match on the ETag its header came with, and
 //   a different ETag fails as 'changed', so the PMTiles source re-opens the archive rather than mixing the old
@@ -16,7 +17,7 @@ import { storageMetrics } from './metrics.js';
 import { StoreError, type ObjectStore, type RangeRead } from './store.js';
 
 export interface ReadSettings {
-  /** Milliseconds one request to the store may take, body included. */
+  /** Milliseconds one request to the store may take, its wait for a slot and its body included. */
   timeoutMs: number;
   /** Further attempts after a retryable failure. */
   retries: number;
@@ -68,7 +69,11 @@ export class StorageChannel {
   async read(offset: number, length: number, ifMatch: string | undefined): Promise<RangeRead> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const out = await this.limiter.run(() => this.attempt(offset, length, ifMatch));
+        const deadline = AbortSignal.timeout(this.settings.timeoutMs);
+        const out = await this.limiter.run(() => this.attempt(offset, length, ifMatch, deadline), deadline).catch((err: unknown) => {
+          // Still queued when the time ran out: as much a timeout as a store that did not answer.
+          throw err instanceof StoreError || !deadline.aborted ? err : this.timedOut();
+        });
         this.markReachable();
         return out;
       } catch (err) {
@@ -85,18 +90,20 @@ export class StorageChannel {
     }
   }
 
-  private async attempt(offset: number, length: number, ifMatch: string | undefined): Promise<RangeRead> {
-    const timeout = AbortSignal.timeout(this.settings.timeoutMs);
+  private timedOut(): StoreError {
+    storageMetrics.emit('failure', { source: this.sourceId, provider: this.location.provider, kind: 'timeout' });
+    return new StoreError('unavailable', `no answer within ${this.settings.timeoutMs} ms (read_timeout_ms)`, false, true);
+  }
+
+  /** One request to the store, aborted by `timeout` (which started before the wait for a slot). */
+  private async attempt(offset: number, length: number, ifMatch: string | undefined, timeout: AbortSignal): Promise<RangeRead> {
     const provider = this.location.provider;
     try {
       const out = await this.store.read(offset, length, timeout, ifMatch);
       storageMetrics.emit('read', { source: this.sourceId, provider, bytes: out.data.byteLength });
       return out;
     } catch (err) {
-      if (timeout.aborted) {
-        storageMetrics.emit('failure', { source: this.sourceId, provider, kind: 'timeout' });
-        throw new StoreError('unavailable', `no answer within ${this.settings.timeoutMs} ms (read_timeout_ms)`, false, true);
-      }
+      if (timeout.aborted) throw this.timedOut();
       const e = err instanceof StoreError ? err : new StoreError('unavailable', String((err as Error)?.message ?? err));
       storageMetrics.emit('failure', { source: this.sourceId, provider, kind: e.kind });
       throw e;

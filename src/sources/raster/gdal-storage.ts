@@ -1,9 +1,10 @@
 // GDAL's configuration for rasters on object storage (COG/VRT sources and out-of-database raster paths read
 // through /vsis3/, /vsigs/, /vsiaz/). GDAL reads most of the standard variables itself (AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_PROFILE and ~/.aws, GS_ACCESS_KEY_ID, AZURE_STORAGE_CONNECTION_STRING,
-// ...); this module adds what it names differently (the AWS SDK's AWS_ENDPOINT_URL, the Azure CLI's
-// AZURE_STORAGE_KEY) and a COG/VRT source's own storage keys. GDAL's options are process-wide, so two raster
-// sources on the same provider must agree on them: a conflict is a start-up error, not a coin toss per request.
+// ...); this module adds what it names differently (the AWS SDK's AWS_ENDPOINT_URL, Google's
+// STORAGE_EMULATOR_HOST, the Azure CLI's AZURE_STORAGE_KEY) and a COG/VRT source's own storage keys. GDAL's
+// options are process-wide, so two raster sources on the same provider must agree on them: a conflict is a
+// start-up error, not a coin toss per request.
 import { parseLocation } from '../../config/object-location.js';
 import type { Config, SourceConfig } from '../../config/schema.js';
 import type { GdalOptions } from '../../raster/warp-tile.js';
@@ -18,6 +19,11 @@ function s3Endpoint(url: string, pathStyle: boolean | undefined): GdalOptions {
   return { AWS_S3_ENDPOINT: hostPath, AWS_HTTPS: u.protocol === 'https:' ? 'YES' : 'NO', AWS_VIRTUAL_HOSTING: pathStyle === false ? 'TRUE' : 'FALSE' };
 }
 
+/** GDAL's Cloud Storage endpoint option for an endpoint URL: GDAL appends the bucket and key to it as they are. */
+function gsEndpoint(url: string): string {
+  return `${url.replace(/\/+$/, '')}/`;
+}
+
 /** Options from the environment that GDAL does not read under these names, and `[storage]` in GDAL's terms. */
 function fromEnvironment(config: Config, env: NodeJS.ProcessEnv): GdalOptions {
   const out: GdalOptions = {};
@@ -27,6 +33,9 @@ function fromEnvironment(config: Config, env: NodeJS.ProcessEnv): GdalOptions {
   if (!env.GDAL_HTTP_TIMEOUT) out.GDAL_HTTP_TIMEOUT = String(Math.max(1, Math.ceil(config.storage.read_timeout_ms / 1000)));
   const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
   if (endpoint && !env.AWS_S3_ENDPOINT) Object.assign(out, s3Endpoint(endpoint, undefined));
+  // What gs:// PMTiles sources read (object-store/gcs.ts), rasters read too: without this GDAL would go to Google.
+  const emulator = env.STORAGE_EMULATOR_HOST;
+  if (emulator && !env.CPL_GS_ENDPOINT) out.CPL_GS_ENDPOINT = gsEndpoint(/^https?:\/\//i.test(emulator) ? emulator : `http://${emulator}`);
   if (env.AZURE_STORAGE_KEY && !env.AZURE_STORAGE_ACCESS_KEY) out.AZURE_STORAGE_ACCESS_KEY = env.AZURE_STORAGE_KEY;
   // Opening a file must not list its "directory" (a bucket prefix): one request fewer, and no s3:ListBucket needed.
   if (!env.GDAL_DISABLE_READDIR_ON_OPEN) out.GDAL_DISABLE_READDIR_ON_OPEN = 'EMPTY_DIR';
@@ -48,7 +57,7 @@ function fromSource(s: SourceConfig): GdalOptions {
     if (s.anonymous) out.AWS_NO_SIGN_REQUEST = 'YES';
   } else if (loc.provider === 'gs') {
     // GDAL's own (test) knob for a Cloud Storage endpoint other than storage.googleapis.com.
-    if (s.endpoint) out.CPL_GS_ENDPOINT = `${s.endpoint.replace(/\/+$/, '')}/`;
+    if (s.endpoint) out.CPL_GS_ENDPOINT = gsEndpoint(s.endpoint);
     set('GS_ACCESS_KEY_ID', s.access_key_id);
     set('GS_SECRET_ACCESS_KEY', s.secret_access_key);
     if (s.anonymous) out.GS_NO_SIGN_REQUEST = 'YES';

@@ -10,10 +10,12 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { poolShare, workerCount } from '../../config/sizing.js';
-import type { Config } from '../../config/schema.js';
+import type { Config, SourceConfig } from '../../config/schema.js';
 import { gdalStorageOptions, type GdalOptions } from './gdal-storage.js';
 import { isRemotePath } from '../../config/object-location.js';
 import { RETRY_AFTER_STORAGE } from '../object-store/reader.js';
+import { openChannel } from '../object-store/open.js';
+import { StoreError } from '../object-store/store.js';
 import { SourceOpenError, TileUnavailableError } from '../source.js';
 import type { RasterInfo, RasterTask } from '../../raster/warp-tile.js';
 
@@ -83,10 +85,33 @@ export class RasterPool {
     } catch (err) {
       // Piscina's words for a full queue, and for no queue at all (max_queue_per_thread = 0) with the thread busy.
       if (/^(Task queue is at limit|No task queue available and all Workers are busy)$/.test((err as Error).message)) throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
-      // A remote file that GDAL could not read now (its retries and timeout spent): the store's outage, not a bug.
+      // A remote file that GDAL could not read now (its retries and timeout spent) is the store's outage, not a
+      // bug; a file the store serves but GDAL cannot decode is not, and fails as a local file would.
       const remote = task.files.find(isRemotePath);
-      if (remote) throw new RasterStorageUnavailable(remote, String((err as Error).message).split('\n')[0]);
+      if (remote && (await this.storeFails(remote))) throw new RasterStorageUnavailable(remote, String((err as Error).message).split('\n')[0]);
       throw err;
+    }
+  }
+
+  /**
+   * Whether the store of a remote file fails now. GDAL's message cannot tell: an outage in the middle of a tile
+   * reads as "TIFFReadEncodedTile() failed", as a corrupt file does, and a timed-out open as a missing file. So
+   * after a failed tile (only then: no cost on success) one byte of the file is read through the same reader as
+   * remote PMTiles, with the COG source's own storage keys, else the environment's (as GDAL's). Only a failure
+   * of the store itself (network, 5xx, throttling, timeout) counts.
+   */
+  private async storeFails(file: string): Promise<boolean> {
+    const cfg = this.config.sources.find((s) => s.path === file) ?? ({ id: 'raster', type: 'cog', path: file } as SourceConfig);
+    try {
+      const channel = await openChannel(cfg, this.config.storage);
+      try {
+        await channel.read(0, 1, undefined);
+        return false;
+      } finally {
+        channel.close();
+      }
+    } catch (err) {
+      return err instanceof StoreError && err.kind === 'unavailable';
     }
   }
 
