@@ -69,6 +69,15 @@ table = "roads"
 id = "places"
 table = "places"
 id_column = "id"
+[[postgres.tables]]
+id = "uuids"
+table = "ogc_uuid_keys"
+[[postgres.tables]]
+id = "days"
+table = "ogc_date_keys"
+[[postgres.tables]]
+id = "bigids"
+table = "ogc_big_keys"
 `,
   });
   const { rows: r } = await db.sql('SELECT id, name, kind, score, rank, active, ST_X(geom) AS x, ST_Y(geom) AS y FROM ogc_points ORDER BY id');
@@ -218,6 +227,50 @@ describe('items', () => {
     }
     // Without id_column, a one-column primary key gives the ids; places names its id_column.
     assert.equal((await get(`${server.url}/ogc/collections/places/items/4`)).json().properties.name, 'Sydney Opera House');
+  });
+
+  test('ids of every key type round-trip: each id a page hands out finds its feature; an id not of the type is 404', async () => {
+    const expected: Record<string, string[]> = {
+      uuids: (await db.sql(`SELECT id::text AS k FROM ogc_uuid_keys ORDER BY id`)).rows.map((r: any) => r.k),
+      days: (await db.sql(`SELECT day::text AS k FROM ogc_date_keys ORDER BY day`)).rows.map((r: any) => r.k),
+      bigids: (await db.sql(`SELECT id::text AS k FROM ogc_big_keys ORDER BY id`)).rows.map((r: any) => r.k),
+    };
+    for (const [collection, keys] of Object.entries(expected)) {
+      const seen: string[] = [];
+      let url: string | undefined = `${server.url}/ogc/collections/${collection}/items?limit=4`;
+      while (url) {
+        const page = (await get(url)).json();
+        for (const f of page.features) {
+          seen.push(String(f.id));
+          const one = await get(`${server.url}/ogc/collections/${collection}/items/${encodeURIComponent(String(f.id))}`);
+          assert.equal(one.status, 200, `${collection} item ${f.id}`);
+          assert.deepEqual({ ...one.json(), links: undefined }, { ...f, links: undefined }, `${collection} item ${f.id} is the feature the page held`);
+        }
+        url = page.links.find((l: { rel: string }) => l.rel === 'next')?.href;
+      }
+      // Every key as the database writes it: no bigint rounded to a neighbour, no date shifted by a time zone.
+      assert.deepEqual(seen, keys, collection);
+    }
+    assert.equal((await get(`${server.url}/ogc/collections/bigids/items/9007199254740993`)).json().properties.label, 'above 2^53');
+    assert.equal((await get(`${server.url}/ogc/collections/bigids/items/42`)).json().id, 42, 'a bigint that fits a double is a JSON number');
+    for (const p of ['uuids/items/not-a-uuid', 'uuids/items/00000000-0000-0000-0000-000000000000', 'days/items/2024-02-31', 'days/items/yesterday', 'bigids/items/9223372036854775808', 'bigids/items/9007199254740994', "uuids/items/'%3B%20DROP%20TABLE%20ogc_points%3B--"]) {
+      const res = await get(`${server.url}/ogc/collections/${p}`);
+      assert.equal(res.status, 404, p);
+      assert.equal(res.type, 'application/problem+json', p);
+      assert.equal(res.json().title, 'Feature not found', p);
+    }
+  });
+
+  test('numeric values are JSON numbers only where the number writes the same decimal; others are exact strings', async () => {
+    const page = (await items('bigids', { limit: '10' })).json();
+    const amount = Object.fromEntries(page.features.map((f: any) => [f.properties.label, f.properties.amount]));
+    assert.deepEqual(amount, {
+      'bigint min': 0,
+      small: '9007199254740993',
+      'exactly 2^53': 1.5,
+      'above 2^53': '12345678901234567890.123456789',
+      'bigint max': '0.1000000000000000000001',
+    });
   });
 
   test('queryables: a JSON Schema of the filterable columns', async () => {
