@@ -145,7 +145,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
   return tileResult(body, format, encoding, etag, 'miss');
 }
 
-function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncoding, etag: string, cache?: CacheOutcome): TileResult {
+function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncoding, etag: string, cache?: CacheOutcome): Extract<TileResult, { kind: 'tile' }> {
   return { kind: 'tile', body, contentType: CONTENT_TYPES[format], contentEncoding: encoding, etag, cache };
 }
 
