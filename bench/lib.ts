@@ -2,13 +2,39 @@
 // with everything they forked, readiness polling, plain HTTP GETs, number formatting and tables.
 import autocannon, { type AutocannonClient, type AutocannonResult } from 'autocannon';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+// The peer of the tile benchmarks (and the other reader of the seed bench's archives): tileserver-gl-light, at the
+// version bench/peer/package.json pins, installed apart from the project.
+const PEER_DIR = path.join(ROOT, 'bench/peer');
+const PEER_PKG = path.join(PEER_DIR, 'node_modules/tileserver-gl-light/package.json');
+export const PEER_MAIN = path.join(PEER_DIR, 'node_modules/tileserver-gl-light/src/main.js');
+export const PEER_VERSION = (JSON.parse(readFileSync(path.join(PEER_DIR, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies[
+  'tileserver-gl-light'
+];
+
+/** Installs the peer into bench/peer on first use (npm builds its sqlite3 dependency from source, a few minutes). */
+export function ensurePeer(): void {
+  if (existsSync(PEER_PKG)) {
+    const installed = (JSON.parse(readFileSync(PEER_PKG, 'utf8')) as { version: string }).version;
+    if (installed === PEER_VERSION) return;
+  }
+  process.stdout.write(`installing tileserver-gl-light ${PEER_VERSION} into bench/peer (first run only)...\n`);
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const r = spawnSync(npm, ['install', '--prefix', PEER_DIR, '--no-audit', '--no-fund', '--no-save'], { stdio: 'inherit', cwd: ROOT });
+  if (r.status !== 0 || !existsSync(PEER_MAIN)) throw new Error(`npm install --prefix bench/peer failed (exit ${r.status})`);
+  const sqlite = spawnSync(process.execPath, ['-e', "require('sqlite3')"], { cwd: path.join(PEER_DIR, 'node_modules/@mapbox/mbtiles'), encoding: 'utf8' });
+  if (sqlite.status !== 0) {
+    throw new Error(`the peer's sqlite3 module did not build (tileserver-gl-light imports it even for PMTiles):\n${sqlite.stderr}`);
+  }
+}
+
 
 export function cores(): number {
   return Math.max(1, typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);

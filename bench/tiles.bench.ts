@@ -13,14 +13,13 @@
 // BENCH_WORKERS (tileserver-ts worker processes; default: one per core), BENCH_ARCHIVE (pmtiles | mbtiles),
 // BENCH_TILE_SERVERS (ts,peer), BENCH_TS_CACHE (on | off: tileserver-ts's in-memory tile cache).
 import type { AutocannonResult } from 'autocannon';
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { buildBenchData, MBTILES, PMTILES, type BenchTileList } from '../scripts/build-bench-data.js';
-import { ChildServer, cores, cycleLoad, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+import { ChildServer, cores, cycleLoad, ensurePeer, envNumber, fmt, freePort, httpGet, PEER_MAIN, PEER_VERSION, ROOT, table } from './lib.js';
 
 const DURATION = envNumber('BENCH_DURATION', 10);
 const WARMUP = envNumber('BENCH_WARMUP', 3);
@@ -33,12 +32,6 @@ const TS_CACHE = (process.env.BENCH_TS_CACHE ?? 'on').toLowerCase() !== 'off';
 const HEADERS = { 'accept-encoding': 'gzip, deflate, br, zstd' };
 const TARGET = 3;
 
-const PEER_DIR = path.join(ROOT, 'bench/peer');
-const PEER_PKG = path.join(PEER_DIR, 'node_modules/tileserver-gl-light/package.json');
-const PEER_MAIN = path.join(PEER_DIR, 'node_modules/tileserver-gl-light/src/main.js');
-const PEER_VERSION = (JSON.parse(readFileSync(path.join(PEER_DIR, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies[
-  'tileserver-gl-light'
-];
 const CLI = path.join(ROOT, 'dist/cli.js');
 
 interface Scenario {
@@ -58,22 +51,6 @@ interface ServerKind {
   key: 'ts' | 'peer';
   label: string;
   start(port: number, archive: string, dir: string): ChildServer;
-}
-
-/** Installs the peer into bench/peer on first use (npm builds its sqlite3 dependency from source, a few minutes). */
-function ensurePeer(): void {
-  if (existsSync(PEER_PKG)) {
-    const installed = (JSON.parse(readFileSync(PEER_PKG, 'utf8')) as { version: string }).version;
-    if (installed === PEER_VERSION) return;
-  }
-  process.stdout.write(`installing tileserver-gl-light ${PEER_VERSION} into bench/peer (first run only)...\n`);
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const r = spawnSync(npm, ['install', '--prefix', PEER_DIR, '--no-audit', '--no-fund', '--no-save'], { stdio: 'inherit', cwd: ROOT });
-  if (r.status !== 0 || !existsSync(PEER_MAIN)) throw new Error(`npm install --prefix bench/peer failed (exit ${r.status})`);
-  const sqlite = spawnSync(process.execPath, ['-e', "require('sqlite3')"], { cwd: path.join(PEER_DIR, 'node_modules/@mapbox/mbtiles'), encoding: 'utf8' });
-  if (sqlite.status !== 0) {
-    throw new Error(`the peer's sqlite3 module did not build (tileserver-gl-light imports it even for PMTiles):\n${sqlite.stderr}`);
-  }
 }
 
 const tileserverTs: ServerKind = {

@@ -3,7 +3,8 @@
 // live render routes pixel for pixel; --dry-run counts; the progress on a real pseudo-terminal and as JSON
 // lines, redrawn and written while the run goes on; a run killed with -9 resumed (only the missing tiles asked
 // for); Ctrl-C leaves a valid archive; --warm fills the disk render cache and the shared Redis cache a server
-// then answers from; vector export in MVT and MLT, a raster source's tiles byte for byte, a style at 256 px @2x;
+// then answers from (rendered tiles, and a source's tiles transcoded to MLT); vector export in MVT and MLT, a
+// raster source's tiles byte for byte, a style at 256 px @2x;
 // tiles that fail (a remote archive's store answering 500) are counted, retried after Retry-After, left out with
 // exit 1, and fetched by --resume alone; bad arguments are one line and exit 2.
 import assert from 'node:assert/strict';
@@ -338,6 +339,39 @@ dir = "${path.join(work, 'server-cache')}"
       if (timing !== 'cache;desc="shared"') await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(timing, 'cache;desc="shared"');
+  });
+
+  test('--source --format mlt --warm puts the transcoded tiles into the shared cache: another server answers them from it', async () => {
+    const warmRedis = await startRedis();
+    try {
+      const shared = `shared = "${warmRedis.url}"`;
+      const run = await seed(['--config', config(path.join(work, 'mlt-warm-cache'), shared), '--source', 'world', '--format', 'mlt', '--bbox', BBOX, '--zoom', '0-3', '--warm']);
+      assert.equal(run.code, 0, run.stderr);
+      const written = progressLines(run.stdout).at(-1)!.written;
+      assert.equal(written, 4, 'one tile per zoom over the box');
+      // One entry per warmed tile, under the transcoded tiles' keys.
+      const [, keys] = await warmRedis.client.scan('0', 'MATCH', 'tsts:v1:transcoded/*', 'COUNT', 10_000);
+      assert.equal(keys.length, written, `the transcoded tiles in Redis: ${keys.join(', ')}`);
+      await server?.stop();
+      // A server on another machine (its own empty disk cache), with the same shared cache.
+      server = await startServer({ toml: worldToml(path.join(work, 'mlt-other-machine'), shared) });
+      // The shared cache connects in the background after start-up. A tile asked for before that is transcoded
+      // here and then kept in this process's own tile cache, so wait for the connection first.
+      for (let i = 0; i < 300; i++) {
+        const ping = (await (await fetch(`${server.url}/ping`, { signal: AbortSignal.timeout(10_000) })).json()) as { shared_cache?: { state?: string } };
+        if (ping.shared_cache?.state === 'connected') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const seeded = await fetchBytes(`${server.url}/data/world/3/4/2.mlt`);
+      assert.equal(seeded.status, 200);
+      assert.equal(seeded.headers.get('server-timing'), 'cache;desc="shared"');
+      // A tile the seed did not warm is transcoded on the spot: the header tells them apart.
+      const unseeded = await fetchBytes(`${server.url}/data/world/3/0/7.mlt`);
+      assert.equal(unseeded.status, 200);
+      assert.doesNotMatch(unseeded.headers.get('server-timing') ?? '', /cache/);
+    } finally {
+      await warmRedis.stop();
+    }
   });
 
   test('vector export: the source\'s MVT into MBTiles with its vector_layers, and MLT into PMTiles, served like the live route', async () => {

@@ -2,7 +2,8 @@
 // without a SIGHUP or an admin call, with every request of a light load answering 200 while they are swapped;
 // a style file written in two halves with a pause between them is never loaded half-way (the reload waits
 // until the file's size and mtime are stable); an icon and a font file added are served; with two worker
-// processes the primary reloads each once. The log names the file that changed.
+// processes the primary reloads each once. The log names the file that changed. Partial copies (*.part), swap
+// (*.swp) and backup (*~) files start no reload.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -123,6 +124,23 @@ test('an icon added to the sprite folder and a font file added to the fonts dire
   copyFileSync(TTF, path.join(fonts, 'NotoSans-Regular.ttf'));
   await waitFor('the new icon and font', async () => ((await icons()) === 'a,b' && (await json<string[]>('/fonts.json')).join() === 'Noto Sans Regular') || undefined, 20_000);
   assert.equal((await get('/fonts/Noto%20Sans%20Regular/0-255.pbf')).status, 200);
+  assert.deepEqual(failedReloads(), []);
+});
+
+test('partial copies, swap and backup files in the watched folders start no reload; the real file that follows does', { timeout: 60_000 }, async () => {
+  const before = reloadsLogged().length;
+  const transient = [path.join(iconDir, 'c.svg.part'), path.join(iconDir, 'c.svg.swp'), path.join(iconDir, 'a.svg~'), path.join(fonts, 'NotoSans-Bold.ttf.part'), path.join(dir, 'style.json.swp'), path.join(dir, 'data.pmtiles.part')];
+  for (const f of transient) writeFileSync(f, 'half');
+  // Longer than the debounce (250 ms) and the stable-size wait (1 s) together: a reload would be logged by now.
+  await new Promise((r) => setTimeout(r, 3_000));
+  assert.deepEqual(reloadsLogged().slice(before), [], 'no reload for transient files');
+  // The positive control: the finished file is picked up, and its reload names it alone.
+  renameSync(path.join(iconDir, 'c.svg.part'), path.join(iconDir, 'c.svg'));
+  writeFileSync(path.join(iconDir, 'c.svg'), square('#00ff00'));
+  await waitFor('the renamed icon', async () => (Object.keys(JSON.parse((await get('/styles/s/sprite.json')).body.toString())).includes('c') ? true : undefined), 20_000);
+  const mine = reloadsLogged().slice(before);
+  assert.equal(mine.length, 1, mine.join('\n'));
+  for (const f of transient) assert.ok(!mine[0].includes(`${f}"`), `the reload lists ${f}:\n${mine[0]}`);
   assert.deepEqual(failedReloads(), []);
 });
 

@@ -36,11 +36,19 @@ export function watchTargets(config: Config): WatchTarget[] {
   return [...byDir.values()];
 }
 
+/**
+ * Names that are a file on its way somewhere, never content: partial downloads and copies (`x.ttf.part`), vim's
+ * swap files (`x.svg.swp`, `.swo`, `.swx`) and backup copies (`x.json~`). They would start a reload of nothing.
+ */
+const TRANSIENT = /(\.part|\.sw[opx]|~)$/i;
+
 /** True when a change to `name` (a path relative to the target's folder) is one the service reads. */
 export function matters(target: WatchTarget, name: string): boolean {
   // Hidden files are editors' swap and lock files, never content.
   if (name.split(path.sep).some((part) => part.startsWith('.'))) return false;
+  // A file the configuration names is content whatever it is called.
+  if (target.names?.has(name)) return true;
+  if (TRANSIENT.test(name)) return false;
   if (!target.names) return true;
-  if (target.names.has(name)) return true;
   return target.sprites && /\.(png|json)$/.test(name);
 }

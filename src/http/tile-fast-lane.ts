@@ -36,7 +36,8 @@ type Answerable = Extract<TileResult, { kind: 'tile' }> | { kind: 'empty' };
 
 /**
  * The header rules of decisions.md for a tile: Cache-Control on every answer; ETag and `Vary: Accept-Encoding`
- * on a tile; 304 when If-None-Match names its ETag; Content-Type, and Content-Encoding unless identity, on a 200.
+ * on a tile; 304 when If-None-Match names its ETag; Content-Type, and Content-Encoding unless identity, on a 200
+ * (and `Server-Timing: cache;desc="shared"` when the tile came from the shared cache).
  */
 export function tileAnswer(result: Answerable, cacheControl: string, ifNoneMatch: string | undefined): TileAnswer {
   if (result.kind === 'empty') return { status: 204, headers: { 'cache-control': cacheControl }, body: undefined };
@@ -44,6 +45,8 @@ export function tileAnswer(result: Answerable, cacheControl: string, ifNoneMatch
   if (ifNoneMatchHits(ifNoneMatch, result.etag)) return { status: 304, headers, body: undefined };
   headers['content-type'] = result.contentType;
   if (result.contentEncoding !== 'identity') headers['content-encoding'] = result.contentEncoding;
+  // As rendered tiles say it: this answer was found in the shared cache, not transcoded here.
+  if (result.fromShared) headers['server-timing'] = 'cache;desc="shared"';
   return { status: 200, headers, body: result.body };
 }
 

@@ -3,6 +3,7 @@
 // through ./cql2/sql.ts, so identifiers come from the catalogue and values are bound.
 import { escapeIdentifier as ident } from 'pg';
 import type { FeatureTable } from '../sources/postgres/table.js';
+import { TileUnavailableError } from '../sources/source.js';
 import { checkBbox, checkString, Cql2Error, storableText, type Expr, type Literal } from './cql2/ast.js';
 import { Cql2Sql, SqlParams, type Queryable, type QueryableKind } from './cql2/sql.js';
 
@@ -115,11 +116,22 @@ const geometrySql = (t: FeatureTable) => {
 /** Properties a GeoJSON member can carry as they come from node-postgres; geometries elsewhere as text. */
 const propertySql = (c: { name: string; type: string }) => (/^(geometry|geography)/.test(c.type) ? `(${ident(c.name)})::text AS ${ident(c.name)}` : ident(c.name));
 
-/** A value as JSON: node-postgres gives bigint and numeric as strings (exact); numbers are friendlier where exact. */
+/** A decimal as PostgreSQL writes it, in the shortest form: no trailing fractional zeros, no "-0". */
+function shortestDecimal(text: string): string {
+  const s = text.includes('.') ? text.replace(/0+$/, '').replace(/\.$/, '') : text;
+  return s === '-0' ? '0' : s;
+}
+
+/**
+ * A value as JSON. node-postgres gives bigint and numeric as strings (exact). They become JSON numbers only when
+ * the number writes back as the same decimal, so nothing is rounded (12345678901234567890.1 or 0.1000000000000000000001
+ * stay strings); bigint ids past 2^53 stay strings too, as JavaScript clients would round them.
+ */
 function jsonValue(v: unknown, type: string): unknown {
   if (typeof v === 'string' && /^(bigint|numeric)/.test(type)) {
     const n = Number(v);
-    return Number.isFinite(n) && (type !== 'bigint' || Number.isSafeInteger(n)) ? n : v;
+    const exact = Number.isFinite(n) && String(n) === shortestDecimal(v);
+    return exact && (type !== 'bigint' || Number.isSafeInteger(n)) ? n : v;
   }
   return v;
 }
@@ -132,8 +144,17 @@ function toFeature(t: FeatureTable, row: Record<string, unknown>): Feature {
   return f;
 }
 
+/**
+ * The id as handed out: numbers and strings as node-postgres reads them; any other type (uuid, date, ...) in
+ * PostgreSQL's own text form, which the cast in readItem turns back into the same value.
+ */
+function idSql(c: { name: string; type: string }): string {
+  const kind = kindOf(c.type);
+  return `${ident(c.name)}${kind === 'number' || kind === 'string' ? '' : '::text'} AS "__id"`;
+}
+
 function selectList(t: FeatureTable): string {
-  return [...(t.idColumn ? [`${ident(t.idColumn.name)} AS "__id"`] : []), geometrySql(t), ...t.properties.map(propertySql)].join(', ');
+  return [...(t.idColumn ? [idSql(t.idColumn)] : []), geometrySql(t), ...t.properties.map(propertySql)].join(', ');
 }
 
 /** One page of features, and how many match. Throws Cql2Error for a filter that cannot be used. */
@@ -153,21 +174,24 @@ export async function readItems(t: FeatureTable, q: ItemsQuery): Promise<{ featu
   return { features: page.rows.map((r) => toFeature(t, r)), numberMatched: Number(count.rows[0]?.n ?? 0) };
 }
 
-/** One feature by id, or undefined (also for an id that cannot be one of the column's values). */
+/**
+ * One feature by id, or undefined (also for an id that cannot be one of the column's values). The id is bound as
+ * text and cast in SQL to the column's type, so every one-column key type round-trips exactly (a bigint above
+ * 2^53 included, which a JavaScript number would round). The type is the catalogue's format_type, not input.
+ */
 export async function readItem(t: FeatureTable, featureId: string): Promise<Feature | undefined> {
   const idCol = t.idColumn;
-  if (!idCol) return undefined;
-  const kind = kindOf(idCol.type);
-  let value: Literal;
-  if (kind === 'number') {
-    if (!/^-?\d+(\.\d+)?$/.test(featureId)) return undefined;
-    value = Number(featureId);
-  } else if (kind === 'string') {
-    if (!storableText(featureId)) return undefined;
-    value = featureId;
-  } else return undefined;
-  const params = new SqlParams();
-  const cond = new Cql2Sql(queryables(t), params).translate({ op: 'compare', cmp: '=', left: { kind: 'property', name: idCol.name }, right: { kind: 'literal', value } });
-  const { rows } = await t.pool.query<Record<string, unknown>>({ text: `SELECT ${selectList(t)} FROM ${from(t)} WHERE ${cond} LIMIT 1`, values: params.values });
-  return rows[0] ? toFeature(t, rows[0]) : undefined;
+  if (!idCol || !storableText(featureId)) return undefined;
+  try {
+    const { rows } = await t.pool.query<Record<string, unknown>>({
+      text: `SELECT ${selectList(t)} FROM ${from(t)} WHERE ${ident(idCol.name)} = $1::text::${idCol.type} LIMIT 1`,
+      values: [featureId],
+    });
+    return rows[0] ? toFeature(t, rows[0]) : undefined;
+  } catch (err) {
+    // The only value in the query is the id: a data exception (status 400 from the pool) says it is not a value
+    // of the column's type ("abc" for a uuid), so there is no such feature.
+    if (err instanceof TileUnavailableError && err.status === 400) return undefined;
+    throw err;
+  }
 }

@@ -20,7 +20,16 @@ import { sourceIdentity } from '../shared-cache/identity.js';
 export type CacheOutcome = 'hit' | 'miss';
 
 export type TileResult =
-  | { kind: 'tile'; body: Uint8Array; contentType: string; contentEncoding: ContentEncoding; etag: string; cache?: CacheOutcome }
+  | {
+      kind: 'tile';
+      body: Uint8Array;
+      contentType: string;
+      contentEncoding: ContentEncoding;
+      etag: string;
+      cache?: CacheOutcome;
+      /** Read from the fleet's shared cache (a transcoded tile another process or a seed put there). */
+      fromShared?: true;
+    }
   | { kind: 'empty'; cache?: CacheOutcome }
   | { kind: 'problem'; status: 400 | 404; title: string; detail: string };
 
@@ -102,7 +111,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
     if (found) {
       const etag = etagOf(found);
       state.tileCache.set(key, { body: found, contentEncoding: encoding, etag, empty: false });
-      return tileResult(found, req.format, encoding, etag, 'miss');
+      return { ...tileResult(found, req.format, encoding, etag, 'miss'), fromShared: true };
     }
   }
   const stored = await source.getTile(z, x, y, source.info.takesParams ? (req.params ?? {}) : undefined, req.format);
@@ -136,7 +145,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
   return tileResult(body, format, encoding, etag, 'miss');
 }
 
-function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncoding, etag: string, cache?: CacheOutcome): TileResult {
+function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncoding, etag: string, cache?: CacheOutcome): Extract<TileResult, { kind: 'tile' }> {
   return { kind: 'tile', body, contentType: CONTENT_TYPES[format], contentEncoding: encoding, etag, cache };
 }
 
