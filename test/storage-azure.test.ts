@@ -4,7 +4,7 @@
 // key in the source itself.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AZURITE_ACCOUNT, readFixture, startAzurite, type AzuriteServer } from './helpers/object-storage.js';
+import { AZURITE_ACCOUNT, AZURITE_KEY, readFixture, startAzurite, type AzuriteServer } from './helpers/object-storage.js';
 import { getJson, request, storedPmtilesTile } from './helpers/foundation.js';
 import { fixture, runCli, startServer, writeTempConfig } from './helpers/server.js';
 import { OMT, storageProofs, tileAt } from './helpers/storage-proofs.js';
@@ -91,12 +91,11 @@ test('no credentials found: unsigned reads of a public container when an endpoin
   assert.match(lines[0], /source "open".*az:\/\/public\/planet\/omt\.pmtiles.*no Azure account/);
 });
 
-test('a COG in the container is served through the COG source (GDAL /vsiaz/), the same bytes as the local file', async () => {
-  await azurite.put('tiles', 'rasters/test-rgb.cog.tif', readFixture(COG));
-  // GDAL reads the connection string from the environment itself, BlobEndpoint included (Azurite, not Azure).
+/** Serves the container's COG with `keys` (and `env`) beside the local file, and checks their tiles are the same bytes. */
+async function cogServesWith(keys: string, env: Record<string, string>): Promise<void> {
   const svc = await startServer({
-    env: { AZURE_STORAGE_CONNECTION_STRING: azurite.connectionString() },
-    toml: `[server]\ndisable_render = true\n[[sources]]\nid = "cog-az"\ntype = "cog"\npath = "az://tiles/rasters/test-rgb.cog.tif"\n[[sources]]\nid = "cog-local"\ntype = "cog"\npath = "${COG}"\n`,
+    env: { AZURE_STORAGE_CONNECTION_STRING: '', ...env },
+    toml: `[server]\ndisable_render = true\n[[sources]]\nid = "cog-az"\ntype = "cog"\npath = "az://tiles/rasters/test-rgb.cog.tif"\n${keys}\n[[sources]]\nid = "cog-local"\ntype = "cog"\npath = "${COG}"\n`,
   });
   try {
     const remote = await getJson<{ bounds: number[]; center: number[]; minzoom: number; maxzoom: number }>(svc.url, '/data/cog-az.json');
@@ -116,6 +115,19 @@ test('a COG in the container is served through the COG source (GDAL /vsiaz/), th
   } finally {
     await svc.stop();
   }
+}
+
+test('a COG in the container is served through the COG source (GDAL /vsiaz/), the same bytes as the local file', async () => {
+  await azurite.put('tiles', 'rasters/test-rgb.cog.tif', readFixture(COG));
+  // GDAL reads the connection string from the environment itself, BlobEndpoint included (Azurite, not Azure).
+  await cogServesWith('', { AZURE_STORAGE_CONNECTION_STRING: azurite.connectionString() });
+});
+
+test("a COG source's own endpoint with an account key, or with a read-only SAS, reaches GDAL (nothing in the environment)", async () => {
+  await azurite.put('tiles', 'rasters/test-rgb.cog.tif', readFixture(COG));
+  const endpoint = `http://127.0.0.1:${azurite.port}/${AZURITE_ACCOUNT}`;
+  await cogServesWith(`endpoint = "${endpoint}"\naccount = "${AZURITE_ACCOUNT}"\naccount_key = "\${KEY}"`, { KEY: AZURITE_KEY });
+  await cogServesWith(`endpoint = "${endpoint}"\naccount = "${AZURITE_ACCOUNT}"\nsas_token = "\${SAS}"`, { SAS: azurite.readOnlySas('tiles') });
 });
 
 test('the CLI serves an az:// argument with AZURE_STORAGE_CONNECTION_STRING from the environment', async () => {

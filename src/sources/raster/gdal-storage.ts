@@ -42,6 +42,15 @@ function fromEnvironment(config: Config, env: NodeJS.ProcessEnv): GdalOptions {
   return out;
 }
 
+/** A connection string naming the blob endpoint and whichever of account, key and SAS the source gives. */
+function azureConnectionString(endpoint: string, s: SourceConfig): string {
+  const parts = [`BlobEndpoint=${endpoint.replace(/\/+$/, '')}`];
+  if (s.account) parts.push(`AccountName=${s.account}`);
+  if (s.account_key) parts.push(`AccountKey=${s.account_key}`);
+  if (s.sas_token) parts.push(`SharedAccessSignature=${s.sas_token.replace(/^\?/, '')}`);
+  return `${parts.join(';')};`;
+}
+
 /** The GDAL options a raster source's own storage keys stand for. */
 function fromSource(s: SourceConfig): GdalOptions {
   const loc = parseLocation(s.path);
@@ -62,7 +71,9 @@ function fromSource(s: SourceConfig): GdalOptions {
     set('GS_SECRET_ACCESS_KEY', s.secret_access_key);
     if (s.anonymous) out.GS_NO_SIGN_REQUEST = 'YES';
   } else if (loc.provider === 'az') {
-    set('AZURE_STORAGE_CONNECTION_STRING', s.connection_string);
+    // GDAL's /vsiaz/ has no endpoint option: a connection string with a BlobEndpoint is how it is given one, so a
+    // source's endpoint travels in one built from its own keys (a connection string of the source's wins).
+    set('AZURE_STORAGE_CONNECTION_STRING', s.connection_string ?? (s.endpoint ? azureConnectionString(s.endpoint, s) : undefined));
     set('AZURE_STORAGE_ACCOUNT', s.account);
     set('AZURE_STORAGE_ACCESS_KEY', s.account_key);
     set('AZURE_STORAGE_SAS_TOKEN', s.sas_token);
