@@ -79,8 +79,17 @@ function remoteData(state: AppState, id: string, url: string): string {
  */
 export function remoteRevisions(state: AppState): string {
   let out = '';
-  for (const s of state.config.sources) if (isUrl(s.path)) out += `${s.id}=${remoteData(state, s.id, s.path)}\n`;
+  for (const [id, url] of remoteSources(state)) out += `${id}=${remoteData(state, id, url)}\n`;
   return out;
+}
+
+const remoteByState = new WeakMap<AppState, Map<string, string>>();
+
+/** A state's remote sources (id to URL), found once per state: the identities above ask for them per request. */
+function remoteSources(state: AppState): Map<string, string> {
+  let found = remoteByState.get(state);
+  if (!found) remoteByState.set(state, (found = new Map(state.config.sources.filter((s) => isUrl(s.path)).map((s) => [s.id, s.path]))));
+  return found;
 }
 
 /** What the configured sources serve: their settings and data fingerprints, without paths or connection details. */
@@ -166,11 +175,12 @@ const sourceByState = new WeakMap<AppState, Map<string, Memo<string | undefined>
 export function sourceIdentity(state: AppState, sourceId: string): string | undefined {
   let bySource = sourceByState.get(state);
   if (!bySource) sourceByState.set(state, (bySource = new Map()));
-  const cfg = state.config.sources.find((s) => s.id === sourceId);
   // A remote source's revision is looked up on every call: the archive may have been replaced since.
-  const revisions = cfg && isUrl(cfg.path) ? remoteData(state, sourceId, cfg.path) : '';
+  const url = remoteSources(state).get(sourceId);
+  const revisions = url === undefined ? '' : remoteData(state, sourceId, url);
   const memo = bySource.get(sourceId);
   if (memo?.revisions === revisions) return memo.value;
+  const cfg = state.config.sources.find((s) => s.id === sourceId);
   let id: string | undefined;
   if (cfg) {
     const { path: p, ...rest } = cfg;
