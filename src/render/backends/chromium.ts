@@ -37,7 +37,8 @@ export interface ChromiumOptions {
   onEvent?: RendererEventSink;
 }
 
-const FLAGS = [
+/** Switches of every renderer browser (the GL stack's come from gl-stack.ts); the floor bench launches with the same. */
+export const CHROMIUM_FLAGS = [
   '--headless',
   '--no-sandbox',
   '--no-first-run',
@@ -132,7 +133,7 @@ export class ChromiumRenderer implements Renderer {
       const { chromium } = await import('playwright-core');
       browser = await chromium.launch({
         executablePath: o.executablePath,
-        args: [...FLAGS, ...launch.args, `${MARKER_SWITCH}${o.marker}`],
+        args: [...CHROMIUM_FLAGS, ...launch.args, `${MARKER_SWITCH}${o.marker}`],
         env: { ...process.env, ...launch.env },
         timeout: o.launchTimeoutMs ?? 60_000,
         // The render pool owns shutdown; signal handlers in a worker thread would not fire anyway.
