@@ -59,6 +59,7 @@ const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   flat_extrusions: { kind: { bool: true }, default: true },
   gl: { kind: { oneOf: ['auto', 'lavapipe', 'egl', 'swiftshader'] }, default: 'auto' },
   owner_routing: { kind: { bool: true }, default: true },
+  tile_encoder: { kind: { oneOf: ['browser', 'sharp'] }, default: 'browser' },
   chromium_path: { kind: { path: true }, default: undefined },
 };
 const KEYS = Object.keys(RENDER);

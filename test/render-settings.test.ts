@@ -2,7 +2,8 @@
 // values (one Chromium pool each): metatile (tiles cut from one frame: Server-Timing `tiles`, renders counted in
 // /ping and on the metrics listener, neighbours served from the cache), tile_buffer (with it 0, a @2x 4x4
 // metatile fits the 4096 px frame limit), pages_per_browser (browser processes), png_compression,
-// jpeg_quality and webp_quality (bytes against the same pixels encoded here at the configured level),
+// jpeg_quality and webp_quality (bytes against the same pixels encoded here at the configured level; both servers
+// encode with sharp, tile_encoder = "sharp": the browser's encoder is render-encoder.test.ts's),
 // memory_cache_mb and disk_cache_mb (which cache answered, files in the cache dir, eviction to the budget, 0),
 // flat_extrusions = false (the walls of the Paris buildings), and frames wider than 4096 px drawn in parts
 // whose seam matches a frame drawn whole.
@@ -75,6 +76,7 @@ const ready = (s: TestServer) =>
 
 /** A: big metatiles, no buffer, one page per browser, small disk cache and no memory cache, strongest PNG, weakest JPEG/WebP, real extrusions. */
 const A_RENDER = `pool_size = 2
+tile_encoder = "sharp"
 pages_per_browser = 1
 metatile = 4
 tile_buffer = 0
@@ -86,6 +88,7 @@ disk_cache_mb = 1
 flat_extrusions = false`;
 /** B: one tile per frame, two pages per browser, a 3 MiB memory cache only, no PNG compression, best JPEG/WebP, flat extrusions. */
 const B_RENDER = `pool_size = 2
+tile_encoder = "sharp"
 pages_per_browser = 2
 metatile = 1
 tile_buffer = 64

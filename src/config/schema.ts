@@ -231,6 +231,12 @@ export const RenderSchema = v.object({
    * (its pages keep the neighbourhood's parsed source tiles). Off: every process draws what it is asked for.
    */
   owner_routing: v.optional(v.boolean(), true),
+  /**
+   * Who encodes rendered tiles. "browser": the Chromium page cuts and encodes each tile of a frame with the browser's
+   * own encoders, so only encoded bytes leave it (the native backend falls back to sharp); "sharp": the frame's raw
+   * pixels come to Node and sharp cuts and encodes them (`png_compression` applies). docs/rendering.md, "Encoding".
+   */
+  tile_encoder: v.optional(v.picklist(['browser', 'sharp']), 'browser'),
   /** Chromium only: in pitch-0 frames draw fill-extrusion layers as flat fills of their lit roof colour (much faster). */
   flat_extrusions: v.optional(v.boolean(), true),
   /** The Chromium (or Chrome) executable; default: CHROMIUM_PATH, then the usual Debian and Chrome locations. */

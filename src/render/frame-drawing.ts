@@ -12,6 +12,8 @@ const SPLIT_BUFFER = 64;
 
 export interface DrawnFrame {
   raw: RawImage;
+  /** The tiles the frame asked for (`Frame.encode`), encoded by the renderer; else the caller encodes from `raw`. */
+  tiles?: Uint8Array[];
   timing: Record<string, number>;
 }
 
@@ -51,15 +53,18 @@ export async function drawFrame(
     drew(pool);
     return f;
   };
-  const parts = splitFrame(frame, pool.maxFrame, SPLIT_BUFFER);
   const pw = Math.round(frame.width * frame.ratio);
   const ph = Math.round(frame.height * frame.ratio);
   const timing = (t: RenderedFrame['timings']): Record<string, number> => ({ ...t });
+  if (pw <= pool.maxFrame && ph <= pool.maxFrame) {
+    const f = drawnBy(await pool.render(ref, frame, call(signal)));
+    return { raw: f, tiles: f.tiles, timing: timing(f.timings) };
+  }
+  // Tiles encoded in the renderer are cut from one whole frame; a frame drawn smaller or in parts hands back pixels.
+  const { encode: _whole, ...bare } = frame;
+  frame = bare;
+  const parts = splitFrame(frame, pool.maxFrame, SPLIT_BUFFER);
   if (parts.length === 1) {
-    if (pw <= pool.maxFrame && ph <= pool.maxFrame) {
-      const f = drawnBy(await pool.render(ref, frame, call(signal)));
-      return { raw: f, timing: timing(f.timings) };
-    }
     const ratio = pool.maxFrame / Math.max(frame.width, frame.height);
     const smaller = drawnBy(await pool.render(ref, { ...frame, ratio }, call(signal)));
     return { raw: await resizeRaw(smaller, pw, ph), timing: timing(smaller.timings) };

@@ -284,7 +284,7 @@ export class RenderPool {
       } else if (msg.type === 'resource') {
         void this.answer(port1, msg);
       } else if (msg.type === 'frame') {
-        onFrame?.({ data: msg.data, width: msg.width, height: msg.height, opaque: msg.opaque, timings: { ...(msg.timings as unknown as RenderedFrame['timings']), queue: queueMs } });
+        onFrame?.({ data: msg.data, tiles: msg.tiles, width: msg.width, height: msg.height, opaque: msg.opaque, timings: { ...(msg.timings as unknown as RenderedFrame['timings']), queue: queueMs } });
         frameArrived();
       }
     });

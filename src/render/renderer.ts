@@ -14,6 +14,25 @@ export interface Frame {
   center: [number, number];
   bearing: number;
   pitch: number;
+  /**
+   * Tiles to cut out of the frame and encode where it was drawn (the Chromium page encodes them with the browser's
+   * own codecs, so only encoded bytes leave it). A backend that cannot hands back the frame's pixels instead, and the
+   * service cuts and encodes them.
+   */
+  encode?: FrameEncoding;
+}
+
+/** Encoded tiles asked of a frame: rectangles in device pixels (top-left origin) and one format for all. */
+export interface FrameEncoding {
+  format: 'png' | 'jpeg' | 'webp';
+  /** JPEG and WebP quality, 0..1. */
+  quality: number;
+  /**
+   * The style paints every pixel opaque (an opaque background layer at this zoom): PNG and WebP are written without
+   * an alpha channel. Otherwise they keep it (straight alpha). JPEG is always flattened onto white.
+   */
+  opaque: boolean;
+  tiles: { left: number; top: number; width: number; height: number }[];
 }
 
 /** Which style to draw, and how the renderer reaches it. */
@@ -36,15 +55,21 @@ export interface FrameTimings {
   draw: number;
   /** Reading the pixels back. */
   readback: number;
-  /** Moving the pixels to the render thread. */
+  /** Moving the pixels (or the encoded tiles) to the render thread. */
   transfer: number;
+  /** Encoding the tiles inside the renderer, when the frame asked for encoded tiles. */
+  encode?: number;
   /** Waiting for a free renderer (filled in by the pool). */
   queue?: number;
 }
 
-/** Pixels of a rendered frame: RGBA, not premultiplied, rows top to bottom. */
+/**
+ * Pixels of a rendered frame: RGBA, not premultiplied, rows top to bottom; or, when the frame asked for encoded tiles
+ * and the backend made them, those tiles (in the order asked) and no pixels (`data` empty).
+ */
 export interface RenderedFrame {
   data: Uint8Array;
+  tiles?: Uint8Array[];
   /** Pixel dimensions (the frame's size times its ratio). */
   width: number;
   height: number;

@@ -14,19 +14,20 @@ import { etagOf } from '../serve/tile-service.js';
 import { sharedCache } from '../shared-cache/client.js';
 import { styleIdentity } from '../shared-cache/identity.js';
 import type { Budget } from './budget.js';
-import type { Camera } from './camera.js';
+import { insideWorld, type Camera } from './camera.js';
 import { drawFrame, withinBudget, type DrawnFrame } from './frame-drawing.js';
-import { encodeRegion, encodeWithOverlay, type EncodeOptions, type RawImage } from './image.js';
+import { encodeRegion, encodeWithOverlay, type EncodeOptions } from './image.js';
 import { renderMetrics } from './metrics.js';
 import type { RenderPeers } from './peers.js';
 import { MAX_FRAME, RenderPoolKeeper, START_WAIT_MS, styleRef } from './pool-keeper.js';
 import type { RenderPool } from './pool.js';
 import { RenderCache, type CachedImage } from './render-cache.js';
-import { RenderError, type Frame } from './renderer.js';
+import { RenderError, type Frame, type FrameEncoding } from './renderer.js';
 import type { AppFetch } from './resources.js';
 import { SharedRenders, type Rendered } from './shared-renders.js';
 import { extOf, tilePath, type RenderCaller, type RenderResult } from './render-result.js';
 import { CONTENT_TYPES, type ImageFormat } from './static-params.js';
+import { opaqueAt } from './style-opacity.js';
 import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
 import { batchEdge, planMetatile, tileRect, type MetatilePlan, type TileRequest } from './tile-render.js';
 import { cells, TileBatches, type TileBatch } from './tile-batches.js';
@@ -122,6 +123,17 @@ export class RenderService {
 
   private encodeOptions(state: AppState): EncodeOptions {
     return { pngCompression: state.config.render.png_compression, jpegQuality: state.config.render.jpeg_quality, webpQuality: state.config.render.webp_quality };
+  }
+
+  /**
+   * The frame with the renderer asked to encode the given regions itself (`render.tile_encoder = "browser"`): only
+   * encoded bytes then leave the browser. A backend that cannot (native) returns pixels and sharp encodes them.
+   */
+  private withEncoding(state: AppState, style: LoadedStyle, frame: Frame, format: ImageFormat, tiles: FrameEncoding['tiles'], inWorld: boolean): Frame {
+    const cfg = state.config.render;
+    if (cfg.tile_encoder !== 'browser') return frame;
+    const quality = (format === 'jpeg' ? cfg.jpeg_quality : cfg.webp_quality) / 100;
+    return { ...frame, encode: { format, quality, opaque: inWorld && opaqueAt(style.style, frame.zoom), tiles } };
   }
 
   /** A raster tile of a style: from memory, disk, or its metatile's render. */
@@ -271,10 +283,15 @@ export class RenderService {
       try {
         return await withinBudget(cfg.timeout_ms, signal, async (budget, cancel) => {
           const pool = await this.keeper.ready();
-          const f = await pool.render(styleRef(state, style), () => this.batches.close(batch, cfg.tile_buffer, MAX_FRAME).frame, { cancel, client, onStart: () => budget.start() });
+          const frameOf = () => {
+            const plan = this.batches.close(batch, cfg.tile_buffer, MAX_FRAME);
+            // A tile always lies within the world (only a frame's buffer may reach past its edges).
+            return this.withEncoding(state, style, plan.frame, format, cells(plan).map(([x, y]) => tileRect(plan, x, y)), true);
+          };
+          const f = await pool.render(styleRef(state, style), frameOf, { cancel, client, onStart: () => budget.start() });
           this.keeper.drew(pool);
           const plan = batch.plan!;
-          return this.storeTiles(state, style, f, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), format, started, { ...f.timings });
+          return this.storeTiles(state, style, { raw: f, tiles: f.tiles, timing: { ...f.timings } }, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), format, started);
         });
       } finally {
         await release();
@@ -297,27 +314,35 @@ export class RenderService {
     cancel: AbortSignal,
     client: string | undefined,
   ): Promise<Rendered> {
-    const drawn = await this.renderFrame(state, style, plan.frame, budget, cancel, client);
-    return this.storeTiles(state, style, drawn.raw, plan, cells, cellKey, format, started, drawn.timing);
+    const frame = this.withEncoding(state, style, plan.frame, format, cells.map(([x, y]) => tileRect(plan, x, y)), true);
+    const drawn = await this.renderFrame(state, style, frame, budget, cancel, client);
+    return this.storeTiles(state, style, drawn, plan, cells, cellKey, format, started);
   }
 
-  /** Cuts the tiles of a drawn metatile or batch out of its pixels, encodes them and caches them. */
+  /**
+   * Caches the tiles of a drawn metatile or batch: encoded by the renderer already, or cut out of its pixels and
+   * encoded here.
+   */
   private async storeTiles(
     state: AppState,
     style: LoadedStyle,
-    raw: RawImage,
+    drawn: DrawnFrame,
     plan: MetatilePlan,
     cells: [number, number][],
     cellKey: (c: [number, number]) => string,
     format: ImageFormat,
     started: number,
-    timing: Record<string, number>,
   ): Promise<Rendered> {
     const cache = this.cache!;
     const encodeStart = performance.now();
     const encode = this.encodeOptions(state);
-    // Tiles are encoded concurrently: sharp runs each on a libvips thread.
-    const bodies = await Promise.all(cells.map(([x, y]) => encodeRegion(raw, tileRect(plan, x, y), format, encode)));
+    const timing = drawn.timing;
+    if (drawn.tiles && drawn.tiles.length !== cells.length) throw new RenderError('failed', `the renderer encoded ${drawn.tiles.length} tiles, ${cells.length} were asked for`);
+    // Each tile gets a buffer of its own (the renderer's arrive as views of one upload): the caches count and keep
+    // tiles one by one. Tiles cut here are encoded concurrently: sharp runs each on a libvips thread.
+    const bodies = drawn.tiles
+      ? drawn.tiles.map((t) => Buffer.from(t))
+      : await Promise.all(cells.map(([x, y]) => encodeRegion(drawn.raw, tileRect(plan, x, y), format, encode)));
     const images = new Map<string, CachedImage>();
     await Promise.all(
       cells.map(async (c, i) => {
@@ -333,7 +358,9 @@ export class RenderService {
     );
     const done = performance.now();
     renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
-    return { images, timing: { ...timing, encode: done - encodeStart, tiles: cells.length, total: done - started } };
+    // In-renderer encoding is timed by the renderer; `store` is what is left here (copies, caches).
+    const stored: Record<string, number> = drawn.tiles ? { store: done - encodeStart } : { encode: done - encodeStart };
+    return { images, timing: { ...timing, ...stored, tiles: cells.length, total: done - started } };
   }
 
   /** A static map or social card: one frame (in parts when large), overlays drawn over it, encoded. */
@@ -366,17 +393,22 @@ export class RenderService {
       (signal) =>
         withinBudget(state.config.render.timeout_ms, signal, async (budget, cancel) => {
           const started = performance.now();
-          const drawn = await this.renderFrame(state, style, { ...cam, ratio }, budget, cancel, caller.client);
-          const encodeStart = performance.now();
           const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
-          const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
+          // Without overlays the whole image is the renderer's to encode; overlays are composited here onto pixels.
+          const whole = { left: 0, top: 0, width: Math.round(cam.width * ratio), height: Math.round(cam.height * ratio) };
+          // A pitched view's sky and a view past the world's poles are not painted: opaque only when neither.
+          const frame = svg ? { ...cam, ratio } : this.withEncoding(state, style, { ...cam, ratio }, format, [whole], insideWorld(cam));
+          const drawn = await this.renderFrame(state, style, frame, budget, cancel, caller.client);
+          const encodeStart = performance.now();
+          const body = drawn.tiles ? Buffer.from(drawn.tiles[0]) : await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
           const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
           this.cache!.setMemory(key, image);
           // In the background: the answer does not wait for Redis.
           sharedCache.put(key, body);
           const done = performance.now();
           renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
-          return { images: new Map([[key, image]]), timing: { ...drawn.timing, encode: done - encodeStart, total: done - started } };
+          const stored: Record<string, number> = drawn.tiles ? { store: done - encodeStart } : { encode: done - encodeStart };
+          return { images: new Map([[key, image]]), timing: { ...drawn.timing, ...stored, total: done - started } };
         }),
       style.id,
       caller.signal,

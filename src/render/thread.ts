@@ -38,7 +38,7 @@ export type ThreadMessage =
   | { type: 'started'; threadId: number }
   | { type: 'drawing' }
   | { type: 'resource'; id: number; path: string; base: string }
-  | { type: 'frame'; data: Uint8Array; width: number; height: number; opaque: boolean | undefined; timings: Record<string, number> };
+  | { type: 'frame'; data: Uint8Array; tiles: Uint8Array[] | undefined; width: number; height: number; opaque: boolean | undefined; timings: Record<string, number> };
 
 /** Messages on the pool's control channel: the pool's close order, and the threads' answers and reports. */
 export type ControlMessage = { type: 'close' } | { type: 'closed'; threadId: number } | { type: 'event'; threadId: number; event: RendererEvent };
@@ -101,8 +101,10 @@ export class RenderThread {
         // style load are not counted).
         const drawing = () => port.postMessage({ type: 'drawing' } satisfies ThreadMessage);
         const out = await renderer.render(task.style, task.frame, fetcher, Date.now() + task.timeoutMs, drawing);
-        const msg: ThreadMessage = { type: 'frame', data: out.data, width: out.width, height: out.height, opaque: out.opaque, timings: { ...out.timings } };
-        port.postMessage(msg, [out.data.buffer as ArrayBuffer]);
+        const msg: ThreadMessage = { type: 'frame', data: out.data, tiles: out.tiles, width: out.width, height: out.height, opaque: out.opaque, timings: { ...out.timings } };
+        // Encoded tiles are views of one upload buffer: its memory moves once, with the (empty) pixels'.
+        const moved = new Set<ArrayBuffer>([out.data.buffer as ArrayBuffer, ...(out.tiles ?? []).map((t) => t.buffer as ArrayBuffer)]);
+        port.postMessage(msg, [...moved]);
       } else if (task.style) {
         // Warm-up: start the renderer, load the style and draw once, so shaders and code are compiled.
         await renderer.render(task.style, { width: 256, height: 256, ratio: 1, zoom: 0, center: [0, 0], bearing: 0, pitch: 0 }, fetcher, Date.now() + task.timeoutMs);

@@ -217,13 +217,15 @@ export class ChromiumRenderer implements Renderer {
     const id = randomBytes(8).toString('hex');
     const pixelWidth = Math.round(frame.width * frame.ratio);
     const pixelHeight = Math.round(frame.height * frame.ratio);
-    const upload = this.server.expectFrame(id, pixelWidth, pixelHeight);
+    const encode = frame.encode;
+    const upload = encode ? this.server.expectTiles(id, pixelWidth, pixelHeight, encode.tiles.length) : this.server.expectFrame(id, pixelWidth, pixelHeight);
     const base = this.server.resourceBase(style.key);
     const flat = this.flatExtrusions && frame.pitch === 0;
     const job = {
       styleKey: flat ? `${style.key}:flat` : style.key,
       styleUrl: `${base}/styles/${encodeURIComponent(style.id)}/style.json${flat ? FLAT_QUERY : ''}`,
       upload: upload.url,
+      encode,
       width: frame.width,
       height: frame.height,
       ratio: frame.ratio,
@@ -254,6 +256,17 @@ export class ChromiumRenderer implements Renderer {
       }
       if (result.width !== pixelWidth || result.height !== pixelHeight) {
         throw new RenderError('failed', `the canvas is ${result.width}x${result.height}, expected ${pixelWidth}x${pixelHeight}`);
+      }
+      if ('tiles' in upload) {
+        const tiles = await beforeDeadline(upload.tiles, deadline);
+        this.renders++;
+        return {
+          data: new Uint8Array(0),
+          tiles,
+          width: result.width,
+          height: result.height,
+          timings: { style: styleMs, resources: result.resources, draw: result.draw, readback: result.readback, transfer: result.transfer, encode: result.encode ?? 0 },
+        };
       }
       // Rows arrive flipped into place (local-server.ts); alpha is still premultiplied.
       const data = await beforeDeadline(upload.bytes, deadline);
@@ -316,5 +329,7 @@ interface PageResult {
   draw: number;
   readback: number;
   transfer: number;
+  /** Encoding the tiles in the page (frames that asked for encoded tiles). */
+  encode?: number;
   lastError: string;
 }

@@ -38,10 +38,29 @@ function asset(name: string): Promise<Buffer> {
   return p;
 }
 
+interface PixelsWaiter {
+  kind: 'pixels';
+  width: number;
+  height: number;
+  resolve: (b: Buffer) => void;
+  reject: (e: Error) => void;
+}
+
+interface TilesWaiter {
+  kind: 'tiles';
+  width: number;
+  height: number;
+  count: number;
+  resolve: (tiles: Buffer[]) => void;
+  reject: (e: Error) => void;
+}
+
+type FrameWaiter = PixelsWaiter | TilesWaiter;
+
 export class LocalServer {
   private readonly server: http.Server;
   private readonly token = randomBytes(16).toString('hex');
-  private readonly frames = new Map<string, { width: number; height: number; resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
+  private readonly frames = new Map<string, FrameWaiter>();
   private port = 0;
   /** Answers resource requests; undefined while no render is running (requests then get empty answers). */
   fetcher: ResourceFetcher | undefined;
@@ -78,10 +97,21 @@ export class LocalServer {
    * one buffer, one copy.
    */
   expectFrame(id: string, width: number, height: number): { url: string; bytes: Promise<Buffer> } {
-    const bytes = new Promise<Buffer>((resolve, reject) => this.frames.set(id, { width, height, resolve, reject }));
+    const bytes = new Promise<Buffer>((resolve, reject) => this.frames.set(id, { kind: 'pixels', width, height, resolve, reject }));
     // A render that fails before uploading must not leave an unhandled rejection behind.
     bytes.catch(() => {});
     return { url: `${this.origin}/frame/${id}`, bytes };
+  }
+
+  /**
+   * A URL the page uploads `count` encoded tiles of a width x height frame to (one body, the tiles one after the
+   * other, their sizes in `X-Tile-Sizes`), and the promise of the tiles: views of one buffer, in the order sent.
+   * The body may not pass the frame's raw size plus 64 KiB per tile (an encoder's worst case on noise).
+   */
+  expectTiles(id: string, width: number, height: number, count: number): { url: string; tiles: Promise<Buffer[]> } {
+    const tiles = new Promise<Buffer[]>((resolve, reject) => this.frames.set(id, { kind: 'tiles', width, height, count, resolve, reject }));
+    tiles.catch(() => {});
+    return { url: `${this.origin}/frame/${id}`, tiles };
   }
 
   cancelFrame(id: string, err: Error): void {
@@ -152,6 +182,7 @@ export class LocalServer {
     const waiter = this.frames.get(id);
     if (!waiter) return void res.writeHead(404).end();
     this.frames.delete(id);
+    if (waiter.kind === 'tiles') return this.receiveTiles(waiter, req, res);
     const size = waiter.width * 4 * waiter.height;
     // Never from Node's shared pool: the render thread transfers this buffer's memory to the pool thread.
     const out = Buffer.allocUnsafeSlow(size);
@@ -175,8 +206,47 @@ export class LocalServer {
     res.writeHead(204).end();
   }
 
+  private async receiveTiles(waiter: TilesWaiter, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const sizes = String(req.headers['x-tile-sizes'] ?? '').split(',').map(Number);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const limit = waiter.width * waiter.height * 4 + waiter.count * 65_536;
+    if (sizes.length !== waiter.count || !sizes.every((n) => Number.isInteger(n) && n > 0) || total > limit) {
+      waiter.reject(new Error(`tile upload announced ${sizes.length} tiles of ${total} bytes, expected ${waiter.count} tiles of at most ${limit}`));
+      req.resume();
+      return void res.writeHead(400).end();
+    }
+    // Never from Node's shared pool: the render thread transfers this buffer's memory to the pool thread.
+    const body = Buffer.allocUnsafeSlow(total);
+    let at = 0;
+    try {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        if (at + chunk.length > total) {
+          waiter.reject(new Error(`tile upload is longer than the ${total} bytes announced`));
+          return void res.writeHead(413).end();
+        }
+        chunk.copy(body, at);
+        at += chunk.length;
+      }
+    } catch (err) {
+      waiter.reject(new Error(`tile upload broke off: ${(err as Error).message}`));
+      throw err;
+    }
+    if (at !== total) {
+      waiter.reject(new Error(`tile upload has ${at} bytes, ${total} announced`));
+      return void res.writeHead(400).end();
+    }
+    const tiles: Buffer[] = [];
+    let from = 0;
+    for (const n of sizes) {
+      tiles.push(body.subarray(from, from + n));
+      from += n;
+    }
+    waiter.resolve(tiles);
+    res.writeHead(204).end();
+  }
+
   /** Streams an upload into `out`, rows flipped; the bytes read, or -1 when the upload is too large. */
-  private async readFrame(req: http.IncomingMessage, out: Buffer, waiter: { width: number; height: number }): Promise<number> {
+  private async readFrame(req: http.IncomingMessage, out: Buffer, waiter: PixelsWaiter): Promise<number> {
     const row = waiter.width * 4;
     const size = out.length;
     let at = 0;
