@@ -81,6 +81,9 @@ after(async () => {
   await Promise.all(started.map((s) => s.stop()));
 });
 
+/** The block as the first test got it (half of it forwarded from the owner), for the second test to compare. */
+let routed: Answer[] | undefined;
+
 describe('render ownership across worker processes', { timeout: 300_000 }, () => {
   it('every tile of a block is drawn by its owner process, whichever process the client reached', async () => {
     // No caches: every answer is drawn, so where each was drawn shows (the cluster's connections alternate).
@@ -88,6 +91,7 @@ describe('render ownership across worker processes', { timeout: 300_000 }, () =>
     try {
       await ready(s);
       const answers = await fetchBlock(s);
+      routed = answers;
       for (const a of answers) {
         assert.equal(a.status, 200, a.body.toString());
         assert.equal(a.type, 'image/png');
@@ -119,6 +123,12 @@ describe('render ownership across worker processes', { timeout: 300_000 }, () =>
       // Each process drew the answers of the connections it took.
       assert.equal([...stats.values()].reduce((n, st) => n + st.rendered, 0), 16);
       for (const st of stats.values()) assert.ok(st.rendered >= 4, JSON.stringify([...stats]));
+      // What a forwarded answer carries is the tile itself: byte for byte what a process drawing it alone encodes.
+      assert.ok(routed, 'the first test ran');
+      const forwarded = routed.map((a, i) => ({ a, i })).filter(({ a }) => a.timing.includes('peer;desc="owner"'));
+      assert.ok(forwarded.length >= 4);
+      for (const { a, i } of forwarded) assert.ok(a.body.equals(answers[i].body), `tile ${JSON.stringify(BLOCK[i])}: forwarded ${a.body.length} bytes, drawn locally ${answers[i].body.length}`);
+      for (const [i, a] of routed.entries()) assert.ok(a.body.equals(answers[i].body), `tile ${JSON.stringify(BLOCK[i])} differs between the owner's render and a local one`);
     } finally {
       await s.stop();
     }
