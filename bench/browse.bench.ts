@@ -20,15 +20,19 @@
 // Environment: BENCH_BROWSE_USERS (runs, by user count; "1,4"), BENCH_BROWSE_SEED (1), BENCH_BROWSE_REPEAT (runs
 // of each user count, 1), BENCH_CPUS (a taskset CPU list for the server, e.g. "0" for one core; per-core figures
 // then count those cores), BENCH_WORKERS (server.workers), BENCH_RENDER_EXTRA (extra [render] lines, ";"-separated),
-// BENCH_STYLE (another style file), BENCH_BROWSE_DATA ("paris" or "dortmund").
+// BENCH_STYLE (another style file), BENCH_BROWSE_DATA ("paris" or "dortmund"), BENCH_BROWSE_FLOOR (1: first measure the
+// renderer's floor for the same data, the largest user count and seed, bench/floor.bench.ts, and print the service's
+// CPU per tile over it; 0: skip), BENCH_FLOOR_PAGES and BENCH_FLOOR_ALPHA (the floor's, see there).
 import Database from 'better-sqlite3';
 import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { areaAt, BROWSE, percentile, userWalk, viewTiles } from './k6/browse-scenario.js';
-import { ChildServer, cores, envNumber, fmt, freePort, httpGet, processTree, ROOT, serverTimings, statCpu, table, treePss } from './lib.js';
+import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.js';
+import { floorOptions, formatFloor, runFloor, type FloorResult } from './floor.bench.js';
+import { BROWSE, percentile, userWalk, viewTiles } from './k6/browse-scenario.js';
+import { ChildServer, cores, cpuByKind, envNumber, fmt, formatCpuSplit, freePort, httpGet, outsideRendererGpu, processTree, ROOT, serverTimings, statCpu, table, treePss, type CpuSplit } from './lib.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
@@ -37,21 +41,10 @@ const SEED = envNumber('BENCH_BROWSE_SEED', 1);
 const REPEAT = envNumber('BENCH_BROWSE_REPEAT', 1);
 const CPUS = process.env.BENCH_CPUS;
 const STYLE_ID = 'osm-liberty';
+const FLOOR = process.env.BENCH_BROWSE_FLOOR !== '0';
 
-/** The data sets: the real tile of each zoom that fills the archive at that zoom (file names use TMS rows). */
-const DATA_SETS: Record<string, { describe: string; tiles: Record<number, string> }> = {
-  paris: {
-    describe: 'central Paris at z14 (900 KB per tile), Dortmund at z13 (125 KB) and z12 (285 KB); z15 from z14',
-    tiles: { 12: '12_2130_2733.mvt', 13: '13_4265_5468.mvt', 14: '14_8298_10748.mvt' },
-  },
-  dortmund: {
-    describe: "Dortmund's centre at z13 (125 KB per tile) and z12 (285 KB); z14-15 from z13",
-    tiles: { 12: '12_2130_2733.mvt', 13: '13_4265_5468.mvt' },
-  },
-};
 const DATA_NAME = process.env.BENCH_BROWSE_DATA ?? 'paris';
-const DATA = DATA_SETS[DATA_NAME];
-if (!DATA) throw new Error(`BENCH_BROWSE_DATA must be one of ${Object.keys(DATA_SETS).join(', ')}`);
+const DATA = browseData(DATA_NAME);
 const DENSE = DATA.tiles;
 
 /**
@@ -66,17 +59,18 @@ function writeCityArchive(file: string): number {
     CREATE UNIQUE INDEX map_index ON map (zoom_level, tile_column, tile_row);
     CREATE VIEW tiles AS SELECT map.zoom_level, map.tile_column, map.tile_row, images.tile_data FROM map JOIN images ON images.tile_id = map.tile_id;`);
   const meta = db.prepare('INSERT INTO metadata VALUES (?, ?)');
-  for (const [k, v] of Object.entries({ name: 'city', format: 'pbf', minzoom: '12', maxzoom: String(Math.max(...Object.keys(DENSE).map(Number))) })) meta.run(k, v);
+  const zooms = archiveZooms(DATA);
+  for (const [k, v] of Object.entries({ name: 'city', format: 'pbf', minzoom: String(zooms.minzoom), maxzoom: String(zooms.maxzoom) })) meta.run(k, v);
   const img = db.prepare('INSERT INTO images VALUES (?, ?)');
   const map = db.prepare('INSERT INTO map VALUES (?, ?, ?, ?)');
   let n = 0;
   db.transaction(() => {
     for (const [zs, name] of Object.entries(DENSE)) {
       const z = Number(zs);
-      img.run(`z${z}`, gzipSync(readFileSync(fixture('vector/omt-tiles', name))));
-      const a = areaAt(BROWSE, z);
-      for (let x = a.x0 - 2; x < a.x0 + a.size + 2; x++)
-        for (let y = a.y0 - 2; y < a.y0 + a.size + 2; y++) {
+      img.run(`z${z}`, gzipSync(readFileSync(omtTile(name))));
+      const c = archiveCover(z);
+      for (let x = c.x0; x < c.x1; x++)
+        for (let y = c.y0; y < c.y1; y++) {
           map.run(z, x, 2 ** z - 1 - y, `z${z}`);
           n++;
         }
@@ -123,6 +117,8 @@ interface RunResult {
   cpu: number;
   peak: number;
   renders: Record<string, number>[];
+  /** The server's CPU by kind of process (lib.ts, cpuByKind). */
+  split: CpuSplit | undefined;
 }
 
 /** One virtual user: its walk, 6 requests at a time, what it has already seen kept client-side. */
@@ -198,14 +194,16 @@ ${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
   }
   await new Promise((r) => setTimeout(r, 2_000));
   const pid = child.proc.pid!;
-  const out: RunResult = { users, fills: [], tiles: [], distinct: 0, errors: 0, statuses: {}, seconds: 0, cpu: 0, peak: 0, renders: [] };
+  const out: RunResult = { users, fills: [], tiles: [], distinct: 0, errors: 0, statuses: {}, seconds: 0, cpu: 0, peak: 0, renders: [], split: undefined };
   const sampler = setInterval(() => (out.peak = Math.max(out.peak, treePss(pid))), 500);
   const distinct = new Set<string>();
   const cpu0 = treeCpu(pid);
+  const byKind = cpuByKind(pid);
   const t0 = performance.now();
   await Promise.all(Array.from({ length: users }, (_, u) => user(base, u, out, distinct)));
   out.seconds = (performance.now() - t0) / 1000;
   out.cpu = treeCpu(pid) - cpu0;
+  out.split = byKind.end();
   out.peak = Math.max(out.peak, treePss(pid));
   clearInterval(sampler);
   out.distinct = distinct.size;
@@ -230,9 +228,17 @@ async function main(): Promise<void> {
       `${BROWSE.connections} connections per user, ${BROWSE.thinkMs} ms think time, ${BROWSE.views} views per user, z${BROWSE.minZoom}-${BROWSE.maxZoom}, every ${BROWSE.hiDpiEvery}th user @2x; seed ${SEED}`,
   );
   console.log(`data "${DATA_NAME}": ${stored} tile positions, each a real OpenMapTiles tile: ${DATA.describe}`);
+  // The floor first, before any server runs, so the two never share the machine.
+  let floor: FloorResult | undefined;
+  if (FLOOR) {
+    if (process.env.BENCH_STYLE) console.log('floor: BENCH_STYLE is set, but the floor draws OSM Liberty');
+    floor = await runFloor(floorOptions());
+    console.log(formatFloor(floor).join('\n'));
+    console.log();
+  }
   const results: RunResult[] = [];
   for (const u of USERS) for (let r = 0; r < REPEAT; r++) results.push(await run(u, cityFile));
-  const rows = [['users', 'fills', 'fill p50', 'fill p95', 'fill max', 'tile p50', 'tile p95', 'tile p99', 'distinct', 'tiles/s/core', 'tiles/CPU-s', 'peak PSS MB', 'errors']];
+  const rows = [['users', 'fills', 'fill p50', 'fill p95', 'fill max', 'tile p50', 'tile p95', 'tile p99', 'distinct', 'tiles/s/core', 'tiles/CPU-s', 'outside R+G %', 'peak PSS MB', 'errors']];
   for (const r of results) {
     const f = [...r.fills].sort((a, b) => a - b);
     const t = [...r.tiles].sort((a, b) => a - b);
@@ -248,6 +254,7 @@ async function main(): Promise<void> {
       String(r.distinct),
       fmt(r.distinct / r.seconds / n, 2),
       fmt(r.distinct / r.cpu, 2),
+      r.split ? fmt(100 * outsideRendererGpu(r.split), 1) : '',
       fmt(r.peak / 1e6),
       String(r.errors),
     ]);
@@ -256,6 +263,11 @@ async function main(): Promise<void> {
   console.log('(times in ms; distinct tiles/s over the whole run, think time included; CPU of every server process, browsers included)');
   for (const r of results) {
     console.log(`${r.users} user(s): per render: ${phases(r.renders)}`);
+    if (r.split) console.log(`${r.users} user(s): ${formatCpuSplit(r.split)}`);
+    if (floor) {
+      const ratio = r.cpu / r.distinct / (floor.split.total / floor.tiles);
+      console.log(`${r.users} user(s): service CPU per tile / floor CPU per tile = ${fmt(ratio, 2)}x (floor: ${floor.options.users} users, ${fmt((1000 * floor.split.total) / floor.tiles)} ms per tile)`);
+    }
     // 503 is the queue's answer under overload (render.queue_timeout_ms): the client is told to retry, nothing broke.
     if (r.errors) console.log(`${r.users} user(s): failed answers by status: ${Object.entries(r.statuses).map(([k, v]) => `${k === '0' ? 'no answer' : k} x${v}`).join(', ')}`);
   }

@@ -401,3 +401,100 @@ export function serverTimings(header: string | string[] | undefined): Record<str
   }
   return out;
 }
+
+/** What a process of a render host is, for cpuByKind: Chromium's process types, Node, and the rest. */
+export type ProcessKind = 'renderer' | 'gpu' | 'network' | 'browser' | 'node' | 'other';
+export const PROCESS_KINDS: readonly ProcessKind[] = ['renderer', 'gpu', 'browser', 'network', 'node', 'other'];
+
+/** CPU seconds by kind of process, and their sum. */
+export type CpuSplit = Record<ProcessKind, number> & { total: number };
+
+/**
+ * The kind of a process from /proc/<pid>/cmdline. Read afresh at every sample: a process Chromium's zygote forks
+ * shows the zygote's command line until it rewrites its own, so a kind seen once may change. Chromium's child
+ * processes rewrite theirs as one space-separated string (not NUL-separated arguments): both are split.
+ */
+function processKind(cmdline: string): ProcessKind {
+  const args = cmdline.replace(/\0+$/, '').split(/[\0 ]/);
+  const exe = path.basename(args[0] ?? '');
+  const type = args.find((a) => a.startsWith('--type='))?.slice('--type='.length);
+  if (type === 'renderer') return 'renderer';
+  if (type === 'gpu-process') return 'gpu';
+  if (type === 'utility' && args.includes('--utility-sub-type=network.mojom.NetworkService')) return 'network';
+  if (type !== undefined) return 'other';
+  if (exe === 'node' || args[0] === process.execPath) return 'node';
+  if (/^(chromium|chrome|chromium-browser|google-chrome|headless_shell)$/.test(exe)) return 'browser';
+  return 'other';
+}
+
+export interface CpuByKind {
+  /** CPU used since the start, by kind, as of the latest sample (takes one now). */
+  read(): CpuSplit;
+  /** Takes a last sample, stops sampling and returns the CPU used since the start. */
+  end(): CpuSplit;
+}
+
+/**
+ * CPU seconds (utime + stime, as statCpu reads them) of the process tree under `root`, split by kind of process,
+ * from now until `end()`. Processes come and go during a run (a page replaced, a browser recycled): the tree is
+ * sampled every 500 ms and each process counts from its CPU at the start (0 for one born later) to the last sample
+ * that saw it, so a process that exits mid-run is counted up to its last sample (up to 500 ms of it is lost).
+ */
+export function cpuByKind(root: number): CpuByKind {
+  // Keyed by pid and start time (field 22 of stat), so a reused pid is a new process.
+  const seen = new Map<string, { kind: ProcessKind; first: number; last: number }>();
+  let started = false;
+  const sample = () => {
+    for (const [pid, st] of processTree(root)) {
+      const key = `${pid}:${statFields(st)[19]}`;
+      let cmdline = '';
+      try {
+        cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      } catch {
+        continue; // ended meanwhile
+      }
+      const cpu = statCpu(st);
+      const p = seen.get(key);
+      if (p) {
+        p.kind = processKind(cmdline);
+        p.last = cpu;
+      } else seen.set(key, { kind: processKind(cmdline), first: started ? 0 : cpu, last: cpu });
+    }
+    started = true;
+  };
+  const split = (): CpuSplit => {
+    const out = { renderer: 0, gpu: 0, network: 0, browser: 0, node: 0, other: 0, total: 0 };
+    for (const p of seen.values()) {
+      out[p.kind] += p.last - p.first;
+      out.total += p.last - p.first;
+    }
+    return out;
+  };
+  sample();
+  const timer = setInterval(sample, 500);
+  // Sampling alone must not keep a bench's process alive.
+  timer.unref();
+  return {
+    read() {
+      sample();
+      return split();
+    },
+    end() {
+      clearInterval(timer);
+      sample();
+      return split();
+    },
+  };
+}
+
+/** Share of the CPU outside the renderer and GPU processes (what a service adds around the drawing itself). */
+export const outsideRendererGpu = (s: CpuSplit) => (s.total > 0 ? (s.total - s.renderer - s.gpu) / s.total : NaN);
+
+/**
+ * One line: "CPU by process: renderer 41.2 % (12.3 s), gpu 25.0 % (7.5 s), …; outside renderer+GPU 34 %".
+ * Kinds with no CPU at all are left out.
+ */
+export function formatCpuSplit(s: CpuSplit): string {
+  const parts = PROCESS_KINDS.filter((k) => s[k] > 0).map((k) => `${k} ${fmt((100 * s[k]) / s.total, 1)} % (${fmt(s[k], 1)} s)`);
+  return `CPU by process: ${parts.join(', ') || 'none'}; total ${fmt(s.total, 1)} s; outside renderer+GPU ${fmt(100 * outsideRendererGpu(s), 1)} %`;
+}

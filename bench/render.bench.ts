@@ -24,7 +24,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { ChildServer, cores, cpuTimes, processTree, statCpu, stealShare, threadCpu, envNumber, fmt, freePort, httpGet, ROOT, serverTimings, table, treePss } from './lib.js';
+import { ChildServer, cores, cpuByKind, cpuTimes, formatCpuSplit, processTree, statCpu, stealShare, threadCpu, envNumber, fmt, freePort, httpGet, ROOT, serverTimings, table, treePss, type CpuSplit } from './lib.js';
 
 const SECONDS = envNumber('BENCH_RENDER_SECONDS', 30);
 const SAMPLES = envNumber('BENCH_RENDER_SAMPLES', 12);
@@ -188,6 +188,8 @@ interface TileRun {
   peak: number;
   /** Share of the machine's CPU time stolen by the hypervisor during the run. */
   steal: number;
+  /** The server's CPU by kind of process (lib.ts, cpuByKind). */
+  split: CpuSplit;
 }
 
 async function tileRun(workload: Workload, metatile: Metatile, cityFile: string): Promise<TileRun> {
@@ -202,6 +204,7 @@ async function tileRun(workload: Workload, metatile: Metatile, cityFile: string)
   const rendered: Record<string, number>[] = [];
   let errors = 0;
   const cpu0 = tree(s.child.proc.pid!).cpu;
+  const byKind = cpuByKind(s.child.proc.pid!);
   const threads0 = process.env.BENCH_RENDER_THREADS ? threadCpu(s.child.proc.pid!) : undefined;
   const steal0 = cpuTimes();
   const t0 = Date.now();
@@ -229,6 +232,7 @@ async function tileRun(workload: Workload, metatile: Metatile, cityFile: string)
   );
   const seconds = (Date.now() - t0) / 1000;
   const cpu = tree(s.child.proc.pid!).cpu - cpu0;
+  const split = byKind.end();
   const steal = stealShare(steal0, cpuTimes());
   if (threads0) {
     const diff = [...threadCpu(s.child.proc.pid!)].map(([k, v]) => [k, v - (threads0.get(k) ?? 0)] as const).filter(([, v]) => v > 0.05);
@@ -236,7 +240,7 @@ async function tileRun(workload: Workload, metatile: Metatile, cityFile: string)
     for (const [k, v] of diff.sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(40)} ${fmt((v * 1000) / Math.max(1, lat.length), 1)}`);
   }
   await stop(s);
-  return { workload, metatile, tiles: lat.length, seconds, cpu, lat: lat.sort((a, b) => a - b), rendered, errors, peak: s.peak, steal };
+  return { workload, metatile, tiles: lat.length, seconds, cpu, lat: lat.sort((a, b) => a - b), rendered, errors, peak: s.peak, steal, split };
 }
 
 async function sequential(paths: string[], s: Server): Promise<{ lat: number[]; rendered: Record<string, number>[] }> {
@@ -288,7 +292,10 @@ async function main(): Promise<void> {
     ]);
   }
   console.log(table(rows));
-  for (const r of runs) console.log(`${r.workload}, metatile ${r.metatile}: per frame: ${breakdown(r.rendered)}`);
+  for (const r of runs) {
+    console.log(`${r.workload}, metatile ${r.metatile}: per frame: ${breakdown(r.rendered)}`);
+    console.log(`${r.workload}, metatile ${r.metatile}: ${formatCpuSplit(r.split)}`);
+  }
 
   const s = await start(METATILES[METATILES.length - 1], 'planet', cityFile);
   const statics: string[] = [];

@@ -1,0 +1,729 @@
+// The renderer's floor (BENCH=floor make bench): what the browse workload costs when nothing but drawing and encoding
+// is left. The same Chromium binary and switches as the service's renderers (CHROMIUM_FLAGS, lavapipe), the same
+// maplibre-gl from npm, the same style (OSM Liberty with flat extrusions, as pitch-0 frames get it) and the same
+// frames as the browse bench's users ask for, but every source tile, TileJSON, glyph range and sprite is already in
+// the page's memory (maplibre's addProtocol('mem')), no tile server is around it, and each tile is encoded to PNG in
+// the page (OffscreenCanvas.convertToBlob) instead of being uploaded and encoded by sharp. The CPU of the browser's
+// process tree per tile is about the least a service built on this renderer can spend (Chromium's PNG encoder is
+// dearer than sharp's at the service's settings and writes larger files: the PNG check line says by how much); the
+// service's own figure over it says what everything around the drawing costs (bench/browse.bench.ts prints both).
+//
+// Frames: the browse scenario replayed without timing. Views are taken in turn (view 1 of every user, then view 2,
+// ...), as users running at once ask for them; a user asks for the tiles of a view it has not seen, and a tile some
+// user's frame has drawn already comes from the service's cache. The new tiles of a view are grouped by block
+// (batchEdge) and each block drawn in one frame over the bounding box of its tiles, or a lone tile's 2x2 metatile:
+// what render.metatile = "auto" draws (src/render/tile-batches.ts) when a view's tiles arrive together. Every tile
+// a frame draws is encoded (the service caches them all); "tiles" are the distinct tiles asked for, as the browse
+// bench counts them. Frames go to a page by the owner hash of their 4x4 block (src/render/peers.ts, ownerSlot), as
+// owner routing sends them to a process; a page draws its frames one after the other, the pages at the same time.
+//
+// Source tiles are the bytes the service gives its pages: the archive's tile of each zoom within the archive's
+// area (bench/browse-data.ts), empty outside it, and below the archive's maxzoom the tile cut from its ancestor by
+// src/tiles/overzoom.ts with the service's buffer (src/serve/tile-service.ts, fetchRenderTile). Glyph ranges are
+// what the fonts route answers for each font stack of the style (src/styles/fonts.ts, readGlyphs).
+//
+// A warm-up (style loaded, one 2x2 frame at z12 and one at the deepest zoom just outside the browse area, so the
+// shaders are compiled) precedes the timed pass; the pages' tile caches are then cleared, their byte stores kept.
+//
+//   node --import tsx bench/floor.bench.ts        (or BENCH=floor make bench)
+//
+// Environment: BENCH_BROWSE_DATA (paris | dortmund), BENCH_BROWSE_USERS (the largest count is replayed; "1,4"),
+// BENCH_BROWSE_SEED (1), BENCH_FLOOR_PAGES (pages of the one browser, 2), BENCH_FLOOR_ALPHA=1 (encode RGBA PNGs from
+// canvases with alpha; by default RGB, as the service writes opaque tiles).
+import { readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import sharp from 'sharp';
+import { CHROMIUM_FLAGS, findChromium } from '../src/render/backends/chromium.js';
+import { glLaunch } from '../src/render/backends/gl-stack.js';
+import { flattenExtrusions } from '../src/render/flat-extrusions.js';
+import { ownerSlot } from '../src/render/peers.js';
+import { cells } from '../src/render/tile-batches.js';
+import { batchEdge, planBlock, planMetatile, tileRect, type MetatilePlan, type TileRequest } from '../src/render/tile-render.js';
+import { loadFontIndex, readGlyphs } from '../src/styles/fonts.js';
+import { decodeMvt } from '../src/tiles/mvt-decode.js';
+import { encodeMvt } from '../src/tiles/mvt-encode.js';
+import { cutTile } from '../src/tiles/overzoom.js';
+import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
+import * as v from 'valibot';
+import { SourceSchema } from '../src/config/schema.js';
+import { openSource } from '../src/sources/open.js';
+import { sourceTileJson } from '../src/sources/tilejson.js';
+import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.js';
+import { areaAt, BROWSE, userWalk, viewTiles } from './k6/browse-scenario.js';
+import { cpuByKind, cpuTimes, envNumber, fmt, formatCpuSplit, ROOT, stealShare, threadCpu, type CpuSplit } from './lib.js';
+
+/** The service's settings that shape frames: render.tile_buffer, the renderer's largest frame, the tile base. */
+const TILE_BUFFER = 32;
+const MAX_FRAME = 4096;
+const BASE = 512;
+/** Geometry kept around a cut tile: src/serve/tile-service.ts, CUT_BUFFER (128 of 4096 units). */
+const CUT_BUFFER = 1 / 32;
+/** The in-page origin of every resource (maplibre's custom protocol). */
+const MEM = 'mem://r';
+const STYLE_FILE = path.join(ROOT, 'fixtures/styles/osm-liberty/style.json');
+const FONTS = path.join(ROOT, 'fixtures/fonts');
+const RELIEF = path.join(ROOT, 'fixtures/raster/natural-earth-png-z0-1.pmtiles');
+
+export interface FloorOptions {
+  data: string;
+  users: number;
+  seed: number;
+  pages: number;
+  /**
+   * Encode tiles from 2D canvases with an alpha channel (RGBA PNGs). Off by default: the service writes opaque
+   * tiles (every OSM Liberty tile: its background layer is opaque) as RGB, and Chromium writes RGB from a canvas
+   * without alpha. The PNG check after the timed pass encodes one frame both ways.
+   */
+  alpha: boolean;
+}
+
+/** One frame of the replay: its plan, the page that draws it, and the tiles of it that were asked for. */
+interface FloorFrame {
+  plan: MetatilePlan;
+  page: number;
+  /** Tiles asked for that this frame is the first to draw. */
+  asked: number;
+}
+
+const TILE_PATH = /^(\d+)\/(\d+)\/(\d+)(?:@(\d)x)?\.png$/;
+
+/** The frames of the browse workload for `users` users, in the order they would be asked for (see the header). */
+export function floorFrames(users: number, seed: number, pages: number): { frames: FloorFrame[]; asked: number; drawn: number } {
+  const walks = Array.from({ length: users }, (_, u) => userWalk(BROWSE, u, seed));
+  const seen = walks.map(() => new Set<string>());
+  // Tiles drawn by some frame (the service's cache), keyed like the requests: "z/x/y[@2x].png".
+  const drawn = new Set<string>();
+  const asked = new Set<string>();
+  const frames: FloorFrame[] = [];
+  for (let i = 0; i < BROWSE.views; i++) {
+    for (let u = 0; u < users; u++) {
+      const view = walks[u][i];
+      if (!view) continue;
+      const wanted = viewTiles(BROWSE, view).filter((t) => !seen[u].has(t));
+      for (const t of wanted) {
+        seen[u].add(t);
+        asked.add(t);
+      }
+      const fresh = wanted.filter((t) => !drawn.has(t));
+      const suffix = view.scale === 2 ? '@2x' : '';
+      // The new tiles of the view by block, in the order they were asked for.
+      const blocks = new Map<string, { t: TileRequest; xy: [number, number][] }>();
+      for (const key of fresh) {
+        const m = TILE_PATH.exec(key)!;
+        const t: TileRequest = { z: Number(m[1]), x: Number(m[2]), y: Number(m[3]), base: BASE, scale: view.scale };
+        const edge = batchEdge(t, TILE_BUFFER, MAX_FRAME);
+        const bk = `${Math.floor(t.x / edge)},${Math.floor(t.y / edge)}`;
+        let b = blocks.get(bk);
+        if (!b) blocks.set(bk, (b = { t, xy: [] }));
+        b.xy.push([t.x, t.y]);
+      }
+      for (const { t, xy } of blocks.values()) {
+        let plan: MetatilePlan;
+        if (xy.length === 1) plan = planMetatile({ ...t, x: xy[0][0], y: xy[0][1] }, 2, TILE_BUFFER, MAX_FRAME);
+        else {
+          const xs = xy.map((p) => p[0]);
+          const ys = xy.map((p) => p[1]);
+          const x0 = Math.min(...xs);
+          const y0 = Math.min(...ys);
+          plan = planBlock(t, x0, y0, Math.max(...xs) - x0 + 1, Math.max(...ys) - y0 + 1, TILE_BUFFER, MAX_FRAME);
+        }
+        for (const [x, y] of cells(plan)) drawn.add(`${t.z}/${x}/${y}${suffix}.png`);
+        frames.push({ plan, page: ownerSlot(t.z, plan.x0, plan.y0, pages), asked: xy.length });
+      }
+    }
+  }
+  let cellCount = 0;
+  for (const f of frames) cellCount += cells(f.plan).length;
+  return { frames, asked: asked.size, drawn: cellCount };
+}
+
+/** The bytes the pages hold, by key (the page maps a resource URL to its key), and how the page finds tiles. */
+interface Store {
+  entries: Map<string, Uint8Array>;
+  /** What the page needs to map a tile URL to a key: the archive's maxzoom and the positions it holds per zoom. */
+  tiles: { maxzoom: number; cover: Record<number, { x0: number; x1: number; y0: number; y1: number }> };
+}
+
+/** The font stacks the style's layers name (as MapLibre joins them in glyph URLs). */
+function fontStacks(style: StyleSpecification): string[] {
+  const out = new Set<string>();
+  for (const layer of style.layers) {
+    const font = (layer as { layout?: Record<string, unknown> }).layout?.['text-font'];
+    if (Array.isArray(font) && font.every((f) => typeof f === 'string')) out.add(font.join(','));
+  }
+  return [...out];
+}
+
+async function buildStore(dataName: string, style: StyleSpecification): Promise<Store> {
+  const data = browseData(dataName);
+  const { minzoom, maxzoom } = archiveZooms(data);
+  const entries = new Map<string, Uint8Array>();
+  const json = (v: unknown) => Buffer.from(JSON.stringify(v));
+  const world = [-180, -85.05112877980659, 180, 85.0511287798066];
+  // The TileJSON documents as src/sources/tilejson.ts writes them (URLs leading back to the renderer).
+  entries.set('tilejson/openmaptiles', json({ tilejson: '3.0.0', name: 'city', tiles: [`${MEM}/data/openmaptiles/{z}/{x}/{y}.pbf`], minzoom, maxzoom, bounds: world, format: 'pbf', scheme: 'xyz' }));
+  // The shaded relief (z0-1, the browse bench's second source): MapLibre asks for its tiles when a page loads the
+  // style (the map starts at zoom 0), never at the browse zooms (its layer ends at z6).
+  const relief = await openSource(v.parse(SourceSchema, { id: 'natural_earth', type: 'pmtiles', path: RELIEF }));
+  try {
+    entries.set('tilejson/natural_earth', json(sourceTileJson(relief.info, { base: MEM, key: undefined, forRenderer: true })));
+    for (let z = relief.info.minzoom; z <= relief.info.maxzoom; z++)
+      for (let x = 0; x < 2 ** z; x++)
+        for (let y = 0; y < 2 ** z; y++) {
+          const bytes = await relief.getTile(z, x, y);
+          if (bytes) entries.set(`relief/${z}/${x}/${y}`, bytes);
+        }
+  } finally {
+    await relief.close();
+  }
+  const cover: Store['tiles']['cover'] = {};
+  for (const [zs, name] of Object.entries(data.tiles)) {
+    entries.set(`tile/${zs}`, readFileSync(omtTile(name)));
+    cover[Number(zs)] = archiveCover(Number(zs));
+  }
+  // Deeper tiles, to the browse scenario's deepest zoom: every position's cut depends only on where it lies in its
+  // ancestor, and every ancestor is the same tile.
+  const ancestor = decodeMvt(readFileSync(omtTile(data.tiles[maxzoom])));
+  for (let z = maxzoom + 1; z <= BROWSE.maxZoom; z++) {
+    const k = 2 ** (z - maxzoom);
+    for (let cx = 0; cx < k; cx++) for (let cy = 0; cy < k; cy++) entries.set(`tile/${z}/${cx}/${cy}`, encodeMvt(cutTile(ancestor, z - maxzoom, cx, cy, CUT_BUFFER)));
+  }
+  // Every range of every stack, as the fonts route answers it (the first font of the stack that has the range).
+  const fonts = await loadFontIndex(FONTS);
+  for (const stack of fontStacks(style)) {
+    for (let start = 0; start <= 65280; start += 256) {
+      const r = await readGlyphs(fonts, stack, `${start}-${start + 255}`);
+      if (r.kind !== 'ok') throw new Error(`glyphs of "${stack}" ${start}: ${r.kind}`);
+      entries.set(`glyphs/${stack}/${start}-${start + 255}`, r.bytes);
+    }
+  }
+  const sprites = path.join(path.dirname(STYLE_FILE), 'sprites');
+  for (const f of readdirSync(sprites)) {
+    const m = /^osm-liberty(@2x)?\.(json|png)$/.exec(f);
+    if (m) entries.set(`sprite${m[1] ?? ''}.${m[2]}`, readFileSync(path.join(sprites, f)));
+  }
+  return { entries, tiles: { maxzoom, cover } };
+}
+
+/** The style a renderer gets (src/serve/rewrite.ts: sources through TileJSON, vector maxzoom 22), flat extrusions. */
+function rendererStyle(): StyleSpecification {
+  const style = JSON.parse(readFileSync(STYLE_FILE, 'utf8')) as StyleSpecification;
+  style.sources = {
+    openmaptiles: { type: 'vector', url: `${MEM}/data/openmaptiles.json`, maxzoom: 22 },
+    natural_earth_shaded_relief: { type: 'raster', tileSize: 256, url: `${MEM}/data/natural_earth.json` },
+  };
+  style.glyphs = `${MEM}/fonts/{fontstack}/{range}.pbf`;
+  style.sprite = `${MEM}/styles/osm-liberty/sprite`;
+  return flattenExtrusions(style);
+}
+
+/**
+ * The page: maplibre-gl with a resource store in memory, and a driver that draws frames as the service's page does
+ * (src/render/backends/chromium-page.ts, render(): repaint loop off, jumpTo, wait until settled, one redraw) and
+ * encodes each tile of the frame to PNG in the page. Plain JavaScript text: it runs in the browser.
+ */
+function pageHtml(): string {
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><title>renderer floor</title>
+<style>html,body{margin:0;padding:0;overflow:hidden}#map{position:absolute;left:0;top:0;width:512px;height:512px;visibility:hidden}</style>
+</head><body><div id="map"></div>
+<script type="module">
+import * as ml from './maplibre/maplibre-gl.mjs';
+// The service's pages run one MapLibre worker (src/render/backends/chromium.ts, LocalServer workers: 1).
+ml.setWorkerCount(1);
+
+const store = new Map();
+let tiles = null;
+// Answers from the store, empty answers (tiles outside the archive, as the service answers them) and misses.
+const counts = { hits: 0, empty: 0, misses: 0, missed: [] };
+const EMPTY = 'empty';
+
+function keyOf(url) {
+  const p = url.slice('${MEM}/'.length).split('?')[0];
+  if (p === 'data/openmaptiles.json') return 'tilejson/openmaptiles';
+  if (p === 'data/natural_earth.json') return 'tilejson/natural_earth';
+  let m = /^data\\/openmaptiles\\/(\\d+)\\/(\\d+)\\/(\\d+)\\.pbf$/.exec(p);
+  if (m) {
+    const z = +m[1], x = +m[2], y = +m[3];
+    const az = Math.min(z, tiles.maxzoom), k = 2 ** (z - az);
+    const c = tiles.cover[az];
+    const ax = Math.floor(x / k), ay = Math.floor(y / k);
+    if (!c || ax < c.x0 || ax >= c.x1 || ay < c.y0 || ay >= c.y1) return EMPTY;
+    return z <= tiles.maxzoom ? 'tile/' + z : 'tile/' + z + '/' + (x - ax * k) + '/' + (y - ay * k);
+  }
+  m = /^data\\/natural_earth\\/(\\d+\\/\\d+\\/\\d+)\\.png$/.exec(p);
+  if (m) return 'relief/' + m[1];
+  m = /^fonts\\/([^/]+)\\/(\\d+-\\d+)\\.pbf$/.exec(p);
+  if (m) return 'glyphs/' + decodeURIComponent(m[1]) + '/' + m[2];
+  m = /^styles\\/osm-liberty\\/(sprite(?:@2x)?\\.(?:json|png))$/.exec(p);
+  if (m) return m[1];
+  return undefined;
+}
+
+ml.addProtocol('mem', async (params) => {
+  const key = keyOf(params.url);
+  if (key === EMPTY) {
+    counts.empty++;
+    return { data: new ArrayBuffer(0) };
+  }
+  const bytes = key === undefined ? undefined : store.get(key);
+  if (!bytes) {
+    counts.misses++;
+    if (counts.missed.length < 20) counts.missed.push(params.url);
+    throw new Error('not in the store: ' + params.url);
+  }
+  counts.hits++;
+  if (params.type === 'json') return { data: JSON.parse(new TextDecoder().decode(bytes)) };
+  if (params.type === 'string') return { data: new TextDecoder().decode(bytes) };
+  // A copy: MapLibre may transfer the buffer to its worker, which would empty the store's.
+  return { data: bytes.slice().buffer };
+});
+
+// The store's bytes, fetched from the bench's static server once, before anything is timed.
+async function preload() {
+  const index = await (await fetch('./store.json')).json();
+  const blob = new Uint8Array(await (await fetch('./store.bin')).arrayBuffer());
+  for (const [key, at, n] of index.entries) store.set(key, blob.slice(at, at + n));
+  tiles = index.tiles;
+  let bytes = 0;
+  for (const b of store.values()) bytes += b.byteLength;
+  return { entries: store.size, bytes };
+}
+
+function canary() {
+  const c = document.createElement('canvas');
+  const gl = c.getContext('webgl2');
+  if (!gl) return { ok: false, renderer: 'no WebGL2 context' };
+  const info = gl.getExtension('WEBGL_debug_renderer_info');
+  const renderer = String(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER));
+  const lose = gl.getExtension('WEBGL_lose_context');
+  if (lose) lose.loseContext();
+  return { ok: true, renderer };
+}
+
+let map = null;
+let lastError = '';
+
+function transformOf(m) { return m._camera ? m._camera.transform : m.transform; }
+
+// As the service's page: with the render loop off, a source that finished loading has its tiles asked for here.
+function sourcesUpdated(m) {
+  if (m._sourcesDirty) {
+    m._sourcesDirty = false;
+    m.style._updateSources(transformOf(m));
+  }
+}
+
+function settled(m) {
+  if (m.style && m.style._updatedSources && Object.keys(m.style._updatedSources).length) m.redraw();
+  const done = () => {
+    sourcesUpdated(m);
+    return m.style && m.style.loaded() && m.areTilesLoaded();
+  };
+  if (done()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!done()) return;
+      m.off('data', check);
+      m.off('error', check);
+      clearInterval(timer);
+      resolve();
+    };
+    const timer = setInterval(check, 15);
+    m.on('data', check);
+    m.on('error', check);
+  });
+}
+
+async function load(style) {
+  style.transition = { duration: 0, delay: 0 };
+  for (const layer of style.layers || []) {
+    if (layer.type === 'raster') layer.paint = Object.assign({}, layer.paint, { 'raster-fade-duration': 0 });
+  }
+  map = new ml.Map({
+    container: 'map',
+    style,
+    interactive: false,
+    attributionControl: false,
+    trackResize: false,
+    fadeDuration: 0,
+    validateStyle: false,
+    refreshExpiredTiles: false,
+    localIdeographFontFamily: false,
+    renderWorldCopies: true,
+    minZoom: -2,
+    maxZoom: 24,
+    maxPitch: 85,
+    pixelRatio: 1,
+    maxCanvasSize: [${MAX_FRAME}, ${MAX_FRAME}],
+    canvasContextAttributes: { preserveDrawingBuffer: true, antialias: false },
+    transformConstrain: (center, zoom) => ({ center, zoom }),
+  });
+  map.triggerRepaint = () => {};
+  map.on('error', (e) => { lastError = String(e && e.error && e.error.message || e); });
+  await new Promise((resolve) => (map.style && map.style._loaded ? resolve() : map.once('style.load', resolve)));
+  map.redraw();
+}
+
+// One frame: drawn as the service's page draws it, then every tile of it cut from the canvas and encoded to PNG.
+async function render(job, keep) {
+  const t1 = performance.now();
+  const box = map.getContainer();
+  const w = job.width + 'px', h = job.height + 'px';
+  if (box.style.width !== w || box.style.height !== h) {
+    box.style.width = w;
+    box.style.height = h;
+    map.resize();
+  }
+  if (map.getPixelRatio() !== job.ratio) map.setPixelRatio(job.ratio);
+  map.jumpTo({ center: job.center, zoom: job.zoom, bearing: job.bearing, pitch: job.pitch });
+  map._sourcesDirty = true;
+  await settled(map);
+  const t2 = performance.now();
+  map._styleDirty = true;
+  map._sourcesDirty = true;
+  map.redraw();
+  const t3 = performance.now();
+  // The draw calls above only queue commands for the GPU process, which rasterises them (in software) afterwards:
+  // wait for it here, so that this is the raster phase and the encode below is the encode alone. gl.finish() does
+  // not wait in Chromium (measured: 0 ms); a one-pixel readPixels does, as the service's whole-frame readPixels does.
+  const gl = map.painter.context.gl;
+  gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, new Uint8Array(4));
+  const t3r = performance.now();
+  const canvas = map.getCanvas();
+  const copies = job.tiles.map((r) => {
+    const oc = new OffscreenCanvas(r.width, r.height);
+    oc.getContext('2d', { alpha: job.alpha }).drawImage(canvas, r.left, r.top, r.width, r.height, 0, 0, r.width, r.height);
+    return oc;
+  });
+  const blobs = await Promise.all(copies.map((oc) => oc.convertToBlob({ type: 'image/png' })));
+  const t5 = performance.now();
+  const out = { settle: t2 - t1, draw: t3 - t2, raster: t3r - t3, encode: t5 - t3r, bytes: blobs.map((b) => b.size), lastError };
+  // For the PNG comparison after the timed pass only: the encoded tiles themselves, and the same tiles encoded from
+  // canvases of the other kind (with alpha when the frame's had none, and the reverse), with that encode's time.
+  if (keep) {
+    const bytesOf = (list) => Promise.all(list.map(async (b) => Array.from(new Uint8Array(await b.arrayBuffer()))));
+    out.pngs = await bytesOf(blobs);
+    // Both kinds timed again now that the frame is rasterised and read once (the first encode above paid for that).
+    const encode = async (alpha) => {
+      const t = performance.now();
+      const list = await Promise.all(job.tiles.map((r) => {
+        const oc = new OffscreenCanvas(r.width, r.height);
+        oc.getContext('2d', { alpha }).drawImage(canvas, r.left, r.top, r.width, r.height, 0, 0, r.width, r.height);
+        return oc.convertToBlob({ type: 'image/png' });
+      }));
+      return { ms: performance.now() - t, list };
+    };
+    const other = await encode(!job.alpha);
+    out.sameEncode = (await encode(job.alpha)).ms;
+    out.otherEncode = other.ms;
+    out.otherPngs = await bytesOf(other.list);
+  }
+  return out;
+}
+
+// A page's frames, one after the other.
+async function run(jobs) {
+  const out = [];
+  for (const job of jobs) out.push(await render(job, false));
+  return out;
+}
+
+// Fresh tile caches (the timed pass starts with none); the store, the style and the compiled shaders stay.
+function clearTiles() {
+  for (const id of Object.keys(map.style.tileManagers)) map.style._clearSource(id);
+  counts.hits = counts.empty = counts.misses = 0;
+  counts.missed = [];
+}
+
+window.__floor = { preload, load, render, run, clearTiles, counts: () => counts };
+window.__floorReady = canary();
+</script></body></html>`;
+}
+
+/** The static server: the page, maplibre's two files and the store for the preload; it counts what it serves. */
+async function staticServer(store: Store): Promise<{ origin: string; served: () => number; close: () => Promise<void> }> {
+  const dist = path.join(path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/package.json')), 'dist');
+  const index: [string, number, number][] = [];
+  let at = 0;
+  for (const [k, v] of store.entries) {
+    index.push([k, at, v.byteLength]);
+    at += v.byteLength;
+  }
+  const blob = Buffer.concat([...store.entries.values()]);
+  const files: Record<string, [string, Buffer]> = {
+    '/page.html': ['text/html; charset=utf-8', Buffer.from(pageHtml())],
+    '/maplibre/maplibre-gl.mjs': ['text/javascript', readFileSync(path.join(dist, 'maplibre-gl.mjs'))],
+    '/maplibre/maplibre-gl-worker.mjs': ['text/javascript', readFileSync(path.join(dist, 'maplibre-gl-worker.mjs'))],
+    '/store.json': ['application/json', Buffer.from(JSON.stringify({ entries: index, tiles: store.tiles }))],
+    '/store.bin': ['application/octet-stream', blob],
+  };
+  let served = 0;
+  const server = http.createServer((req, res) => {
+    served++;
+    const f = files[new URL(req.url ?? '/', 'http://127.0.0.1').pathname];
+    if (!f) return void res.writeHead(404).end();
+    res.writeHead(200, { 'Content-Type': f[0], 'Content-Length': f[1].byteLength }).end(f[1]);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    served: () => served,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The job a page gets for a frame: the camera and the device-pixel rectangle of every tile to encode. */
+function jobOf(plan: MetatilePlan, alpha: boolean) {
+  return { ...plan.frame, alpha, tiles: cells(plan).map(([x, y]) => tileRect(plan, x, y)) };
+}
+
+/** The browser's own process (the root of its tree): the chromium executable among this process's children. */
+function browserPid(executable: string): number {
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const st = readFileSync(`/proc/${e}/stat`, 'utf8');
+      if (Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) !== process.pid) continue;
+      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0')[0] === executable) return Number(e);
+    } catch {
+      /* gone */
+    }
+  }
+  throw new Error(`no ${executable} process among this process's children`);
+}
+
+interface FrameStats {
+  settle: number;
+  draw: number;
+  raster: number;
+  encode: number;
+  bytes: number[];
+  lastError: string;
+  pngs?: number[][];
+  otherPngs?: number[][];
+  otherEncode?: number;
+  sameEncode?: number;
+}
+
+interface StoreCounts {
+  hits: number;
+  empty: number;
+  misses: number;
+  missed: string[];
+}
+
+export interface FloorResult {
+  options: FloorOptions;
+  renderer: string;
+  frames: number;
+  /** Distinct tiles asked for (what the browse bench counts). */
+  tiles: number;
+  /** Tiles drawn and encoded (a lone tile's 2x2 metatile draws three more). */
+  drawn: number;
+  seconds: number;
+  split: CpuSplit;
+  pngBytes: number;
+  phases: { settle: number; draw: number; raster: number; encode: number };
+  warmup: StoreCounts;
+  timed: StoreCounts;
+  storeBytes: number;
+  /** Requests the static server answered during the timed pass (none expected). */
+  servedTimed: number;
+  png: PngCheck | undefined;
+  /** CPU seconds of the busiest threads of the browser tree during the timed pass, "process kind/thread name". */
+  threads: [string, number][];
+  /** Share of the machine's CPU time the hypervisor stole during the timed pass. */
+  steal: number;
+}
+
+interface PngCheck {
+  tiles: number;
+  /** IHDR colour types seen (2 RGB, 6 RGBA) with their counts. */
+  colourTypes: Record<number, number>;
+  opaque: number;
+  browserBytes: number;
+  sharpBytes: number;
+  /** The same tiles from 2D canvases of the other kind (alpha or none): colour types, bytes, the encode's time. */
+  otherTypes: Record<number, number>;
+  otherBytes: number;
+  encodeMs: number;
+  otherEncodeMs: number;
+}
+
+/** Chromium's PNGs of one frame against sharp's of the same pixels, at the service's settings (src/render/image.ts). */
+async function comparePng(r: FrameStats): Promise<PngCheck> {
+  const pngs = r.pngs ?? [];
+  const out: PngCheck = { tiles: pngs.length, colourTypes: {}, opaque: 0, browserBytes: 0, sharpBytes: 0, otherTypes: {}, otherBytes: 0, encodeMs: r.sameEncode ?? NaN, otherEncodeMs: r.otherEncode ?? NaN };
+  for (const p of r.otherPngs ?? []) {
+    out.otherTypes[p[25]] = (out.otherTypes[p[25]] ?? 0) + 1;
+    out.otherBytes += p.length;
+  }
+  for (const p of pngs) {
+    const png = Buffer.from(p);
+    // Byte 25: the colour type in IHDR (8 signature + 4 length + 4 type + 4 width + 4 height + 1 depth).
+    out.colourTypes[png[25]] = (out.colourTypes[png[25]] ?? 0) + 1;
+    out.browserBytes += png.byteLength;
+    const { data, info } = await sharp(png).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    let opaque = true;
+    for (let i = 3; i < data.length && opaque; i += 4) opaque = data[i] === 255;
+    if (opaque) out.opaque++;
+    const pipeline = sharp(data, { raw: { width: info.width, height: info.height, channels: 4 } });
+    out.sharpBytes += (await (opaque ? pipeline.removeAlpha() : pipeline).png({ compressionLevel: 3, adaptiveFiltering: false }).toBuffer()).byteLength;
+  }
+  return out;
+}
+
+/** Runs the floor: one browser, its pages, the warm-up, the timed pass; see the header. */
+export async function runFloor(o: FloorOptions): Promise<FloorResult> {
+  const executable = findChromium();
+  if (!executable) throw new Error('no Chromium found (CHROMIUM_PATH, or the Debian package chromium)');
+  const style = rendererStyle();
+  const store = await buildStore(o.data, style);
+  const { frames, asked, drawn } = floorFrames(o.users, o.seed, o.pages);
+  const server = await staticServer(store);
+  const launch = glLaunch('lavapipe');
+  const { chromium } = await import('playwright-core');
+  const browser: Browser = await chromium.launch({ executablePath: executable, args: [...CHROMIUM_FLAGS, ...launch.args], env: { ...process.env, ...launch.env }, timeout: 60_000 });
+  try {
+    const root = browserPid(executable);
+    const pages: Page[] = [];
+    let renderer = '';
+    let storeBytes = 0;
+    for (let i = 0; i < o.pages; i++) {
+      const page = await browser.newPage({ viewport: { width: 512, height: 512 }, deviceScaleFactor: 1 });
+      await page.goto(`${server.origin}/page.html`);
+      await page.waitForFunction('window.__floorReady !== undefined');
+      const canary = (await page.evaluate('window.__floorReady')) as { ok: boolean; renderer: string };
+      // The floor is measured on lavapipe only: a quiet fallback to SwiftShader would be a different floor.
+      if (!canary.ok || !launch.renderer.test(canary.renderer) || !/llvmpipe/i.test(canary.renderer)) {
+        throw new Error(`WebGL runs on "${canary.renderer}", not lavapipe (llvmpipe): is mesa-vulkan-drivers installed?`);
+      }
+      renderer = canary.renderer;
+      storeBytes = ((await page.evaluate('window.__floor.preload()')) as { bytes: number }).bytes;
+      await page.evaluate(`window.__floor.load(${JSON.stringify(style)})`);
+      pages.push(page);
+    }
+    // Warm-up: a 2x2 frame at z12 and one at the deepest zoom, just outside the browse area (inside the archive).
+    for (const page of pages) {
+      for (const z of [BROWSE.minZoom, BROWSE.maxZoom]) {
+        const a = areaAt(BROWSE, z);
+        const plan = planMetatile({ z, x: a.x0 - 2, y: a.y0 - 2, base: BASE, scale: 1 }, 2, TILE_BUFFER, MAX_FRAME);
+        await page.evaluate(`window.__floor.render(${JSON.stringify(jobOf(plan, o.alpha))}, false)`);
+      }
+    }
+    const warmup = (await pages[0].evaluate('window.__floor.counts()')) as StoreCounts;
+    for (const page of pages) await page.evaluate('window.__floor.clearTiles()');
+    const lists = pages.map((_, i) => frames.filter((f) => f.page === i).map((f) => jobOf(f.plan, o.alpha)));
+
+    const served0 = server.served();
+    const cpu = cpuByKind(root);
+    const threads0 = threadCpu(root);
+    const steal0 = cpuTimes();
+    const t0 = performance.now();
+    const results = await Promise.all(pages.map((page, i) => page.evaluate(`window.__floor.run(${JSON.stringify(lists[i])})`) as Promise<FrameStats[]>));
+    const seconds = (performance.now() - t0) / 1000;
+    const split = cpu.end();
+    const steal = stealShare(steal0, cpuTimes());
+    const threads = [...threadCpu(root)].map(([k, v]): [string, number] => [k, v - (threads0.get(k) ?? 0)]).sort((a, b) => b[1] - a[1]).slice(0, 8);
+    const servedTimed = server.served() - served0;
+
+    const timed: StoreCounts = { hits: 0, empty: 0, misses: 0, missed: [] };
+    for (const page of pages) {
+      const c = (await page.evaluate('window.__floor.counts()')) as StoreCounts;
+      timed.hits += c.hits;
+      timed.empty += c.empty;
+      timed.misses += c.misses;
+      timed.missed.push(...c.missed);
+    }
+    const all = results.flat();
+    const mean = (k: 'settle' | 'draw' | 'raster' | 'encode') => all.reduce((n, r) => n + r[k], 0) / Math.max(1, all.length);
+    const bytes = all.flatMap((r) => r.bytes);
+    const errors = [...new Set(all.map((r) => r.lastError).filter(Boolean))];
+    if (errors.length) console.log(`floor: map errors: ${errors.join('; ')}`);
+
+    // After the timed pass: one frame of several tiles drawn again, its PNGs compared with sharp's.
+    const sample = frames.find((f) => cells(f.plan).length >= 4) ?? frames[0];
+    let png: PngCheck | undefined;
+    if (sample) {
+      const r = (await pages[sample.page].evaluate(`window.__floor.render(${JSON.stringify(jobOf(sample.plan, o.alpha))}, true)`)) as FrameStats;
+      png = await comparePng(r);
+    }
+    return {
+      options: o,
+      renderer,
+      frames: frames.length,
+      tiles: asked,
+      drawn,
+      seconds,
+      split,
+      pngBytes: bytes.reduce((a, b) => a + b, 0) / Math.max(1, bytes.length),
+      phases: { settle: mean('settle'), draw: mean('draw'), raster: mean('raster'), encode: mean('encode') },
+      warmup,
+      timed,
+      storeBytes,
+      servedTimed,
+      png,
+      threads,
+      steal,
+    };
+  } finally {
+    await browser.close().catch(() => {});
+    await server.close();
+  }
+}
+
+/** The floor as a block of lines, labelled as such. */
+export function formatFloor(r: FloorResult): string[] {
+  const o = r.options;
+  const lines = [
+    `floor: the renderer alone (same Chromium, switches, maplibre-gl, style and frames; every resource in page memory; PNG encoded in the page; no server)`,
+    `  data "${o.data}", ${o.users} user(s), seed ${o.seed}; 1 browser, ${o.pages} page(s); WebGL on ${r.renderer}; PNGs from canvases ${o.alpha ? 'with alpha (RGBA)' : 'without alpha (RGB)'}`,
+    `  frames ${r.frames}; tiles ${r.tiles} (distinct tiles asked for); tiles drawn and encoded ${r.drawn}`,
+    `  wall ${fmt(r.seconds, 1)} s; browser tree CPU ${fmt(r.split.total, 1)} s; CPU per tile ${fmt((1000 * r.split.total) / r.tiles)} ms; tiles/CPU-s ${fmt(r.tiles / r.split.total, 2)}; CPU stolen by the hypervisor meanwhile ${fmt(100 * r.steal, 1)} %`,
+    `  ${formatCpuSplit(r.split)}`,
+    `  per frame (mean, in the page): settle (resources, parsing, layout) ${fmt(r.phases.settle)} ms, draw ${fmt(r.phases.draw)} ms, raster (waited for with a 1 px readPixels) ${fmt(r.phases.raster)} ms, encode ${fmt(r.phases.encode)} ms; PNG ${fmt(r.pngBytes / 1000, 1)} KB per tile drawn`,
+    `  store: ${fmt(r.storeBytes / 1e6, 1)} MB per page; timed pass: ${r.timed.hits} answers from it, ${r.timed.empty} empty (outside the archive, as the service answers), ${r.timed.misses} misses` +
+      `${r.timed.missed.length ? ` (${r.timed.missed.slice(0, 5).join(', ')})` : ''}; warm-up misses (page 1) ${r.warmup.misses}; static server requests while timed ${r.servedTimed}`,
+  ];
+  if (r.png) {
+    const p = r.png;
+    const types = (c: Record<number, number>) => Object.entries(c).map(([t, n]) => `${t === '6' ? 'RGBA (6)' : t === '2' ? 'RGB (2)' : `type ${t}`} x${n}`).join(', ');
+    const kb = (b: number) => `${fmt(b / p.tiles / 1000, 1)} KB`;
+    lines.push(
+      `  PNG check (after the timed pass), ${p.tiles} tiles of one frame, ${p.opaque} of them opaque: Chromium ${types(p.colourTypes)}, ${kb(p.browserBytes)} per tile, ${fmt(p.encodeMs)} ms for the frame's tiles; ` +
+        `from 2D canvases ${r.options.alpha ? 'without' : 'with'} alpha ${types(p.otherTypes)}, ${kb(p.otherBytes)}, ${fmt(p.otherEncodeMs)} ms; ` +
+        `sharp of the same pixels (level 3, no adaptive filtering, RGB when opaque: the service's) ${kb(p.sharpBytes)} (Chromium's ${fmt(p.browserBytes / p.sharpBytes, 2)}x that)`,
+    );
+  }
+  if (r.threads.length) {
+    lines.push(`  CPU ms per tile by thread (top ${r.threads.length}): ${r.threads.map(([k, s]) => `${k} ${fmt((1000 * s) / r.tiles)}`).join(', ')}`);
+  }
+  return lines;
+}
+
+/** The floor's options from the browse bench's environment. */
+export function floorOptions(): FloorOptions {
+  const users = (process.env.BENCH_BROWSE_USERS ?? '1,4').split(',').map(Number).filter((n) => n > 0);
+  return {
+    data: process.env.BENCH_BROWSE_DATA ?? 'paris',
+    users: Math.max(...users),
+    seed: envNumber('BENCH_BROWSE_SEED', 1),
+    pages: envNumber('BENCH_FLOOR_PAGES', 2),
+    alpha: process.env.BENCH_FLOOR_ALPHA === '1',
+  };
+}
+
+// Run directly (not imported by browse.bench.ts).
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  const r = await runFloor(floorOptions());
+  for (const line of formatFloor(r)) console.log(line);
+}
