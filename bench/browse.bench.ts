@@ -22,7 +22,8 @@
 // then count those cores), BENCH_WORKERS (server.workers), BENCH_RENDER_EXTRA (extra [render] lines, ";"-separated),
 // BENCH_STYLE (another style file), BENCH_BROWSE_DATA ("paris" or "dortmund"), BENCH_BROWSE_FLOOR (1: first measure the
 // renderer's floor for the same data, the largest user count and seed, bench/floor.bench.ts, and print the service's
-// CPU per tile over it; 0: skip), BENCH_FLOOR_PAGES and BENCH_FLOOR_ALPHA (the floor's, see there).
+// CPU per tile over it; 0: skip), BENCH_FLOOR_PAGES and BENCH_FLOOR_ALPHA (the floor's, see there), BENCH_BROWSE_STATIC
+// (static maps measured after the runs on a fresh server, one at a time at distinct spots of the city; 24, 0: none).
 import Database from 'better-sqlite3';
 import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,7 +32,8 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.js';
 import { floorOptions, formatFloor, runFloor, type FloorResult } from './floor.bench.js';
-import { BROWSE, percentile, userWalk, viewTiles } from './k6/browse-scenario.js';
+import { areaAt, BROWSE, percentile, userWalk, viewTiles } from './k6/browse-scenario.js';
+import { unmercator } from '../src/render/camera.js';
 import { ChildServer, cores, cpuByKind, envNumber, fmt, formatCpuSplit, freePort, httpGet, outsideRendererGpu, processTree, ROOT, serverTimings, statCpu, table, treePss, type CpuSplit } from './lib.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
@@ -42,6 +44,8 @@ const REPEAT = envNumber('BENCH_BROWSE_REPEAT', 1);
 const CPUS = process.env.BENCH_CPUS;
 const STYLE_ID = 'osm-liberty';
 const FLOOR = process.env.BENCH_BROWSE_FLOOR !== '0';
+/** Static maps measured after the browse runs (0: none). */
+const STATICS = envNumber('BENCH_BROWSE_STATIC', 24);
 
 const DATA_NAME = process.env.BENCH_BROWSE_DATA ?? 'paris';
 const DATA = browseData(DATA_NAME);
@@ -154,7 +158,8 @@ async function user(base: string, u: number, out: RunResult, distinct: Set<strin
   agent.destroy();
 }
 
-async function run(users: number, cityFile: string): Promise<RunResult> {
+/** A fresh server (cold caches) over the city archive with the bench's settings, once its renderers are warm. */
+async function startCity(cityFile: string): Promise<{ child: ChildServer; base: string; dir: string }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-browse-bench-'));
   const port = await freePort();
   const toml = `fonts = "${fixture('fonts')}"
@@ -193,6 +198,11 @@ ${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
     if (ok === 0) await new Promise((r) => setTimeout(r, 500));
   }
   await new Promise((r) => setTimeout(r, 2_000));
+  return { child, base, dir };
+}
+
+async function run(users: number, cityFile: string): Promise<RunResult> {
+  const { child, base, dir } = await startCity(cityFile);
   const pid = child.proc.pid!;
   const out: RunResult = { users, fills: [], tiles: [], distinct: 0, errors: 0, statuses: {}, seconds: 0, cpu: 0, peak: 0, renders: [], split: undefined };
   const sampler = setInterval(() => (out.peak = Math.max(out.peak, treePss(pid))), 500);
@@ -216,6 +226,49 @@ function phases(rows: Record<string, number>[]): string {
   const keys = ['queue', 'wait', 'style', 'resources', 'draw', 'readback', 'transfer', 'encode', 'total'];
   const avg = (k: string) => rows.reduce((n, r) => n + (r[k] ?? 0), 0) / Math.max(1, rows.length);
   return keys.map((k) => `${k} ${fmt(avg(k), 0)}`).join(', ') + ` ms (mean of ${rows.length} rendered answers)`;
+}
+
+interface StaticRun {
+  ms: number[];
+  renders: Record<string, number>[];
+  errors: number;
+  cpu: number;
+  split: CpuSplit | undefined;
+}
+
+/**
+ * Static maps over the city, one at a time, as a page embedding maps of addresses asks for them: 800x600 with a
+ * path and two markers, at z14 and z15, each centred a third of a tile east of the last (wrapping to the next row of
+ * the area), so no spot repeats and most of a map's source tiles were parsed for the one before.
+ */
+async function staticRun(cityFile: string, count: number): Promise<StaticRun> {
+  const { child, base, dir } = await startCity(cityFile);
+  const pid = child.proc.pid!;
+  const out: StaticRun = { ms: [], renders: [], errors: 0, cpu: 0, split: undefined };
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const cpu0 = treeCpu(pid);
+  const byKind = cpuByKind(pid);
+  for (let i = 0; i < count; i++) {
+    const z = 14 + (i % 2);
+    const a = areaAt(BROWSE, 14);
+    const step = Math.floor(i / 2);
+    const perRow = Math.max(1, Math.floor((a.size - 2) * 3));
+    const x = (a.x0 + 1 + (step % perRow) / 3) / 2 ** 14;
+    const y = (a.y0 + 1.5 + Math.floor(step / perRow) * 0.75) / 2 ** 14;
+    const [lon, lat] = unmercator(x, y);
+    const d = 0.002;
+    const q = `path=path-4+f00(${lon - d},${lat - d}|${lon + d},${lat + d})&marker=pin-m-A+00f(${lon},${lat})~pin-s+f00(${lon + d},${lat})`;
+    const res = await get(agent, `${base}/styles/${STYLE_ID}/static/${lon.toFixed(6)},${lat.toFixed(6)},${z}/800x600.png?${q}`);
+    if (res.status !== 200) out.errors++;
+    out.ms.push(res.ms);
+    if (res.timing) out.renders.push(res.timing);
+  }
+  out.cpu = treeCpu(pid) - cpu0;
+  out.split = byKind.end();
+  agent.destroy();
+  await child.stop();
+  rmSync(dir, { recursive: true, force: true });
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -264,12 +317,23 @@ async function main(): Promise<void> {
   for (const r of results) {
     console.log(`${r.users} user(s): per render: ${phases(r.renders)}`);
     if (r.split) console.log(`${r.users} user(s): ${formatCpuSplit(r.split)}`);
+    console.log(`${r.users} user(s): ${fmt((1000 * r.cpu) / r.distinct)} ms of server CPU per distinct tile`);
     if (floor) {
       const ratio = r.cpu / r.distinct / (floor.split.total / floor.tiles);
       console.log(`${r.users} user(s): service CPU per tile / floor CPU per tile = ${fmt(ratio, 2)}x (floor: ${floor.options.users} users, ${fmt((1000 * floor.split.total) / floor.tiles)} ms per tile)`);
     }
     // 503 is the queue's answer under overload (render.queue_timeout_ms): the client is told to retry, nothing broke.
     if (r.errors) console.log(`${r.users} user(s): failed answers by status: ${Object.entries(r.statuses).map(([k, v]) => `${k === '0' ? 'no answer' : k} x${v}`).join(', ')}`);
+  }
+  if (STATICS > 0) {
+    const st = await staticRun(cityFile, STATICS);
+    const ms = [...st.ms].sort((a, b) => a - b);
+    console.log(
+      `static 800x600 with a path and two markers over the city, z14-15, ${ms.length} distinct spots one at a time: p50 ${fmt(percentile(ms, 50))} ms, p95 ${fmt(percentile(ms, 95))} ms, ` +
+        `max ${fmt(ms[ms.length - 1] ?? NaN)} ms; ${fmt((1000 * st.cpu) / Math.max(1, ms.length))} ms of server CPU per map; errors ${st.errors}`,
+    );
+    console.log(`static: per render: ${phases(st.renders)}`);
+    if (st.split) console.log(`static: ${formatCpuSplit(st.split)}`);
   }
   rmSync(work, { recursive: true, force: true });
 }

@@ -3,10 +3,10 @@
 // maplibre-gl from npm, the same style (OSM Liberty with flat extrusions, as pitch-0 frames get it) and the same
 // frames as the browse bench's users ask for, but every source tile, TileJSON, glyph range and sprite is already in
 // the page's memory (maplibre's addProtocol('mem')), no tile server is around it, and each tile is encoded to PNG in
-// the page (OffscreenCanvas.convertToBlob) instead of being uploaded and encoded by sharp. The CPU of the browser's
-// process tree per tile is about the least a service built on this renderer can spend (Chromium's PNG encoder is
-// dearer than sharp's at the service's settings and writes larger files: the PNG check line says by how much); the
-// service's own figure over it says what everything around the drawing costs (bench/browse.bench.ts prints both).
+// the page by the same writer as the service's pages (PNG_WRITER: one whole-frame readPixels, unfiltered rows, the
+// browser's zlib), and kept there. The CPU of the browser's process tree per tile is about the least a service built
+// on this renderer can spend; the service's own figure over it says what everything around the drawing costs
+// (bench/browse.bench.ts prints both). The PNG check line compares the writer with Chromium's own encoder and sharp.
 //
 // Frames: the browse scenario replayed without timing. Views are taken in turn (view 1 of every user, then view 2,
 // ...), as users running at once ask for them; a user asks for the tiles of a view it has not seen, and a tile some
@@ -39,6 +39,7 @@ import { pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { CHROMIUM_FLAGS, findChromium } from '../src/render/backends/chromium.js';
+import { PNG_WRITER } from '../src/render/backends/chromium-page.js';
 import { glLaunch } from '../src/render/backends/gl-stack.js';
 import { flattenExtrusions } from '../src/render/flat-extrusions.js';
 import { ownerSlot } from '../src/render/peers.js';
@@ -234,6 +235,7 @@ function pageHtml(): string {
 </head><body><div id="map"></div>
 <script type="module">
 import * as ml from './maplibre/maplibre-gl.mjs';
+${PNG_WRITER}
 // The service's pages run one MapLibre worker (src/render/backends/chromium.ts, LocalServer workers: 1).
 ml.setWorkerCount(1);
 
@@ -390,39 +392,34 @@ async function render(job, keep) {
   map.redraw();
   const t3 = performance.now();
   // The draw calls above only queue commands for the GPU process, which rasterises them (in software) afterwards:
-  // wait for it here, so that this is the raster phase and the encode below is the encode alone. gl.finish() does
-  // not wait in Chromium (measured: 0 ms); a one-pixel readPixels does, as the service's whole-frame readPixels does.
+  // the whole-frame readPixels waits for that and reads the frame once, as the service's page does; each tile is
+  // then written by the service page's own PNG writer (PNG_WRITER: unfiltered rows, the browser's zlib).
   const gl = map.painter.context.gl;
-  gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, new Uint8Array(4));
+  const W = gl.drawingBufferWidth, H = gl.drawingBufferHeight;
+  const pixels = new Uint8Array(W * H * 4);
+  gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
   const t3r = performance.now();
-  const canvas = map.getCanvas();
-  const copies = job.tiles.map((r) => {
-    const oc = new OffscreenCanvas(r.width, r.height);
-    oc.getContext('2d', { alpha: job.alpha }).drawImage(canvas, r.left, r.top, r.width, r.height, 0, 0, r.width, r.height);
-    return oc;
-  });
-  const blobs = await Promise.all(copies.map((oc) => oc.convertToBlob({ type: 'image/png' })));
+  const blobs = await Promise.all(job.tiles.map((r) => pngTile(pixels, W, H, r, !job.alpha)));
   const t5 = performance.now();
   const out = { settle: t2 - t1, draw: t3 - t2, raster: t3r - t3, encode: t5 - t3r, bytes: blobs.map((b) => b.size), lastError };
-  // For the PNG comparison after the timed pass only: the encoded tiles themselves, and the same tiles encoded from
-  // canvases of the other kind (with alpha when the frame's had none, and the reverse), with that encode's time.
+  // For the PNG comparison after the timed pass only: the encoded tiles themselves, and the same tiles encoded by
+  // Chromium's own PNG encoder (OffscreenCanvas.convertToBlob from 2D canvases of the same kind), with its time.
   if (keep) {
     const bytesOf = (list) => Promise.all(list.map(async (b) => Array.from(new Uint8Array(await b.arrayBuffer()))));
     out.pngs = await bytesOf(blobs);
-    // Both kinds timed again now that the frame is rasterised and read once (the first encode above paid for that).
-    const encode = async (alpha) => {
-      const t = performance.now();
-      const list = await Promise.all(job.tiles.map((r) => {
-        const oc = new OffscreenCanvas(r.width, r.height);
-        oc.getContext('2d', { alpha }).drawImage(canvas, r.left, r.top, r.width, r.height, 0, 0, r.width, r.height);
-        return oc.convertToBlob({ type: 'image/png' });
-      }));
-      return { ms: performance.now() - t, list };
-    };
-    const other = await encode(!job.alpha);
-    out.sameEncode = (await encode(job.alpha)).ms;
-    out.otherEncode = other.ms;
-    out.otherPngs = await bytesOf(other.list);
+    const canvas = map.getCanvas();
+    const t6 = performance.now();
+    const again = await Promise.all(job.tiles.map((r) => pngTile(pixels, W, H, r, !job.alpha)));
+    out.sameEncode = performance.now() - t6;
+    const t7 = performance.now();
+    const other = await Promise.all(job.tiles.map((r) => {
+      const oc = new OffscreenCanvas(r.width, r.height);
+      oc.getContext('2d', { alpha: job.alpha }).drawImage(canvas, r.left, r.top, r.width, r.height, 0, 0, r.width, r.height);
+      return oc.convertToBlob({ type: 'image/png' });
+    }));
+    out.otherEncode = performance.now() - t7;
+    out.otherPngs = await bytesOf(other);
+    if (again.length !== blobs.length) throw new Error('the PNG writer gave a different number of tiles');
   }
   return out;
 }
@@ -552,7 +549,7 @@ interface PngCheck {
   opaque: number;
   browserBytes: number;
   sharpBytes: number;
-  /** The same tiles from 2D canvases of the other kind (alpha or none): colour types, bytes, the encode's time. */
+  /** The same tiles from Chromium's own PNG encoder (convertToBlob): colour types, bytes, the encode's time. */
   otherTypes: Record<number, number>;
   otherBytes: number;
   encodeMs: number;
@@ -690,7 +687,7 @@ export function formatFloor(r: FloorResult): string[] {
     `  frames ${r.frames}; tiles ${r.tiles} (distinct tiles asked for); tiles drawn and encoded ${r.drawn}`,
     `  wall ${fmt(r.seconds, 1)} s; browser tree CPU ${fmt(r.split.total, 1)} s; CPU per tile ${fmt((1000 * r.split.total) / r.tiles)} ms; tiles/CPU-s ${fmt(r.tiles / r.split.total, 2)}; CPU stolen by the hypervisor meanwhile ${fmt(100 * r.steal, 1)} %`,
     `  ${formatCpuSplit(r.split)}`,
-    `  per frame (mean, in the page): settle (resources, parsing, layout) ${fmt(r.phases.settle)} ms, draw ${fmt(r.phases.draw)} ms, raster (waited for with a 1 px readPixels) ${fmt(r.phases.raster)} ms, encode ${fmt(r.phases.encode)} ms; PNG ${fmt(r.pngBytes / 1000, 1)} KB per tile drawn`,
+    `  per frame (mean, in the page): settle (resources, parsing, layout) ${fmt(r.phases.settle)} ms, draw ${fmt(r.phases.draw)} ms, raster and readback (the whole-frame readPixels) ${fmt(r.phases.raster)} ms, encode ${fmt(r.phases.encode)} ms; PNG ${fmt(r.pngBytes / 1000, 1)} KB per tile drawn`,
     `  store: ${fmt(r.storeBytes / 1e6, 1)} MB per page; timed pass: ${r.timed.hits} answers from it, ${r.timed.empty} empty (outside the archive, as the service answers), ${r.timed.misses} misses` +
       `${r.timed.missed.length ? ` (${r.timed.missed.slice(0, 5).join(', ')})` : ''}; warm-up misses (page 1) ${r.warmup.misses}; static server requests while timed ${r.servedTimed}`,
   ];
@@ -699,9 +696,9 @@ export function formatFloor(r: FloorResult): string[] {
     const types = (c: Record<number, number>) => Object.entries(c).map(([t, n]) => `${t === '6' ? 'RGBA (6)' : t === '2' ? 'RGB (2)' : `type ${t}`} x${n}`).join(', ');
     const kb = (b: number) => `${fmt(b / p.tiles / 1000, 1)} KB`;
     lines.push(
-      `  PNG check (after the timed pass), ${p.tiles} tiles of one frame, ${p.opaque} of them opaque: Chromium ${types(p.colourTypes)}, ${kb(p.browserBytes)} per tile, ${fmt(p.encodeMs)} ms for the frame's tiles; ` +
-        `from 2D canvases ${r.options.alpha ? 'without' : 'with'} alpha ${types(p.otherTypes)}, ${kb(p.otherBytes)}, ${fmt(p.otherEncodeMs)} ms; ` +
-        `sharp of the same pixels (level 3, no adaptive filtering, RGB when opaque: the service's) ${kb(p.sharpBytes)} (Chromium's ${fmt(p.browserBytes / p.sharpBytes, 2)}x that)`,
+      `  PNG check (after the timed pass), ${p.tiles} tiles of one frame, ${p.opaque} of them opaque: the page's PNG writer (the service's) ${types(p.colourTypes)}, ${kb(p.browserBytes)} per tile, ${fmt(p.encodeMs)} ms for the frame's tiles; ` +
+        `Chromium's own encoder (convertToBlob) ${types(p.otherTypes)}, ${kb(p.otherBytes)}, ${fmt(p.otherEncodeMs)} ms; ` +
+        `sharp of the same pixels (level 3, no adaptive filtering, RGB when opaque: tile_encoder = "sharp") ${kb(p.sharpBytes)} (the page's ${fmt(p.browserBytes / p.sharpBytes, 2)}x that)`,
     );
   }
   if (r.threads.length) {

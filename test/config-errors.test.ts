@@ -205,6 +205,7 @@ const INVALID_VALUES: [string, string][] = [
   ['render.chromium_path', '""'],
   ['render.gl', '"metal"'],
   ['render.owner_routing', '"yes"'],
+  ['render.tile_encoder', '"canvas"'],
   ['server.tile_cache_control', '""'],
   ['server.tile_cache_control', '3600'],
   ['server.transcode_threads', '0'],

@@ -1,7 +1,7 @@
 // Tiles encoded inside the Chromium page (render.tile_encoder = "browser", the default): only encoded bytes leave
 // the browser. What a client checks: the tiles' bytes stay near what sharp makes of the same pixels, an opaque
 // style gives RGB PNGs, a semi-transparent style gives straight (not premultiplied) alpha, JPEG lies on white,
-// static maps without overlays come encoded too; and the style rule that decides "opaque" (style-opacity.ts) and the
+// static maps come encoded too, with their overlays drawn in the page; and the style rule that decides "opaque" (style-opacity.ts) and the
 // view rule beside it (camera.ts insideWorld), on their own. One server with two styles.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -102,14 +102,28 @@ describe('tiles encoded in the browser', () => {
     assert.ok(near(Array.from(flattened).slice(0, 3), [128, 64, 191]), `JPEG corner ${Array.from(flattened)}`);
   });
 
-  test('a static map without overlays is encoded by the renderer; one with overlays is composited in Node', async () => {
+  test('static maps are encoded by the renderer, overlays drawn over the map in the page', async () => {
     const plain = await get('/styles/osm-liberty/static/10,50,2/300x200.png');
     assert.match(plain.headers.get('server-timing') ?? '', /store;dur=/);
     assert.equal(pngColourType(plain.body), 2);
     const img = await decode(plain.body);
     assert.deepEqual([img.width, img.height], [300, 200]);
-    const marked = await get('/styles/osm-liberty/static/10,50,2/300x200.png?marker=pin-s%2Bf00(10,50)');
-    assert.doesNotMatch(marked.headers.get('server-timing') ?? '', /store;dur=/);
+    for (const ext of ['png', 'jpg', 'webp']) {
+      const marked = await get(`/styles/osm-liberty/static/10,50,2/300x200.${ext}?marker=pin-s%2Bf00(10,50)`);
+      assert.match(marked.headers.get('server-timing') ?? '', /store;dur=/);
+      const m = await decode(marked.body);
+      // The pin's tip is the image's centre; its red head is 15 px above, a white dot at its heart.
+      const at = (x: number, y: number) => Array.from(m.data.subarray((y * m.width + x) * 4, (y * m.width + x) * 4 + 3));
+      for (const [x, y] of [[150, 91], [150, 99]]) {
+        const [r, g, b] = at(x, y);
+        assert.ok(r > 200 && g < 60 && b < 60, `${ext}: pixel ${x},${y} is ${at(x, y)}, not the pin's red`);
+      }
+      assert.ok(at(150, 85).every((v) => v > 200), `${ext}: the pin's white dot is ${at(150, 85)}`);
+      // Away from the pin the map is what the plain map shows.
+      const [r0, g0, b0] = at(20, 20);
+      const p0 = Array.from(img.data.subarray((20 * 300 + 20) * 4, (20 * 300 + 20) * 4 + 3));
+      assert.ok(Math.max(Math.abs(r0 - p0[0]), Math.abs(g0 - p0[1]), Math.abs(b0 - p0[2])) <= 12, `${ext}: ${[r0, g0, b0]} against ${p0}`);
+    }
     // A whole-world view at zoom 0 reaches past the poles, where nothing is painted: the alpha channel stays.
     assert.equal(pngColourType((await get('/styles/osm-liberty/static/0,0,0/600x600.png')).body), 6);
   });

@@ -129,11 +129,11 @@ export class RenderService {
    * The frame with the renderer asked to encode the given regions itself (`render.tile_encoder = "browser"`): only
    * encoded bytes then leave the browser. A backend that cannot (native) returns pixels and sharp encodes them.
    */
-  private withEncoding(state: AppState, style: LoadedStyle, frame: Frame, format: ImageFormat, tiles: FrameEncoding['tiles'], inWorld: boolean): Frame {
+  private withEncoding(state: AppState, style: LoadedStyle, frame: Frame, format: ImageFormat, tiles: FrameEncoding['tiles'], inWorld: boolean, overlay?: string): Frame {
     const cfg = state.config.render;
     if (cfg.tile_encoder !== 'browser') return frame;
     const quality = (format === 'jpeg' ? cfg.jpeg_quality : cfg.webp_quality) / 100;
-    return { ...frame, encode: { format, quality, opaque: inWorld && opaqueAt(style.style, frame.zoom), tiles } };
+    return { ...frame, encode: { format, quality, opaque: inWorld && opaqueAt(style.style, frame.zoom), tiles, ...(overlay ? { overlay } : {}) } };
   }
 
   /** A raster tile of a style: from memory, disk, or its metatile's render. */
@@ -394,10 +394,11 @@ export class RenderService {
         withinBudget(state.config.render.timeout_ms, signal, async (budget, cancel) => {
           const started = performance.now();
           const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
-          // Without overlays the whole image is the renderer's to encode; overlays are composited here onto pixels.
+          // The whole image, overlays included, is the renderer's to encode (a frame drawn in parts comes back as
+          // pixels, and the overlays are composited here).
           const whole = { left: 0, top: 0, width: Math.round(cam.width * ratio), height: Math.round(cam.height * ratio) };
           // A pitched view's sky and a view past the world's poles are not painted: opaque only when neither.
-          const frame = svg ? { ...cam, ratio } : this.withEncoding(state, style, { ...cam, ratio }, format, [whole], insideWorld(cam));
+          const frame = this.withEncoding(state, style, { ...cam, ratio }, format, [whole], insideWorld(cam), svg);
           const drawn = await this.renderFrame(state, style, frame, budget, cancel, caller.client);
           const encodeStart = performance.now();
           const body = drawn.tiles ? Buffer.from(drawn.tiles[0]) : await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));

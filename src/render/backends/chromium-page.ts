@@ -19,6 +19,84 @@ export interface PageOptions {
   maxCanvas: number;
 }
 
+/**
+ * The page's PNG writer (plain JavaScript for a page): `pngTile(pixels, W, H, rect, opaque)` turns a region of a
+ * readPixels frame into a PNG Blob, `pngOf(rows, width, height, opaque)` unfiltered rows. The floor bench
+ * (bench/floor.bench.ts) puts the same text in its page, so both encode alike.
+ */
+export const PNG_WRITER = `const CRC_TABLE = (() => {
+  const t = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c >>> 0;
+  }
+  return t;
+})();
+
+function pngChunk(type, data) {
+  const out = new Uint8Array(12 + data.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, data.length);
+  for (let i = 0; i < 4; i++) out[4 + i] = type.charCodeAt(i);
+  out.set(data, 8);
+  let c = 0xffffffff;
+  for (let i = 4; i < 8 + data.length; i++) c = CRC_TABLE[(c ^ out[i]) & 255] ^ (c >>> 8);
+  view.setUint32(8 + data.length, (c ^ 0xffffffff) >>> 0);
+  return out;
+}
+
+const PNG_SIGNATURE = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]);
+
+// One tile of a frame read back by readPixels (rows bottom to top, premultiplied alpha) as a PNG: rows top to bottom,
+// each with filter byte 0, RGB for an opaque style, else RGBA with alpha undone.
+async function pngTile(px, W, H, r, opaque) {
+  const ch = opaque ? 3 : 4;
+  const stride = r.width * ch + 1;
+  const rows = new Uint8Array(stride * r.height);
+  for (let y = 0; y < r.height; y++) {
+    let i = ((H - 1 - (r.top + y)) * W + r.left) * 4;
+    let o = y * stride + 1;
+    if (opaque) {
+      for (let x = 0; x < r.width; x++, i += 4) {
+        rows[o++] = px[i];
+        rows[o++] = px[i + 1];
+        rows[o++] = px[i + 2];
+      }
+    } else {
+      for (let x = 0; x < r.width; x++, i += 4, o += 4) {
+        const a = px[i + 3];
+        rows[o + 3] = a;
+        if (a === 255 || a === 0) {
+          rows[o] = px[i];
+          rows[o + 1] = px[i + 1];
+          rows[o + 2] = px[i + 2];
+        } else {
+          // c * 255 / a rounded half up, in integers, as the service's own un-premultiply does.
+          const half = a >> 1;
+          rows[o] = Math.min(255, ((px[i] * 255 + half) / a) | 0);
+          rows[o + 1] = Math.min(255, ((px[i + 1] * 255 + half) / a) | 0);
+          rows[o + 2] = Math.min(255, ((px[i + 2] * 255 + half) / a) | 0);
+        }
+      }
+    }
+  }
+  return pngOf(rows, r.width, r.height, opaque);
+}
+
+// A PNG of unfiltered rows (each led by filter byte 0), 8-bit RGB or RGBA, deflated by the browser's zlib.
+async function pngOf(rows, width, height, opaque) {
+  const zlib = new Uint8Array(await new Response(new Blob([rows]).stream().pipeThrough(new CompressionStream('deflate'))).arrayBuffer());
+  const ihdr = new Uint8Array(13);
+  const view = new DataView(ihdr.buffer);
+  view.setUint32(0, width);
+  view.setUint32(4, height);
+  ihdr[8] = 8;
+  ihdr[9] = opaque ? 2 : 6;
+  return new Blob([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('IDAT', zlib), pngChunk('IEND', new Uint8Array(0))]);
+}
+`;
+
 export function pageHtml(o: PageOptions): string {
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>tileserver-ts renderer</title>
@@ -207,7 +285,15 @@ async function encodeTiles(job, gl, W, H, times) {
   const t3 = performance.now();
   let blobs;
   let t4;
-  if (e.format === 'png') {
+  if (e.overlay) {
+    // A static map with overlays: one image, the map and the overlay's SVG composed on a 2D canvas and encoded.
+    const row = new Uint8Array(W * 4);
+    gl.readPixels(0, H >> 1, W, 1, gl.RGBA, gl.UNSIGNED_BYTE, row);
+    await checkReadback(gl, row);
+    t4 = performance.now();
+    blobs = [await composedImage(e, e.tiles[0])];
+    if (glLost()) throw new Error(LOST);
+  } else if (e.format === 'png') {
     const pixels = new Uint8Array(W * H * 4);
     gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
     await checkReadback(gl, pixels);
@@ -242,73 +328,48 @@ async function encodeTiles(job, gl, W, H, times) {
   return { width: W, height: H, resources: times.resources, draw: times.draw, readback: t4 - t3, encode: t5 - t4, transfer: t6 - t5, lastError };
 }
 
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
+// The map's region r with the overlay's SVG drawn over it, encoded. The SVG is rasterised by the browser (Skia),
+// as the map's own canvas is; PNG goes through the same writer as tiles, from the canvas's straight-alpha pixels.
+async function composedImage(e, r) {
+  const jpeg = e.format === 'jpeg';
+  const c = new OffscreenCanvas(r.width, r.height);
+  const ctx = c.getContext('2d', { alpha: !(e.opaque || jpeg), willReadFrequently: e.format === 'png' });
+  if (jpeg) {
+    ctx.fillStyle = '#ffffff';
+    ctx.fillRect(0, 0, r.width, r.height);
   }
-  return t;
-})();
-
-function pngChunk(type, data) {
-  const out = new Uint8Array(12 + data.length);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, data.length);
-  for (let i = 0; i < 4; i++) out[4 + i] = type.charCodeAt(i);
-  out.set(data, 8);
-  let c = 0xffffffff;
-  for (let i = 4; i < 8 + data.length; i++) c = CRC_TABLE[(c ^ out[i]) & 255] ^ (c >>> 8);
-  view.setUint32(8 + data.length, (c ^ 0xffffffff) >>> 0);
-  return out;
-}
-
-const PNG_SIGNATURE = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]);
-
-// One tile of a frame read back by readPixels (rows bottom to top, premultiplied alpha) as a PNG: rows top to bottom,
-// each with filter byte 0, RGB for an opaque style, else RGBA with alpha undone.
-async function pngTile(px, W, H, r, opaque) {
-  const ch = opaque ? 3 : 4;
+  ctx.drawImage(map.getCanvas(), r.left, r.top, r.width, r.height, 0, 0, r.width, r.height);
+  const url = URL.createObjectURL(new Blob([e.overlay], { type: 'image/svg+xml' }));
+  try {
+    const img = new Image();
+    img.src = url;
+    await img.decode();
+    ctx.drawImage(img, 0, 0, r.width, r.height);
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+  if (e.format !== 'png') return c.convertToBlob({ type: 'image/' + e.format, quality: e.quality });
+  const px = ctx.getImageData(0, 0, r.width, r.height).data;
+  const ch = e.opaque ? 3 : 4;
   const stride = r.width * ch + 1;
   const rows = new Uint8Array(stride * r.height);
-  for (let y = 0; y < r.height; y++) {
-    let i = ((H - 1 - (r.top + y)) * W + r.left) * 4;
+  for (let y = 0, i = 0; y < r.height; y++) {
     let o = y * stride + 1;
-    if (opaque) {
+    if (e.opaque) {
       for (let x = 0; x < r.width; x++, i += 4) {
         rows[o++] = px[i];
         rows[o++] = px[i + 1];
         rows[o++] = px[i + 2];
       }
     } else {
-      for (let x = 0; x < r.width; x++, i += 4, o += 4) {
-        const a = px[i + 3];
-        rows[o + 3] = a;
-        if (a === 255 || a === 0) {
-          rows[o] = px[i];
-          rows[o + 1] = px[i + 1];
-          rows[o + 2] = px[i + 2];
-        } else {
-          // c * 255 / a rounded half up, in integers, as the service's own un-premultiply does.
-          const half = a >> 1;
-          rows[o] = Math.min(255, ((px[i] * 255 + half) / a) | 0);
-          rows[o + 1] = Math.min(255, ((px[i + 1] * 255 + half) / a) | 0);
-          rows[o + 2] = Math.min(255, ((px[i + 2] * 255 + half) / a) | 0);
-        }
-      }
+      rows.set(px.subarray(i, i + r.width * 4), o);
+      i += r.width * 4;
     }
   }
-  const zlib = new Uint8Array(await new Response(new Blob([rows]).stream().pipeThrough(new CompressionStream('deflate'))).arrayBuffer());
-  const ihdr = new Uint8Array(13);
-  const view = new DataView(ihdr.buffer);
-  view.setUint32(0, r.width);
-  view.setUint32(4, r.height);
-  ihdr[8] = 8;
-  ihdr[9] = opaque ? 2 : 6;
-  return new Blob([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('IDAT', zlib), pngChunk('IEND', new Uint8Array(0))]);
+  return pngOf(rows, r.width, r.height, e.opaque);
 }
 
+${PNG_WRITER}
 window.__tsts = { load, render };
 window.__tstsReady = canary();
 </script></body></html>`;
