@@ -23,7 +23,8 @@
 // BENCH_STYLE (another style file), BENCH_BROWSE_DATA ("paris" or "dortmund"), BENCH_BROWSE_FLOOR (1: first measure the
 // renderer's floor for the same data, the largest user count and seed, bench/floor.bench.ts, and print the service's
 // CPU per tile over it; 0: skip), BENCH_FLOOR_PAGES and BENCH_FLOOR_ALPHA (the floor's, see there), BENCH_BROWSE_STATIC
-// (static maps measured after the runs on a fresh server, one at a time at distinct spots of the city; 24, 0: none).
+// (static maps measured after the runs on a fresh server, one at a time at distinct spots of the city; 24, 0: none),
+// BENCH_NODE_ARGS (node options for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
 import Database from 'better-sqlite3';
 import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,8 +45,10 @@ const REPEAT = envNumber('BENCH_BROWSE_REPEAT', 1);
 const CPUS = process.env.BENCH_CPUS;
 const STYLE_ID = 'osm-liberty';
 const FLOOR = process.env.BENCH_BROWSE_FLOOR !== '0';
+/** Extra node arguments for the server (profiling: BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"). */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 /** Static maps measured after the browse runs (0: none). */
-const STATICS = envNumber('BENCH_BROWSE_STATIC', 24);
+const STATICS = process.env.BENCH_BROWSE_STATIC === '0' ? 0 : envNumber('BENCH_BROWSE_STATIC', 24);
 
 const DATA_NAME = process.env.BENCH_BROWSE_DATA ?? 'paris';
 const DATA = browseData(DATA_NAME);
@@ -184,7 +187,7 @@ dir = "${dir}"
 ${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
 `;
   writeFileSync(path.join(dir, 'config.toml'), toml);
-  const args = [CLI, '--config', path.join(dir, 'config.toml')];
+  const args = [...NODE_ARGS, CLI, '--config', path.join(dir, 'config.toml')];
   const child = CPUS
     ? ChildServer.start('tileserver-ts', 'taskset', ['-c', CPUS, process.execPath, ...args], { env: { LOG_LEVEL: 'warn' } })
     : ChildServer.start('tileserver-ts', process.execPath, args, { env: { LOG_LEVEL: 'warn' } });

@@ -48,13 +48,18 @@ function pngChunk(type, data) {
 
 const PNG_SIGNATURE = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]);
 
+let tileRows = null;
+
 // One tile of a frame read back by readPixels (rows bottom to top, premultiplied alpha) as a PNG: rows top to bottom,
 // each with filter byte 0, RGB for an opaque style, else RGBA with alpha undone.
 async function pngTile(px, W, H, r, opaque) {
   const ch = opaque ? 3 : 4;
   const stride = r.width * ch + 1;
-  const rows = new Uint8Array(stride * r.height);
+  // The rows are copied into a Blob before the first await below, so every tile can build them in one buffer.
+  if (!tileRows || tileRows.length < stride * r.height) tileRows = new Uint8Array(stride * r.height);
+  const rows = tileRows.subarray(0, stride * r.height);
   for (let y = 0; y < r.height; y++) {
+    rows[y * stride] = 0;
     let i = ((H - 1 - (r.top + y)) * W + r.left) * 4;
     let o = y * stride + 1;
     if (opaque) {
@@ -280,6 +285,8 @@ async function checkReadback(gl, pixels) {
 // PNG does not: Chromium's PNG encoder wrote 12-37 % more bytes than the service's own PNGs of the same pixels, so
 // PNG tiles are made from one readback of the frame as the service made them (rows unfiltered, RGB when the style
 // is opaque, straight alpha otherwise), compressed by the browser's zlib (CompressionStream).
+let framePixels = null;
+
 async function encodeTiles(job, gl, W, H, times) {
   const e = job.encode;
   const t3 = performance.now();
@@ -294,7 +301,9 @@ async function encodeTiles(job, gl, W, H, times) {
     blobs = [await composedImage(e, e.tiles[0])];
     if (glLost()) throw new Error(LOST);
   } else if (e.format === 'png') {
-    const pixels = new Uint8Array(W * H * 4);
+    // One buffer for every frame of the page (grown when a frame is larger): a 2x2 frame is 5 MB of garbage otherwise.
+    if (!framePixels || framePixels.length < W * H * 4) framePixels = new Uint8Array(W * H * 4);
+    const pixels = framePixels.subarray(0, W * H * 4);
     gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
     await checkReadback(gl, pixels);
     t4 = performance.now();
