@@ -1,15 +1,14 @@
 // Tiles encoded inside the Chromium page (render.tile_encoder = "browser", the default): only encoded bytes leave
 // the browser. What a client checks: the tiles' bytes stay near what sharp makes of the same pixels, an opaque
 // style gives RGB PNGs, a semi-transparent style gives straight (not premultiplied) alpha, JPEG lies on white,
-// static maps come encoded too, with their overlays drawn in the page; and the style rule that decides "opaque" (style-opacity.ts) and the
-// view rule beside it (camera.ts insideWorld), on their own. One server with two styles.
+// static maps stay with sharp; and the style rule that decides "opaque" (style-opacity.ts) on its own. One server with
+// two styles.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
-import { insideWorld } from '../src/render/camera.js';
 import { opaqueAt } from '../src/render/style-opacity.js';
 import { waitFor } from './helpers/foundation.js';
 import { buildOmtArchive, decode, PARIS, renderTempDir, renderToml } from './helpers/render.js';
@@ -102,34 +101,19 @@ describe('tiles encoded in the browser', () => {
     assert.ok(near(Array.from(flattened).slice(0, 3), [128, 64, 191]), `JPEG corner ${Array.from(flattened)}`);
   });
 
-  test('static maps are encoded by the renderer, overlays drawn over the map in the page', async () => {
-    const plain = await get('/styles/osm-liberty/static/10,50,2/300x200.png');
-    assert.match(plain.headers.get('server-timing') ?? '', /store;dur=/);
-    assert.equal(pngColourType(plain.body), 2);
-    const img = await decode(plain.body);
-    assert.deepEqual([img.width, img.height], [300, 200]);
-    for (const ext of ['png', 'jpg', 'webp']) {
-      const marked = await get(`/styles/osm-liberty/static/10,50,2/300x200.${ext}?marker=pin-s%2Bf00(10,50)`);
-      assert.match(marked.headers.get('server-timing') ?? '', /store;dur=/);
-      const m = await decode(marked.body);
-      // The pin's tip is the image's centre; its red head is 15 px above, a white dot at its heart.
-      const at = (x: number, y: number) => Array.from(m.data.subarray((y * m.width + x) * 4, (y * m.width + x) * 4 + 3));
-      for (const [x, y] of [[150, 91], [150, 99]]) {
-        const [r, g, b] = at(x, y);
-        assert.ok(r > 200 && g < 60 && b < 60, `${ext}: pixel ${x},${y} is ${at(x, y)}, not the pin's red`);
-      }
-      assert.ok(at(150, 85).every((v) => v > 200), `${ext}: the pin's white dot is ${at(150, 85)}`);
-      // Away from the pin the map is what the plain map shows.
-      const [r0, g0, b0] = at(20, 20);
-      const p0 = Array.from(img.data.subarray((20 * 300 + 20) * 4, (20 * 300 + 20) * 4 + 3));
-      assert.ok(Math.max(Math.abs(r0 - p0[0]), Math.abs(g0 - p0[1]), Math.abs(b0 - p0[2])) <= 12, `${ext}: ${[r0, g0, b0]} against ${p0}`);
-    }
-    // A whole-world view at zoom 0 reaches past the poles, where nothing is painted: the alpha channel stays.
-    assert.equal(pngColourType((await get('/styles/osm-liberty/static/0,0,0/600x600.png')).body), 6);
+  test('static maps stay with sharp: pixels come to Node, overlays are composited there', async () => {
+    const marked = await get('/styles/osm-liberty/static/10,50,2/300x200.png?marker=pin-s%2Bf00(10,50)');
+    assert.doesNotMatch(marked.headers.get('server-timing') ?? '', /store;dur=/);
+    assert.match(marked.headers.get('server-timing') ?? '', /encode;dur=/);
+    const m = await decode(marked.body);
+    assert.deepEqual([m.width, m.height], [300, 200]);
+    // The pin's tip is the image's centre; its red head is 15 px above.
+    const [r, g, b] = Array.from(m.data.subarray((91 * 300 + 150) * 4, (91 * 300 + 150) * 4 + 3));
+    assert.ok(r > 200 && g < 60 && b < 60, `the pin's head is ${[r, g, b]}`);
   });
 });
 
-describe('which tiles are opaque (style-opacity.ts, camera.ts)', () => {
+describe('which tiles are opaque (style-opacity.ts)', () => {
   const style = (paint: Record<string, unknown>, extra: Record<string, unknown> = {}): StyleSpecification =>
     ({ version: 8, sources: {}, layers: [{ id: 'bg', type: 'background', paint, ...extra }] }) as StyleSpecification;
 
@@ -146,12 +130,5 @@ describe('which tiles are opaque (style-opacity.ts, camera.ts)', () => {
     assert.equal(opaqueAt(style({ 'background-color': '#fff' }, { maxzoom: 5 }), 5), false, 'maxzoom is exclusive');
     assert.equal(opaqueAt(style({ 'background-color': '#fff' }, { maxzoom: 5 }), 4.9), true);
     assert.equal(opaqueAt({ version: 8, sources: {}, layers: [] }, 5), false);
-  });
-
-  test('a view is inside the world when no corner, at any bearing, reaches past the poles, and it is not pitched', () => {
-    assert.equal(insideWorld({ center: [0, 0], zoom: 3, bearing: 0, pitch: 0, width: 800, height: 600 }), true);
-    assert.equal(insideWorld({ center: [0, 0], zoom: 0, bearing: 0, pitch: 0, width: 600, height: 600 }), false);
-    assert.equal(insideWorld({ center: [0, 84], zoom: 4, bearing: 0, pitch: 0, width: 800, height: 600 }), false);
-    assert.equal(insideWorld({ center: [0, 0], zoom: 3, bearing: 0, pitch: 30, width: 800, height: 600 }), false);
   });
 });

@@ -103,16 +103,3 @@ export function offsetCenter(cam: Camera, dx: number, dy: number): [number, numb
   const [cx, cy] = mercator(cam.center[0], cam.center[1]);
   return unmercator(cx + wx / ws, cy + wy / ws);
 }
-
-/**
- * Whether a flat (pitch 0) view lies wholly within the world's north and south edges, whatever its bearing: MapLibre
- * draws nothing beyond them (not even the background), so such pixels stay transparent. East and west the world
- * repeats.
- */
-export function insideWorld(cam: Camera): boolean {
-  if (cam.pitch !== 0) return false;
-  const world = 512 * 2 ** cam.zoom;
-  const y = mercator(cam.center[0], cam.center[1])[1] * world;
-  const reach = Math.hypot(cam.width, cam.height) / 2;
-  return y - reach >= 0 && y + reach <= world;
-}

@@ -33,8 +33,6 @@ export interface FrameEncoding {
    */
   opaque: boolean;
   tiles: { left: number; top: number; width: number; height: number }[];
-  /** An SVG the size of the one region in `tiles`, drawn over the map before encoding (static-map overlays). */
-  overlay?: string;
 }
 
 /** Which style to draw, and how the renderer reaches it. */

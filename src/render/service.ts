@@ -14,7 +14,7 @@ import { etagOf } from '../serve/tile-service.js';
 import { sharedCache } from '../shared-cache/client.js';
 import { styleIdentity } from '../shared-cache/identity.js';
 import type { Budget } from './budget.js';
-import { insideWorld, type Camera } from './camera.js';
+import type { Camera } from './camera.js';
 import { drawFrame, withinBudget, type DrawnFrame } from './frame-drawing.js';
 import { encodeRegion, encodeWithOverlay, type EncodeOptions } from './image.js';
 import { renderMetrics } from './metrics.js';
@@ -129,11 +129,12 @@ export class RenderService {
    * The frame with the renderer asked to encode the given regions itself (`render.tile_encoder = "browser"`): only
    * encoded bytes then leave the browser. A backend that cannot (native) returns pixels and sharp encodes them.
    */
-  private withEncoding(state: AppState, style: LoadedStyle, frame: Frame, format: ImageFormat, tiles: FrameEncoding['tiles'], inWorld: boolean, overlay?: string): Frame {
+  private withEncoding(state: AppState, style: LoadedStyle, frame: Frame, format: ImageFormat, tiles: FrameEncoding['tiles']): Frame {
     const cfg = state.config.render;
     if (cfg.tile_encoder !== 'browser') return frame;
     const quality = (format === 'jpeg' ? cfg.jpeg_quality : cfg.webp_quality) / 100;
-    return { ...frame, encode: { format, quality, opaque: inWorld && opaqueAt(style.style, frame.zoom), tiles, ...(overlay ? { overlay } : {}) } };
+    // A tile always lies within the world (only a frame's buffer may reach past its edges, where nothing is painted).
+    return { ...frame, encode: { format, quality, opaque: opaqueAt(style.style, frame.zoom), tiles } };
   }
 
   /** A raster tile of a style: from memory, disk, or its metatile's render. */
@@ -285,8 +286,7 @@ export class RenderService {
           const pool = await this.keeper.ready();
           const frameOf = () => {
             const plan = this.batches.close(batch, cfg.tile_buffer, MAX_FRAME);
-            // A tile always lies within the world (only a frame's buffer may reach past its edges).
-            return this.withEncoding(state, style, plan.frame, format, cells(plan).map(([x, y]) => tileRect(plan, x, y)), true);
+            return this.withEncoding(state, style, plan.frame, format, cells(plan).map(([x, y]) => tileRect(plan, x, y)));
           };
           const f = await pool.render(styleRef(state, style), frameOf, { cancel, client, onStart: () => budget.start() });
           this.keeper.drew(pool);
@@ -314,7 +314,7 @@ export class RenderService {
     cancel: AbortSignal,
     client: string | undefined,
   ): Promise<Rendered> {
-    const frame = this.withEncoding(state, style, plan.frame, format, cells.map(([x, y]) => tileRect(plan, x, y)), true);
+    const frame = this.withEncoding(state, style, plan.frame, format, cells.map(([x, y]) => tileRect(plan, x, y)));
     const drawn = await this.renderFrame(state, style, frame, budget, cancel, client);
     return this.storeTiles(state, style, drawn, plan, cells, cellKey, format, started);
   }
@@ -393,23 +393,20 @@ export class RenderService {
       (signal) =>
         withinBudget(state.config.render.timeout_ms, signal, async (budget, cancel) => {
           const started = performance.now();
-          const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
-          // The whole image, overlays included, is the renderer's to encode (a frame drawn in parts comes back as
-          // pixels, and the overlays are composited here).
-          const whole = { left: 0, top: 0, width: Math.round(cam.width * ratio), height: Math.round(cam.height * ratio) };
-          // A pitched view's sky and a view past the world's poles are not painted: opaque only when neither.
-          const frame = this.withEncoding(state, style, { ...cam, ratio }, format, [whole], insideWorld(cam), svg);
-          const drawn = await this.renderFrame(state, style, frame, budget, cancel, caller.client);
+          // Static maps come back as pixels and sharp composites and encodes them: encoding in the page (tried, with
+          // the overlays drawn there) cost 67-72 ms per 800x600 map against sharp's 21-28 ms, more than the smaller
+          // transfer saved (bench/RESULTS.md, "Render overhead").
+          const drawn = await this.renderFrame(state, style, { ...cam, ratio }, budget, cancel, caller.client);
           const encodeStart = performance.now();
-          const body = drawn.tiles ? Buffer.from(drawn.tiles[0]) : await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
+          const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
+          const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
           const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
           this.cache!.setMemory(key, image);
           // In the background: the answer does not wait for Redis.
           sharedCache.put(key, body);
           const done = performance.now();
           renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
-          const stored: Record<string, number> = drawn.tiles ? { store: done - encodeStart } : { encode: done - encodeStart };
-          return { images: new Map([[key, image]]), timing: { ...drawn.timing, ...stored, total: done - started } };
+          return { images: new Map([[key, image]]), timing: { ...drawn.timing, encode: done - encodeStart, total: done - started } };
         }),
       style.id,
       caller.signal,

@@ -292,15 +292,7 @@ async function encodeTiles(job, gl, W, H, times) {
   const t3 = performance.now();
   let blobs;
   let t4;
-  if (e.overlay) {
-    // A static map with overlays: one image, the map and the overlay's SVG composed on a 2D canvas and encoded.
-    const row = new Uint8Array(W * 4);
-    gl.readPixels(0, H >> 1, W, 1, gl.RGBA, gl.UNSIGNED_BYTE, row);
-    await checkReadback(gl, row);
-    t4 = performance.now();
-    blobs = [await composedImage(e, e.tiles[0])];
-    if (glLost()) throw new Error(LOST);
-  } else if (e.format === 'png') {
+  if (e.format === 'png') {
     // One buffer for every frame of the page (grown when a frame is larger): a 2x2 frame is 5 MB of garbage otherwise.
     if (!framePixels || framePixels.length < W * H * 4) framePixels = new Uint8Array(W * H * 4);
     const pixels = framePixels.subarray(0, W * H * 4);
@@ -335,47 +327,6 @@ async function encodeTiles(job, gl, W, H, times) {
   if (!res.ok) throw new Error('tile upload answered ' + res.status);
   const t6 = performance.now();
   return { width: W, height: H, resources: times.resources, draw: times.draw, readback: t4 - t3, encode: t5 - t4, transfer: t6 - t5, lastError };
-}
-
-// The map's region r with the overlay's SVG drawn over it, encoded. The SVG is rasterised by the browser (Skia),
-// as the map's own canvas is; PNG goes through the same writer as tiles, from the canvas's straight-alpha pixels.
-async function composedImage(e, r) {
-  const jpeg = e.format === 'jpeg';
-  const c = new OffscreenCanvas(r.width, r.height);
-  const ctx = c.getContext('2d', { alpha: !(e.opaque || jpeg), willReadFrequently: e.format === 'png' });
-  if (jpeg) {
-    ctx.fillStyle = '#ffffff';
-    ctx.fillRect(0, 0, r.width, r.height);
-  }
-  ctx.drawImage(map.getCanvas(), r.left, r.top, r.width, r.height, 0, 0, r.width, r.height);
-  const url = URL.createObjectURL(new Blob([e.overlay], { type: 'image/svg+xml' }));
-  try {
-    const img = new Image();
-    img.src = url;
-    await img.decode();
-    ctx.drawImage(img, 0, 0, r.width, r.height);
-  } finally {
-    URL.revokeObjectURL(url);
-  }
-  if (e.format !== 'png') return c.convertToBlob({ type: 'image/' + e.format, quality: e.quality });
-  const px = ctx.getImageData(0, 0, r.width, r.height).data;
-  const ch = e.opaque ? 3 : 4;
-  const stride = r.width * ch + 1;
-  const rows = new Uint8Array(stride * r.height);
-  for (let y = 0, i = 0; y < r.height; y++) {
-    let o = y * stride + 1;
-    if (e.opaque) {
-      for (let x = 0; x < r.width; x++, i += 4) {
-        rows[o++] = px[i];
-        rows[o++] = px[i + 1];
-        rows[o++] = px[i + 2];
-      }
-    } else {
-      rows.set(px.subarray(i, i + r.width * 4), o);
-      i += r.width * 4;
-    }
-  }
-  return pngOf(rows, r.width, r.height, e.opaque);
 }
 
 ${PNG_WRITER}
