@@ -102,6 +102,46 @@ async function pngOf(rows, width, height, opaque) {
 }
 `;
 
+/**
+ * How a page waits for a frame with MapLibre's render loop off (plain JavaScript for a page): `settled(map)` resolves
+ * once the style, the view's tiles, glyphs and icons are loaded and laid out. The floor bench (bench/floor.bench.ts)
+ * puts the same text in its page, so both wait alike.
+ */
+export const FRAME_WAIT = `function transformOf(m) { return m._camera ? m._camera.transform : m.transform; }
+
+// The render loop is off, so do its source bookkeeping here: when a source finishes loading (a TileJSON
+// arrives) MapLibre marks the sources dirty, and the tiles of the view are requested only on the next update.
+function sourcesUpdated(m) {
+  if (m._sourcesDirty) {
+    m._sourcesDirty = false;
+    m.style._updateSources(transformOf(m));
+  }
+}
+
+function settled(m) {
+  // Style changes not applied yet (Style.loaded() waits for them) are applied by one update, as a frame would.
+  if (m.style && m.style._updatedSources && Object.keys(m.style._updatedSources).length) m.redraw();
+  const done = () => {
+    sourcesUpdated(m);
+    return m.style && m.style.loaded() && m.areTilesLoaded();
+  };
+  if (done()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!done()) return;
+      m.off('data', check);
+      m.off('error', check);
+      clearInterval(timer);
+      resolve();
+    };
+    // Tile arrivals fire 'data'; the interval only covers state changes that fire nothing.
+    const timer = setInterval(check, 15);
+    m.on('data', check);
+    m.on('error', check);
+  });
+}
+`;
+
 export function pageHtml(o: PageOptions): string {
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>tileserver-ts renderer</title>
@@ -145,40 +185,7 @@ function canary() {
   return { ok, detail: ok ? 'ok' : 'canary pixel ' + Array.from(px).join(','), renderer };
 }
 
-function transformOf(m) { return m._camera ? m._camera.transform : m.transform; }
-
-// The render loop is off, so do its source bookkeeping here: when a source finishes loading (a TileJSON
-// arrives) MapLibre marks the sources dirty, and the tiles of the view are requested only on the next update.
-function sourcesUpdated(m) {
-  if (m._sourcesDirty) {
-    m._sourcesDirty = false;
-    m.style._updateSources(transformOf(m));
-  }
-}
-
-function settled(m) {
-  // Style changes not applied yet (Style.loaded() waits for them) are applied by one update, as a frame would.
-  if (m.style && m.style._updatedSources && Object.keys(m.style._updatedSources).length) m.redraw();
-  const done = () => {
-    sourcesUpdated(m);
-    return m.style && m.style.loaded() && m.areTilesLoaded();
-  };
-  if (done()) return Promise.resolve();
-  return new Promise((resolve) => {
-    const check = () => {
-      if (!done()) return;
-      m.off('data', check);
-      m.off('error', check);
-      clearInterval(timer);
-      resolve();
-    };
-    // Tile arrivals fire 'data'; the interval only covers state changes that fire nothing.
-    const timer = setInterval(check, 15);
-    m.on('data', check);
-    m.on('error', check);
-  });
-}
-
+${FRAME_WAIT}
 async function load(url, key) {
   if (glLost()) throw new Error(LOST);
   const res = await fetch(url);
