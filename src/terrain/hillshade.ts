@@ -1,0 +1,419 @@
+// Hillshade tiles computed on the server from a DEM window, for clients that cannot shade raster-dem themselves
+// (static maps, print, GIS desktops) and for comparison with GDAL.
+//
+// Two outputs share one slope pass (Horn's 3x3 gradient on true ground distances, so latitude does not flatten
+// or steepen the relief):
+//   - `color`: the overlay MapLibre GL JS draws for a hillshade layer with the same paint properties: the
+//     maths of its hillshade fragment shader (all five `hillshade-method`s), fed the slopes its prepare pass
+//     would store (including the extra relief it gives tiles below zoom 15). Premultiplied shader colours are
+//     written as straight-alpha RGBA.
+//   - `grey`: the opaque grey levels `gdaldem hillshade` writes for the same method, azimuth, altitude and
+//     z-factor (= exaggeration), so a tile can be checked against GDAL.
+// Options and their defaults are MapLibre's paint properties, read from query parameters by
+// `parseHillshadeQuery`.
+//
+// No data: a NaN centre gives a transparent pixel; a NaN neighbour, or one outside a window without border,
+// takes the centre's value, as gdaldem does with -compute_edges, so holes shade their edges instead of growing.
+import { Color } from '@maplibre/maplibre-gl-style-spec';
+import { type DemWindow, pixelGroundSize, tileSpan, windowWidth } from './dem-window.js';
+
+export type HillshadeMethod = 'standard' | 'basic' | 'combined' | 'igor' | 'multidirectional';
+export type HillshadeMode = 'color' | 'grey';
+
+export const HILLSHADE_METHODS: readonly HillshadeMethod[] = ['standard', 'basic', 'combined', 'igor', 'multidirectional'];
+export const HILLSHADE_MODES: readonly HillshadeMode[] = ['color', 'grey'];
+
+export interface HillshadeOptions {
+  method?: HillshadeMethod;
+  mode?: HillshadeMode;
+  /** Direction the light comes from, degrees clockwise from north (`hillshade-illumination-direction`). */
+  azimuth?: number;
+  /** Height of the light above the horizon, degrees (`hillshade-illumination-altitude`). */
+  altitude?: number;
+  /** `hillshade-exaggeration`; in `grey` mode gdaldem's z-factor. */
+  exaggeration?: number;
+  /** CSS colours of `hillshade-shadow-color`, `hillshade-highlight-color`, `hillshade-accent-color`. */
+  shadow?: string;
+  highlight?: string;
+  accent?: string;
+}
+
+/** MapLibre's defaults for the hillshade paint properties. */
+export const HILLSHADE_DEFAULTS: Readonly<Required<HillshadeOptions>> = {
+  method: 'standard',
+  mode: 'color',
+  azimuth: 335,
+  altitude: 45,
+  exaggeration: 0.5,
+  shadow: '#000000',
+  highlight: '#FFFFFF',
+  accent: '#000000',
+};
+
+/** Highest exaggeration accepted: 20 times MapLibre's maximum of 1 is already gdaldem's steepest useful z-factor. */
+export const MAX_EXAGGERATION = 10;
+
+/** The light directions of gdaldem's -multidirectional, which ignores the azimuth asked for. */
+const MULTIDIRECTIONAL_AZIMUTHS = [225, 270, 315, 360];
+
+const DEG = Math.PI / 180;
+const HALF_PI = Math.PI / 2;
+const INV_QUARTER_PI_SQUARED = 4 / (Math.PI * Math.PI);
+const COS_225 = Math.cos(225 * DEG);
+// MapLibre's prepare pass stores each slope component as slope/8 + 128/255 in one byte, so what its shader
+// reads back is clamped to this range (before its division by cos(latitude)).
+const STORED_SLOPE_MIN = -8 * (128 / 255);
+const STORED_SLOPE_MAX = 8 * (127 / 255);
+
+/**
+ * The factor MapLibre's prepare pass multiplies slopes by below zoom 15, so that relief stays visible on
+ * low-zoom tiles (the `exaggeration` of hillshade_prepare.fragment.glsl, not the paint property).
+ */
+export function maplibreZoomRelief(z: number): number {
+  const factor = z < 2 ? 0.4 : z < 4.5 ? 0.35 : 0.3;
+  return z < 15 ? 2 ** (-(z - 15) * factor) : 1;
+}
+
+/** Premultiplied RGBA in 0..1, as MapLibre's shader uniforms hold colours. */
+type Premultiplied = [number, number, number, number];
+
+function premultiplied(css: string, name: string): Premultiplied {
+  const c = Color.parse(css);
+  if (!c) throw new RangeError(`${name} is not a CSS colour: "${css}"`);
+  return [c.r, c.g, c.b, c.a];
+}
+
+/** Writes one shaded pixel from the exaggerated ground slopes p (east-positive) and q (south-positive). */
+type Kernel = (p: number, q: number, out: Uint8Array, o: number) => void;
+
+function writeGrey(out: Uint8Array, o: number, value: number): void {
+  // gdaldem writes its float results into a Byte band, which rounds to nearest and saturates.
+  const g = value <= 0 ? 0 : value >= 255 ? 255 : Math.round(value);
+  out[o] = g;
+  out[o + 1] = g;
+  out[o + 2] = g;
+  out[o + 3] = 255;
+}
+
+/**
+ * gdaldem's formulas (apps/gdaldem_lib.cpp: GDALHillshadeAlg, GDALHillshadeCombinedAlg, GDALHillshadeIgorAlg,
+ * GDALHillshadeMultiDirectionalAlg), rewritten for slopes already multiplied by the z-factor: gdaldem's
+ * z-scaled x and y (west-positive, north-positive) are -p and -q.
+ */
+function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number): Kernel {
+  const sinAlt = Math.sin(altitude * DEG);
+  const cosAlt = Math.cos(altitude * DEG);
+  const az = azimuth * DEG;
+  const cosAzCosAlt = Math.cos(az) * cosAlt;
+  const sinAzCosAlt = Math.sin(az) * cosAlt;
+  switch (method) {
+    case 'combined':
+      return (p, q, out, o) => {
+        const slope2 = p * p + q * q;
+        let cosIncidence = (sinAlt + q * cosAzCosAlt - p * sinAzCosAlt) / Math.sqrt(1 + slope2);
+        if (cosIncidence > 1) cosIncidence = 1;
+        else if (cosIncidence < -1) cosIncidence = -1;
+        const shade = 1 - Math.acos(cosIncidence) * Math.atan(Math.sqrt(slope2)) * INV_QUARTER_PI_SQUARED;
+        writeGrey(out, o, shade <= 0 ? 1 : 1 + 254 * shade);
+      };
+    case 'igor': {
+      const lightAspect = normalizeAngle(1.5 * Math.PI - az);
+      return (p, q, out, o) => {
+        const slopeStrength = Math.atan(Math.sqrt(p * p + q * q)) / HALF_PI;
+        let diff = Math.abs(normalizeAngle(Math.atan2(q, -p)) - lightAspect);
+        if (diff > Math.PI) diff = 2 * Math.PI - diff;
+        writeGrey(out, o, 255 * (1 - slopeStrength * (1 - diff / Math.PI)));
+      };
+    }
+    case 'multidirectional': {
+      const lit = 127 * sinAlt;
+      const diagonal = 127 * COS_225 * cosAlt;
+      const straight = 127 * cosAlt;
+      return (p, q, out, o) => {
+        const pp = p * p;
+        const qq = q * q;
+        const slope2 = pp + qq;
+        if (slope2 === 0) return writeGrey(out, o, 1 + 2 * lit);
+        const v225 = Math.max(0, lit + (q - p) * diagonal);
+        const v270 = Math.max(0, lit + p * straight);
+        const v315 = Math.max(0, lit - (p + q) * diagonal);
+        const v360 = Math.max(0, lit + q * straight);
+        const w225 = 0.5 * slope2 - p * q;
+        const w315 = slope2 - w225;
+        const weighted = (w225 * v225 + pp * v270 + w315 * v315 + qq * v360) / slope2;
+        writeGrey(out, o, 1 + weighted / Math.sqrt(1 + slope2));
+      };
+    }
+    default:
+      // `basic`, and `standard` too: gdaldem has no MapLibre standard shading, its plain hillshade is the nearest.
+      return (p, q, out, o) => {
+        const shade = (254 * (sinAlt + q * cosAzCosAlt - p * sinAzCosAlt)) / Math.sqrt(1 + p * p + q * q);
+        writeGrey(out, o, shade <= 0 ? 1 : 1 + shade);
+      };
+  }
+}
+
+function normalizeAngle(a: number): number {
+  const r = a % (2 * Math.PI);
+  return r < 0 ? r + 2 * Math.PI : r;
+}
+
+/** GLSL's mod(): the result takes the sign of the divisor. */
+function glslMod(x: number, y: number): number {
+  return x - y * Math.floor(x / y);
+}
+
+/** The shader's get_aspect(). */
+function aspectOf(dx: number, dy: number): number {
+  return dx !== 0 ? Math.atan2(dy, -dx) : HALF_PI * (dy > 0 ? 1 : -1);
+}
+
+/** Premultiplied shader output (clamped as a framebuffer clamps it) written as straight-alpha RGBA bytes. */
+function writeColor(out: Uint8Array, o: number, r: number, g: number, b: number, a: number): void {
+  if (!(a > 0)) {
+    out[o] = out[o + 1] = out[o + 2] = out[o + 3] = 0;
+    return;
+  }
+  if (a > 1) a = 1;
+  const unmultiply = 255 / a;
+  out[o] = Math.round(Math.min(Math.max(r, 0), a) * unmultiply);
+  out[o + 1] = Math.round(Math.min(Math.max(g, 0), a) * unmultiply);
+  out[o + 2] = Math.round(Math.min(Math.max(b, 0), a) * unmultiply);
+  out[o + 3] = Math.round(a * 255);
+}
+
+/**
+ * MapLibre's hillshade.fragment.glsl on the CPU. p and q arrive as the slopes its prepare pass delivers (ground
+ * slope times the zoom relief, not yet times the exaggeration), east- and south-positive like its `deriv`.
+ */
+function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>): Kernel {
+  const [sr, sg, sb, sa] = premultiplied(opts.shadow, 'shadow');
+  const [hr, hg, hb, ha] = premultiplied(opts.highlight, 'highlight');
+  const [ar, ag, ab, aa] = premultiplied(opts.accent, 'accent');
+  const ex = opts.exaggeration;
+  // The shader's azimuth is the paint direction plus PI (see its comment on the light's azimuthal position).
+  const azimuth = opts.azimuth * DEG + Math.PI;
+  const sinAlt = Math.sin(opts.altitude * DEG);
+  const cosAlt = Math.cos(opts.altitude * DEG);
+  const cosAzCosAlt = Math.cos(azimuth) * cosAlt;
+  const sinAzCosAlt = Math.sin(azimuth) * cosAlt;
+  switch (method) {
+    case 'basic':
+      return (p, q, out, o) => {
+        const dx = p * ex * 2;
+        const dy = q * ex * 2;
+        let shade = (sinAlt - (dy * cosAzCosAlt - dx * sinAzCosAlt)) / Math.sqrt(1 + dx * dx + dy * dy);
+        shade = shade < 0 ? 0 : shade > 1 ? 1 : shade;
+        if (shade > 0.5) {
+          const k = 2 * shade - 1;
+          writeColor(out, o, hr * k, hg * k, hb * k, ha * k);
+        } else {
+          const k = 1 - 2 * shade;
+          writeColor(out, o, sr * k, sg * k, sb * k, sa * k);
+        }
+      };
+    case 'combined':
+      return (p, q, out, o) => {
+        const dx = p * ex * 2;
+        const dy = q * ex * 2;
+        let cang = (sinAlt - (dy * cosAzCosAlt - dx * sinAzCosAlt)) / Math.sqrt(1 + dx * dx + dy * dy);
+        cang = Math.acos(cang > 1 ? 1 : cang < -1 ? -1 : cang);
+        if (cang > HALF_PI) cang = HALF_PI;
+        const steep = Math.atan(Math.sqrt(dx * dx + dy * dy)) * INV_QUARTER_PI_SQUARED;
+        const s = cang * steep;
+        const h = (HALF_PI - cang) * steep;
+        writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h);
+      };
+    case 'igor':
+      return (p, q, out, o) => {
+        const dx = p * ex * 2;
+        const dy = q * ex * 2;
+        const slopeStrength = Math.atan(Math.sqrt(dx * dx + dy * dy)) / HALF_PI;
+        const aspectStrength = 1 - Math.abs(glslMod((aspectOf(dx, dy) + azimuth) / Math.PI + 0.5, 2) - 1);
+        const s = slopeStrength * aspectStrength;
+        const h = slopeStrength * (1 - aspectStrength);
+        writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h);
+      };
+    case 'multidirectional': {
+      // MapLibre averages its light sources; the sources are gdaldem's four, at the altitude asked for.
+      const n = MULTIDIRECTIONAL_AZIMUTHS.length;
+      const cosAz = MULTIDIRECTIONAL_AZIMUTHS.map((a) => -Math.cos(a * DEG) * cosAlt);
+      const sinAz = MULTIDIRECTIONAL_AZIMUTHS.map((a) => -Math.sin(a * DEG) * cosAlt);
+      return (p, q, out, o) => {
+        const dx = p * ex * 2;
+        const dy = q * ex * 2;
+        const norm = 1 / Math.sqrt(1 + dx * dx + dy * dy);
+        let r = 0;
+        let g = 0;
+        let b = 0;
+        let a = 0;
+        for (let i = 0; i < n; i++) {
+          let shade = (sinAlt - (dy * cosAz[i] - dx * sinAz[i])) * norm;
+          shade = shade < 0 ? 0 : shade > 1 ? 1 : shade;
+          if (shade > 0.5) {
+            const k = (2 * shade - 1) / n;
+            r += hr * k;
+            g += hg * k;
+            b += hb * k;
+            a += ha * k;
+          } else {
+            const k = (1 - 2 * shade) / n;
+            r += sr * k;
+            g += sg * k;
+            b += sb * k;
+            a += sa * k;
+          }
+        }
+        writeColor(out, o, r, g, b, a);
+      };
+    }
+    default: {
+      // MapLibre's paint property stops at 1; above about 1.07 the shader's exponential base turns negative.
+      const intensity = Math.min(Math.max(ex, 0), 1);
+      const base = 1.875 - intensity * 1.75;
+      const scaleDenominator = base ** HALF_PI - 1;
+      const strength = Math.min(Math.max(intensity * 2, 0), 1);
+      return (p, q, out, o) => {
+        const slope = Math.atan(0.625 * Math.sqrt(p * p + q * q));
+        const scaled = intensity !== 0.5 ? ((base ** slope - 1) / scaleDenominator) * HALF_PI : slope;
+        const accent = (1 - Math.cos(scaled)) * strength;
+        const shade = Math.abs(glslMod((aspectOf(p, q) + azimuth) / Math.PI + 0.5, 2) - 1);
+        const k = Math.sin(scaled) * strength;
+        const shA = (sa + (ha - sa) * shade) * k;
+        const keep = 1 - shA;
+        writeColor(
+          out,
+          o,
+          ar * accent * keep + (sr + (hr - sr) * shade) * k,
+          ag * accent * keep + (sg + (hg - sg) * shade) * k,
+          ab * accent * keep + (sb + (hb - sb) * shade) * k,
+          aa * accent * keep + shA,
+        );
+      };
+    }
+  }
+}
+
+/**
+ * Shades the tile of a DEM window: size*size RGBA pixels, row-major, north row first. The border only feeds the
+ * slopes of the tile's edge pixels.
+ */
+export function hillshade(win: DemWindow, options: HillshadeOptions = {}): Uint8Array {
+  const opts: Required<HillshadeOptions> = { ...HILLSHADE_DEFAULTS };
+  for (const [k, v] of Object.entries(options)) if (v !== undefined) (opts as Record<string, unknown>)[k] = v;
+  const { size, border, data } = win;
+  const w = windowWidth(win);
+  if (data.length !== w * w) throw new RangeError(`DEM window of ${size}+2*${border} px needs ${w * w} values, got ${data.length}`);
+
+  const grey = opts.mode === 'grey';
+  const kernel = grey ? greyKernel(opts.method, opts.azimuth, opts.altitude) : colorKernel(opts.method, opts);
+  // Grey: slopes times gdaldem's z-factor. Colour: slopes times MapLibre's zoom relief, clamped as its byte
+  // storage clamps them (the exaggeration is the shader's business there).
+  const factor = grey ? opts.exaggeration : maplibreZoomRelief(win.z);
+  const mercatorPixel = tileSpan(win.z) / size;
+
+  const out = new Uint8Array(size * size * 4);
+  for (let row = 0; row < size; row++) {
+    const wr = row + border;
+    const ground = pixelGroundSize(win, wr);
+    const k = factor / (8 * ground);
+    // The storage clamp applies to mercator slopes; the shader then divides by cos(latitude).
+    const secant = mercatorPixel / ground;
+    const lo = grey ? -Infinity : STORED_SLOPE_MIN * secant;
+    const hi = grey ? Infinity : STORED_SLOPE_MAX * secant;
+    const up = wr > 0 ? (wr - 1) * w : -1;
+    const mid = wr * w;
+    const down = wr + 1 < w ? (wr + 1) * w : -1;
+    for (let col = 0; col < size; col++) {
+      const wc = col + border;
+      const o = (row * size + col) * 4;
+      const e = data[mid + wc];
+      if (e !== e) continue; // NaN centre: the pixel stays transparent (the array starts zeroed).
+      const hasLeft = wc > 0;
+      const hasRight = wc + 1 < w;
+      let a = e, b = e, c = e, d = e, f = e, g = e, h = e, i = e;
+      if (up >= 0) {
+        if (hasLeft) a = data[up + wc - 1];
+        b = data[up + wc];
+        if (hasRight) c = data[up + wc + 1];
+      }
+      if (hasLeft) d = data[mid + wc - 1];
+      if (hasRight) f = data[mid + wc + 1];
+      if (down >= 0) {
+        if (hasLeft) g = data[down + wc - 1];
+        h = data[down + wc];
+        if (hasRight) i = data[down + wc + 1];
+      }
+      if (a !== a) a = e;
+      if (b !== b) b = e;
+      if (c !== c) c = e;
+      if (d !== d) d = e;
+      if (f !== f) f = e;
+      if (g !== g) g = e;
+      if (h !== h) h = e;
+      if (i !== i) i = e;
+      let p = (c + 2 * f + i - (a + 2 * d + g)) * k;
+      let q = (g + 2 * h + i - (a + 2 * b + c)) * k;
+      if (p < lo) p = lo;
+      else if (p > hi) p = hi;
+      if (q < lo) q = lo;
+      else if (q > hi) q = hi;
+      kernel(p, q, out, o);
+    }
+  }
+  return out;
+}
+
+export type HillshadeQuery = { ok: true; options: Required<HillshadeOptions> } | { ok: false; problem: string };
+
+const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$/;
+
+/** A decimal number within [min, max], or the problem naming the parameter. */
+function numberParam(params: URLSearchParams, name: string, min: number, max: number): number | string | undefined {
+  const raw = params.get(name);
+  if (raw === null) return undefined;
+  const value = DECIMAL.test(raw.trim()) ? Number(raw) : NaN;
+  if (!(value >= min && value <= max)) return `${name} must be a number from ${min} to ${max}, got ${JSON.stringify(raw)}`;
+  return value;
+}
+
+/**
+ * Hillshade options from a tile URL's query: `method`, `mode`, `azimuth` (0..360), `altitude` (0..90),
+ * `exaggeration` (0..MAX_EXAGGERATION), `shadow`, `highlight`, `accent` (CSS colours). Absent parameters take
+ * MapLibre's defaults; unknown parameters are ignored.
+ */
+export function parseHillshadeQuery(params: URLSearchParams): HillshadeQuery {
+  const options: Required<HillshadeOptions> = { ...HILLSHADE_DEFAULTS };
+  const method = params.get('method');
+  if (method !== null) {
+    if (!(HILLSHADE_METHODS as readonly string[]).includes(method)) {
+      return { ok: false, problem: `method must be one of ${HILLSHADE_METHODS.join(', ')}, got ${JSON.stringify(method)}` };
+    }
+    options.method = method as HillshadeMethod;
+  }
+  const mode = params.get('mode');
+  if (mode !== null) {
+    if (!(HILLSHADE_MODES as readonly string[]).includes(mode)) {
+      return { ok: false, problem: `mode must be one of ${HILLSHADE_MODES.join(', ')}, got ${JSON.stringify(mode)}` };
+    }
+    options.mode = mode as HillshadeMode;
+  }
+  for (const [name, min, max] of [
+    ['azimuth', 0, 360],
+    ['altitude', 0, 90],
+    ['exaggeration', 0, MAX_EXAGGERATION],
+  ] as const) {
+    const v = numberParam(params, name, min, max);
+    if (typeof v === 'string') return { ok: false, problem: v };
+    if (v !== undefined) options[name] = v;
+  }
+  for (const name of ['shadow', 'highlight', 'accent'] as const) {
+    const raw = params.get(name);
+    if (raw === null) continue;
+    if (!Color.parse(raw)) {
+      return { ok: false, problem: `${name} must be a CSS colour (#rgb, #rrggbb, #rrggbbaa, rgb(), rgba(), hsl() or a name), got ${JSON.stringify(raw)}` };
+    }
+    options[name] = raw;
+  }
+  return { ok: true, options };
+}
