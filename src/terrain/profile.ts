@@ -120,6 +120,8 @@ function wrapLon(lon: number): number {
 
 /** The point at fraction t (0..1) of the segment a→b, straight in lon/lat, across the antimeridian when shorter. */
 function interpolate(a: LonLat, b: LonLat, t: number): LonLat {
+  // The vertex itself, not a sum equal to it: -0 + 0 would turn a latitude of -0 into 0.
+  if (t === 0) return [a[0], a[1]];
   const lat = a[1] * (1 - t) + b[1] * t;
   const dLon = b[0] - a[0];
   // This form gives exactly a at t = 0 and exactly b at t = 1, so a sample that falls on a vertex is that vertex.
@@ -141,18 +143,22 @@ export function sampleLine(coords: readonly LonLat[], spec: SampleSpec): Profile
   const out: ProfileSample[] = [];
   // The distances rise, so one walk along the segments serves them all.
   let seg = 0;
-  for (const d of sampleDistances(length, spec)) {
+  const distances = sampleDistances(length, spec);
+  const last = coords[coords.length - 1];
+  distances.forEach((d, i) => {
     while (seg < coords.length - 2 && cum[seg + 1] < d) seg++;
-    if (coords.length === 1) {
-      out.push({ distance_m: d, lon: coords[0][0], lat: coords[0][1] });
-      continue;
+    // The last sample is the last vertex itself, even on a line of (almost) no length where every distance is 0.
+    if (coords.length === 1 || (i > 0 && i === distances.length - 1)) {
+      const [lon, lat] = coords.length === 1 ? coords[0] : last;
+      out.push({ distance_m: d, lon, lat });
+      return;
     }
     const segLength = cum[seg + 1] - cum[seg];
     // A segment of no length (a repeated vertex) has nothing to interpolate: its start is the place.
     const t = segLength > 0 ? Math.min(1, Math.max(0, (d - cum[seg]) / segLength)) : 0;
-    const [lon, lat] = d === length ? coords[coords.length - 1] : interpolate(coords[seg], coords[seg + 1], t);
+    const [lon, lat] = interpolate(coords[seg], coords[seg + 1], t);
     out.push({ distance_m: d, lon, lat });
-  }
+  });
   return out;
 }
 
