@@ -112,7 +112,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['state'],
   ['shared-cache', 'uploads'],
   ['serve'],
-  ['spatial', 'ogc'],
+  ['spatial', 'ogc', 'terrain'],
   ['render', 'mcp'],
   ['telemetry'],
   ['http'],
