@@ -156,7 +156,7 @@ export function parsePointsBody(json: unknown, max: number): Parsed<PointsBody> 
   if (points.length === 0) return fail('points is empty: give at least one point');
   if (points.length > max) return fail(`points holds ${points.length} points, more than the limit of ${max}`);
   const form: PointsForm | undefined = Array.isArray(points[0]) ? 'pairs' : isObject(points[0]) ? 'objects' : undefined;
-  if (form === undefined) return fail(`points[0] must be a [lon, lat] pair or a {"lon", "lat"} object, not ${describe(points[0])}`);
+  if (form === undefined) return fail(`points[0]: must be a [lon, lat] pair or a {"lon", "lat"} object, not ${describe(points[0])}`);
   const out: LonLat[] = [];
   const zooms: (number | undefined)[] = [];
   for (let i = 0; i < points.length; i++) {
@@ -338,10 +338,11 @@ function readLine(body: Record<string, unknown>, limits: ProfileLimits): Parsed<
  */
 export function parseProfileBody(json: unknown, limits: ProfileLimits): Parsed<ProfileRequest> {
   if (!isObject(json)) return fail(`the body must be ${PROFILE_FORMS}, as a JSON object, not ${describe(json)}`);
-  const spec = readSpec(json, limits);
-  if (!spec.ok) return spec;
+  // The line first: when the body is not a line at all, that is the problem to report, not a missing `samples`.
   const line = readLine(json, limits);
   if (!line.ok) return line;
+  const spec = readSpec(json, limits);
+  if (!spec.ok) return spec;
   const length = lineLength(line.value.coords);
   if (!(length > 0)) return fail('the line has no length: all its vertices are the same point');
   if (length > limits.maxLengthM) return fail(`the line is ${Math.ceil(length)} m long, more than the limit of ${limits.maxLengthM} m`);
