@@ -15,6 +15,7 @@ await build({
       'workers/render': 'workers/render.ts',
       'workers/transcode': 'workers/transcode.ts',
       'workers/raster': 'workers/raster.ts',
+      'workers/terrain': 'workers/terrain.ts',
       'workers/glyphs': 'workers/glyphs.ts',
     }).filter(([, file]) => existsSync(file)),
   ),

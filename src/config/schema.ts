@@ -64,6 +64,12 @@ export const ColormapSchema = v.object({
 });
 
 /** Keys a source on object storage may set; they mean nothing for a local file (docs/storage-*.md). */
+/** How elevations are packed into RGB tiles: Mapzen's terrarium or Mapbox's terrain-RGB (docs/terrain.md). */
+export const DEM_ENCODINGS = ['terrarium', 'mapbox'] as const;
+export const DemSchema = v.object({
+  encoding: v.picklist(DEM_ENCODINGS, 'terrarium or mapbox'),
+});
+
 export const STORAGE_KEYS = ['endpoint', 'region', 'force_path_style', 'profile', 'access_key_id', 'secret_access_key', 'anonymous', 'account', 'account_key', 'sas_token', 'connection_string'] as const;
 const S3_KEYS = ['endpoint', 'region', 'force_path_style', 'profile', 'access_key_id', 'secret_access_key', 'anonymous'];
 const GS_KEYS = ['endpoint', 'force_path_style', 'access_key_id', 'secret_access_key', 'anonymous'];
@@ -121,12 +127,20 @@ export const SourceSchema = v.pipe(
     resampling: v.optional(v.picklist(RESAMPLING)),
     /** cog/vrt, single-band data: value-to-colour mapping. */
     colormap: v.optional(ColormapSchema),
+    /**
+     * The source holds elevation (docs/terrain.md): a single-band COG/VRT in metres, or an archive of encoded
+     * DEM tiles. Its tiles are served in this encoding, and hillshade, contours and the elevation API come with it.
+     */
+    dem: v.optional(DemSchema),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed) return;
     const s = dataset.value;
     if (s.type === 'mbtiles' && isRemotePath(s.path)) {
       addIssue({ message: 'MBTiles is SQLite and is read from a local file only; serve a remote archive as PMTiles', path: [{ type: 'object', origin: 'value', input: s, key: 'path', value: s.path }] });
+    }
+    if (s.dem && s.colormap) {
+      addIssue({ message: 'dem and colormap exclude each other: an elevation source serves encoded elevations (style its colours with a color-relief layer)', path: [{ type: 'object', origin: 'value', input: s, key: 'dem', value: s.dem }] });
     }
     const allowed = storageKeysOf(s.path);
     for (const key of STORAGE_KEYS) {
@@ -346,6 +360,16 @@ export const RasterSchema = v.object({
   tile_size: v.optional(v.picklist([256, 512]), 256),
 });
 
+/** `[terrain]`: limits of the elevation API (docs/terrain.md). */
+export const TerrainSchema = v.object({
+  /** Points one batch request may ask for. */
+  max_points: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000)), 10_000),
+  /** Samples one profile may ask for. */
+  max_profile_samples: v.optional(v.pipe(v.number(), v.integer(), v.minValue(2), v.maxValue(1_000_000)), 10_000),
+  /** Longest profile line, in kilometres along the ground. */
+  max_profile_km: v.optional(v.pipe(v.number(), v.minValue(0.001), v.maxValue(40_075)), 1000),
+});
+
 /** `[storage]`: how remote sources (s3://, gs://, az://, http(s) PMTiles) read their store; docs/storage-s3.md. */
 export const StorageSchema = v.object({
   /** One request to the store may take this long, body included; past it the tile answers 503. */
@@ -393,6 +417,7 @@ export const ConfigSchema = v.object({
   postgres: v.optional(PostgresSchema),
   raster: v.optional(RasterSchema, {}),
   storage: v.optional(StorageSchema, {}),
+  terrain: v.optional(TerrainSchema, {}),
   mcp: v.optional(McpSchema, {}),
 });
 
@@ -412,6 +437,9 @@ export type PgFunctionConfig = v.InferOutput<typeof PgFunctionSchema>;
 export type OutdbRasterConfig = v.InferOutput<typeof OutdbRasterSchema>;
 export type RasterConfig = v.InferOutput<typeof RasterSchema>;
 export type StorageConfig = v.InferOutput<typeof StorageSchema>;
+export type TerrainConfig = v.InferOutput<typeof TerrainSchema>;
+export type DemConfig = v.InferOutput<typeof DemSchema>;
+export type DemEncodingName = (typeof DEM_ENCODINGS)[number];
 export type McpConfig = v.InferOutput<typeof McpSchema>;
 export type McpOAuthConfig = v.InferOutput<typeof McpOAuthSchema>;
 export type Resampling = (typeof RESAMPLING)[number];

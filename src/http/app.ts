@@ -19,6 +19,7 @@ import { registerPageRoutes } from './routes/pages.js';
 import { registerRenderRoutes } from './routes/render.js';
 import { registerSpatialRoutes } from './routes/spatial.js';
 import { registerStyleRoutes } from './routes/styles.js';
+import { registerTerrainRoutes } from './routes/terrain.js';
 import { registerUploadRoutes } from './routes/uploads.js';
 import type { Logger } from '../log.js';
 import { TileUnavailableError } from '../sources/source.js';
@@ -51,6 +52,8 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
 
   const router = new Router(app, () => ctx.holder.current);
   registerOperationalRoutes(router, ctx);
+  // Before the data routes: /data/{id}/hillshade.json would otherwise be read as the TileJSON of a source "{id}/hillshade".
+  registerTerrainRoutes(router, ctx);
   registerDataRoutes(router, ctx);
   registerFileRoutes(router, ctx);
   registerSpatialRoutes(router, ctx);

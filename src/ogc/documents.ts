@@ -1,5 +1,6 @@
 // The JSON documents of OGC API - Tiles and - Features (landing page, conformance, collections, tilesets,
 // styles) built from a state. Every href is absolute and carries the request's `key`, like TileJSON URLs.
+import { terrainProductSources } from '../serve/terrain-tiles.js';
 import type { AppState } from '../state/app-state.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
 import { withKey, type UrlContext } from '../sources/tilejson.js';
@@ -89,9 +90,9 @@ export function selfLinks(h: Hrefs, path: string, title: string, type = JSON_TYP
 
 const seg = (id: string) => encodeURIComponent(id);
 
-/** The sources OGC API offers as collections: configured sources and named composites. */
+/** The sources OGC API offers as collections: configured sources, named composites, elevation sources' hillshade and contours. */
 export function collectionSources(state: AppState): TileSource[] {
-  return [...state.sources.values(), ...state.composites.values()];
+  return [...state.sources.values(), ...state.composites.values(), ...terrainProductSources(state)];
 }
 
 /** Styles whose map tiles are offered (rendering on, and a render service in the process). */

@@ -49,7 +49,7 @@ const HALF_WORLD = 20037508.342789244;
 
 const cachesByGeneration = new Map<number, LRUCache<string, Promise<gdal.Dataset>>>();
 
-function dataset(file: string, generation: number, max: number): Promise<gdal.Dataset> {
+export function dataset(file: string, generation: number, max: number): Promise<gdal.Dataset> {
   let cache = cachesByGeneration.get(generation);
   if (!cache) {
     cache = new LRUCache<string, Promise<gdal.Dataset>>({ max, dispose: (p) => void p.then((ds) => ds.close()).catch(() => {}) });

@@ -8,6 +8,7 @@ import type { UrlContext } from '../sources/tilejson.js';
 import type { AppState } from '../state/app-state.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
 import { findSource, servedSources } from './rewrite.js';
+import { elevationStyle } from './terrain-style.js';
 
 /** FNV-1a, 32 bit: a small stable hash, so a layer keeps its colour across restarts and machines. */
 function fnv1a(text: string): number {
@@ -71,11 +72,13 @@ function layersFor(sourceId: string, layer: string): [LayerSpecification, LayerS
 }
 
 /**
- * The generated style of a vector source (or composite), or undefined when `sourceId` is no source or a raster one.
+ * The generated style of a vector source (or composite) or of an elevation source (terrain-style.ts), or undefined
+ * when `sourceId` is no source or another raster one.
  * Fills come first, then lines, then circles, so points and lines are drawn above areas.
  */
 export function generatedStyle(state: AppState, sourceId: string, ctx: UrlContext): StyleSpecification | undefined {
   const source = findSource(state, sourceId);
+  if (source?.info.dem) return elevationStyle(state, source.info, ctx);
   if (!source || !isVector(source.info.format)) return undefined;
   const { info } = source;
   const layerIds = [...new Set((info.vectorLayers ?? []).map((l) => l.id))];

@@ -11,22 +11,21 @@ export const WMTS_MAX_ZOOM = 22;
 const TILE = 256;
 /** Half the width of the Web Mercator square in metres. */
 const ORIGIN = 20037508.342789244;
-/** Scale denominator of zoom 0 for 256 px tiles with the standard 0.28 mm pixel (OGC WMTS 1.0.0 annex E.4). */
-const SCALE_Z0 = (2 * ORIGIN) / TILE / 0.00028;
 
 const xml = (s: string) =>
   s.replace(/[<>&'"]/g, (ch) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[ch]!);
 
-function tileMatrices(): string {
+function tileMatrices(tile: number): string {
+  const scaleZ0 = (2 * ORIGIN) / tile / 0.00028;
   const out: string[] = [];
   for (let z = 0; z <= WMTS_MAX_ZOOM; z++) {
     const n = 2 ** z;
     out.push(`      <TileMatrix>
         <ows:Identifier>${z}</ows:Identifier>
-        <ScaleDenominator>${SCALE_Z0 / n}</ScaleDenominator>
+        <ScaleDenominator>${scaleZ0 / n}</ScaleDenominator>
         <TopLeftCorner>${-ORIGIN} ${ORIGIN}</TopLeftCorner>
-        <TileWidth>${TILE}</TileWidth>
-        <TileHeight>${TILE}</TileHeight>
+        <TileWidth>${tile}</TileWidth>
+        <TileHeight>${tile}</TileHeight>
         <MatrixWidth>${n}</MatrixWidth>
         <MatrixHeight>${n}</MatrixHeight>
       </TileMatrix>`);
@@ -36,13 +35,34 @@ function tileMatrices(): string {
 
 export function wmtsCapabilities(state: AppState, style: LoadedStyle, ctx: UrlContext): string {
   const id = encodeURIComponent(style.id);
-  const self = withKey(`${ctx.base}/styles/${id}/wmts.xml`, ctx.key);
-  const template = withKey(`${ctx.base}/styles/${id}/${TILE}/{TileMatrix}/{TileCol}/{TileRow}.png`, ctx.key);
-  const { bounds } = styleExtent(state, style.style);
+  return wmtsDocument({
+    title: style.name,
+    identifier: style.id,
+    self: withKey(`${ctx.base}/styles/${id}/wmts.xml`, ctx.key),
+    template: withKey(`${ctx.base}/styles/${id}/${TILE}/{TileMatrix}/{TileCol}/{TileRow}.png`, ctx.key),
+    bounds: styleExtent(state, style.style).bounds,
+    tileSize: TILE,
+  });
+}
+
+/** One PNG layer of a WMTS document: its names, the document's own URL, the RESTful tile template and extent. */
+export interface WmtsLayer {
+  title: string;
+  identifier: string;
+  self: string;
+  template: string;
+  bounds: readonly number[];
+  /** Tile edge in pixels of the tile matrices (the zoom levels keep their meaning; scales follow the size). */
+  tileSize: number;
+}
+
+export function wmtsDocument(layer: WmtsLayer): string {
+  const { title, identifier, self, template, bounds, tileSize } = layer;
+  const matrixSet = tileSize === TILE ? 'GoogleMapsCompatible' : `GoogleMapsCompatible${tileSize}`;
   return `<?xml version="1.0" encoding="UTF-8"?>
 <Capabilities xmlns="http://www.opengis.net/wmts/1.0" xmlns:ows="http://www.opengis.net/ows/1.1" xmlns:xlink="http://www.w3.org/1999/xlink" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:gml="http://www.opengis.net/gml" xsi:schemaLocation="http://www.opengis.net/wmts/1.0 http://schemas.opengis.net/wmts/1.0/wmtsGetCapabilities_response.xsd" version="1.0.0">
   <ows:ServiceIdentification>
-    <ows:Title>${xml(style.name)}</ows:Title>
+    <ows:Title>${xml(title)}</ows:Title>
     <ows:ServiceType>OGC WMTS</ows:ServiceType>
     <ows:ServiceTypeVersion>1.0.0</ows:ServiceTypeVersion>
   </ows:ServiceIdentification>
@@ -63,8 +83,8 @@ export function wmtsCapabilities(state: AppState, style: LoadedStyle, ctx: UrlCo
   </ows:OperationsMetadata>
   <Contents>
     <Layer>
-      <ows:Title>${xml(style.name)}</ows:Title>
-      <ows:Identifier>${xml(style.id)}</ows:Identifier>
+      <ows:Title>${xml(title)}</ows:Title>
+      <ows:Identifier>${xml(identifier)}</ows:Identifier>
       <ows:WGS84BoundingBox crs="urn:ogc:def:crs:OGC:2:84">
         <ows:LowerCorner>${bounds[0]} ${bounds[1]}</ows:LowerCorner>
         <ows:UpperCorner>${bounds[2]} ${bounds[3]}</ows:UpperCorner>
@@ -74,21 +94,20 @@ export function wmtsCapabilities(state: AppState, style: LoadedStyle, ctx: UrlCo
       </Style>
       <Format>image/png</Format>
       <TileMatrixSetLink>
-        <TileMatrixSet>GoogleMapsCompatible</TileMatrixSet>
+        <TileMatrixSet>${matrixSet}</TileMatrixSet>
       </TileMatrixSetLink>
       <ResourceURL format="image/png" resourceType="tile" template="${xml(template)}"/>
     </Layer>
     <TileMatrixSet>
-      <ows:Title>GoogleMapsCompatible</ows:Title>
-      <ows:Abstract>the well-known scale set of Google Maps, EPSG:3857, 256 px tiles</ows:Abstract>
-      <ows:Identifier>GoogleMapsCompatible</ows:Identifier>
+      <ows:Title>${matrixSet}</ows:Title>
+      <ows:Abstract>the tile grid of Google Maps, EPSG:3857, ${tileSize} px tiles</ows:Abstract>
+      <ows:Identifier>${matrixSet}</ows:Identifier>
       <ows:BoundingBox crs="urn:ogc:def:crs:EPSG:6.18.3:3857">
         <ows:LowerCorner>${-ORIGIN} ${-ORIGIN}</ows:LowerCorner>
         <ows:UpperCorner>${ORIGIN} ${ORIGIN}</ows:UpperCorner>
       </ows:BoundingBox>
       <ows:SupportedCRS>urn:ogc:def:crs:EPSG:6.18.3:3857</ows:SupportedCRS>
-      <WellKnownScaleSet>urn:ogc:def:wkss:OGC:1.0:GoogleMapsCompatible</WellKnownScaleSet>
-${tileMatrices()}
+${tileSize === TILE ? '      <WellKnownScaleSet>urn:ogc:def:wkss:OGC:1.0:GoogleMapsCompatible</WellKnownScaleSet>\n' : ''}${tileMatrices(tileSize)}
     </TileMatrixSet>
   </Contents>
   <ServiceMetadataURL xlink:href="${xml(self)}"/>

@@ -10,7 +10,7 @@ import type { CacheConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 
 /** What the shared cache holds: rendered tiles, static images and social cards, transcoded vector tiles. */
-export type SharedKind = 'tile' | 'image' | 'transcoded';
+export type SharedKind = 'tile' | 'image' | 'transcoded' | 'terrain';
 
 export type SharedState = 'off' | 'connecting' | 'connected' | 'down';
 

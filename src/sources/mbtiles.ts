@@ -6,6 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import type { SourceConfig } from '../config/schema.js';
 import { bytesMatchFormat, formatFromMetadata, isGzip, sniffImage, type TileFormat } from '../tiles/format.js';
 import { sniffVectorFormat } from '../tiles/vector-sniff.js';
+import { demOf } from './dem-info.js';
 import { defaultCenter, parseVectorLayers, SourceOpenError, WORLD_BOUNDS, type Bounds, type Center, type SourceInfo, type TileSource } from './source.js';
 
 type Db = InstanceType<typeof Database>;
@@ -121,5 +122,6 @@ function describe(cfg: SourceConfig, db: Db, layout: Layout, meta: Map<string, s
     bounds,
     center,
     vectorLayers: vector ? parseVectorLayers(json.vector_layers) ?? [] : undefined,
+    ...demOf(cfg, format),
   };
 }

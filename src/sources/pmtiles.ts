@@ -13,6 +13,7 @@ import type { StoredCompression, TileFormat } from '../tiles/format.js';
 import { openChannel } from './object-store/open.js';
 import { PinnedSource, RETRY_AFTER_STORAGE, type StorageChannel } from './object-store/reader.js';
 import { StoreError } from './object-store/store.js';
+import { demOf } from './dem-info.js';
 import { defaultCenter, parseVectorLayers, SourceOpenError, TileUnavailableError, type Bounds, type SourceInfo, type TileSource } from './source.js';
 
 /** Reads byte ranges of a local file; the pmtiles package asks for the header, directories and tiles this way. */
@@ -280,6 +281,7 @@ function describe(cfg: SourceConfig, header: Header, metadata: Record<string, un
     bounds,
     center,
     vectorLayers: format === 'pbf' || format === 'mlt' ? parseVectorLayers(metadata.vector_layers) ?? [] : undefined,
+    ...demOf(cfg, format),
     ...(revision !== undefined ? { revision } : {}),
   };
 }

@@ -1,5 +1,6 @@
 // The interface every tile source implements (PMTiles, MBTiles; later PostGIS, COG, uploads, composites).
 import type { StoredCompression, TileFormat } from '../tiles/format.js';
+import type { DemEncodingName } from '../config/schema.js';
 
 export type Bounds = [number, number, number, number];
 export type Center = [number, number, number];
@@ -43,6 +44,8 @@ export interface SourceInfo {
   formats?: readonly TileFormat[];
   /** Tiles depend on the request's query parameters (database functions): they are part of the cache key. */
   takesParams?: boolean;
+  /** An elevation source (`dem` in its configuration): how its tiles encode metres (docs/terrain.md). */
+  dem?: DemEncodingName;
   /** Which version of the data this info describes (a remote archive's ETag); part of the tile cache key. */
   revision?: string;
 }

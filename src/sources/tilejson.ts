@@ -30,7 +30,8 @@ export interface TileJson {
   attribution?: string;
   description?: string;
   vector_layers?: unknown[];
-  encoding?: 'mlt';
+  /** `mlt` for MLT vector tiles; `terrarium` or `mapbox` for elevation tiles. */
+  encoding?: 'mlt' | 'terrarium' | 'mapbox';
   [extra: string]: unknown;
 }
 
@@ -56,6 +57,7 @@ export function sourceTileJson(info: SourceInfo, ctx: UrlContext, withId = false
   if (info.description) doc.description = info.description;
   if (info.vectorLayers) doc.vector_layers = info.vectorLayers;
   if (info.format === 'mlt') doc.encoding = 'mlt';
+  if (info.dem) doc.encoding = info.dem;
   if (info.tileSize) doc.tileSize = info.tileSize;
   return doc;
 }

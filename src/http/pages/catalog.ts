@@ -37,10 +37,10 @@ export function styleCenter(style: StyleSpecification): [number, number] {
   return Array.isArray(c) && c.length >= 2 && c.every((n) => Number.isFinite(n)) ? [c[0], c[1]] : [0, 0];
 }
 
-/** A style drawing one source: its generated style when it is vector data, one raster layer when it is imagery. */
+/** A style drawing one source: its generated style when it is vector data or elevation, one raster layer when it is imagery. */
 export function sourceStyle(state: AppState, source: TileSource, u: UrlContext): StyleSpecification {
   const { info } = source;
-  if (isVector(info.format)) {
+  if (isVector(info.format) || info.dem) {
     const style = generatedStyle(state, info.id, u);
     if (style) return style;
   }

@@ -7,9 +7,11 @@ import { sourceTileJson, type TileJson } from '../../sources/tilejson.js';
 import { rasterStylesOffered, styleTileJson } from '../../serve/style-tilejson.js';
 import { parseTileCoord, splitTileFile } from '../../tiles/coords.js';
 import { formatFromExtension, type TileFormat } from '../../tiles/format.js';
-import { fetchRenderTile, fetchTile } from '../../serve/tile-service.js';
+import { fetchRenderTile, fetchTile, type TileResult } from '../../serve/tile-service.js';
 import { isProblem, resolveSource } from '../../serve/resolve.js';
 import { sendTileGeoJson } from './tile-geojson.js';
+import { productTileJson } from '../../serve/terrain-tiles.js';
+import { elevationSources } from '../../serve/elevation.js';
 import { acceptedEncodings } from '../../tiles/encoding.js';
 import { isRenderRequest, urlContext, type ServerContext } from '../context.js';
 import { problem } from '../problem.js';
@@ -53,6 +55,8 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
       const state = ctx.holder.current;
       const u = urlContext(c, state);
       const docs: TileJson[] = [...state.sources.values(), ...state.composites.values()].map((s) => sourceTileJson(s.info, u, true));
+      // An elevation source's hillshade and contour tiles are tile sets of their own, listed after it.
+      for (const e of elevationSources(state)) for (const product of ['hillshade', 'contours'] as const) docs.push({ ...productTileJson(state, u, e, product), id: `${e.id}/${product}` });
       if (rasterStylesOffered(state)) for (const style of state.styles.values()) docs.push(styleTileJson(state, style, u, true));
       return sendJson(c, state, docs);
     },
@@ -150,6 +154,11 @@ export async function answerSourceTile(c: Context, state: AppState, sourceId: st
     if (metered) telemetry.tile(labels, 'error', started, undefined);
     throw err;
   }
+  return sendTileResult(c, state, result, metered && result.kind !== 'problem' ? (sent) => telemetry.tile(labels, result, started, sent) : undefined);
+}
+
+/** A tile answer sent: problem+json, or the tile (or 204) with its ETag, Cache-Control, encoding and 304 rules. */
+export function sendTileResult(c: Context, state: AppState, result: TileResult, sent?: (bytes: number | undefined) => void): Response {
   const cacheControl = state.config.server.tile_cache_control;
   switch (result.kind) {
     case 'problem':
@@ -157,7 +166,7 @@ export async function answerSourceTile(c: Context, state: AppState, sourceId: st
     case 'empty':
     case 'tile': {
       const a = tileAnswer(result, cacheControl, c.req.header('if-none-match'));
-      if (metered) telemetry.tile(labels, result, started, a.body?.byteLength);
+      sent?.(a.body?.byteLength);
       if (a.body) return c.body(a.body as Uint8Array<ArrayBuffer>, 200, a.headers);
       // @hono/node-server gives a body-less answer `text/plain` unless told otherwise, and a cache updates its
       // stored tile's headers from a 304: name the tile's real type there.

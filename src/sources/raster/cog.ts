@@ -7,8 +7,10 @@ import type { TileFormat } from '../../tiles/format.js';
 import { defaultCenter, SourceOpenError, type SourceInfo, type TileParams, type TileSource } from '../source.js';
 import { isRemotePath } from '../../config/object-location.js';
 import { RasterStorageHealth } from './storage-health.js';
+import { runTerrain } from '../../terrain/work.js';
 
 export const RASTER_FORMATS: readonly TileFormat[] = ['png', 'jpg', 'webp'];
+export const DEM_FORMATS: readonly TileFormat[] = ['png', 'webp'];
 
 /** Encoder settings of raster tiles, shared with rendered tiles (`[render]`). */
 export const rasterQuality = (config: Config) => ({ png: config.render.png_compression, jpeg: config.render.jpeg_quality, webp: config.render.webp_quality });
@@ -36,6 +38,7 @@ export class CogSource implements TileSource {
       const msg = (err as Error).message;
       throw new SourceOpenError(cfg.id, `cannot open ${cfg.type.toUpperCase()} ${cfg.path}: ${/No such file|does not exist/i.test(msg) ? 'no such file' : msg}`);
     }
+    if (cfg.dem && described.bands !== 1) throw new SourceOpenError(cfg.id, `dem needs single-band elevation data in metres; ${cfg.path} has ${described.bands} bands`);
     if (cfg.colormap && described.bands !== 1) throw new SourceOpenError(cfg.id, `colormap needs single-band data; ${cfg.path} has ${described.bands} bands`);
     const minzoom = cfg.minzoom ?? 0;
     const size = config.raster.tile_size;
@@ -46,7 +49,9 @@ export class CogSource implements TileSource {
       id: cfg.id,
       type: cfg.type,
       format: 'png',
-      formats: RASTER_FORMATS,
+      // Elevations survive only lossless encodings: no JPEG.
+      formats: cfg.dem ? DEM_FORMATS : RASTER_FORMATS,
+      ...(cfg.dem ? { dem: cfg.dem.encoding } : {}),
       compression: 'none',
       name: cfg.name ?? cfg.id,
       attribution: cfg.attribution,
@@ -62,6 +67,17 @@ export class CogSource implements TileSource {
 
   getTile(z: number, x: number, y: number, _params?: TileParams, format: TileFormat = 'png'): Promise<Uint8Array | undefined> {
     const files = [this.cfg.path];
+    const dem = this.cfg.dem;
+    if (dem) {
+      // Elevations warped to the tile (bilinear, whatever `resampling` says: a DEM is a surface) and encoded in the pool.
+      return this.health.watch(files, async () => {
+        const size = this.config.raster.tile_size;
+        const data = await this.pool.demWindow(this.cfg.path, z, x, y, size, 0);
+        if (!data) return undefined;
+        const window = { z, x, y, size, border: 0, data };
+        return runTerrain({ op: 'encode-dem', window, encoding: dem.encoding, format: format === 'webp' ? 'webp' : 'png', pngLevel: this.config.render.png_compression }, this.config);
+      });
+    }
     return this.health.watch(files, () =>
       this.pool.tile({
         files,

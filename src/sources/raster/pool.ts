@@ -18,6 +18,8 @@ import { openChannel } from '../object-store/open.js';
 import { StoreError } from '../object-store/store.js';
 import { SourceOpenError, TileUnavailableError } from '../source.js';
 import type { RasterInfo, RasterTask } from '../../raster/warp-tile.js';
+import type { DemPointsTask, DemWindowTask } from '../../raster/dem-read.js';
+import type { RasterJob } from '../../raster/job.js';
 
 /** A remote raster file GDAL could not read now (its retries and timeout spent): the store's outage, 503. */
 export class RasterStorageUnavailable extends TileUnavailableError {
@@ -78,16 +80,35 @@ export class RasterPool {
   }
 
   async tile(task: Omit<RasterTask, 'generation' | 'datasetCache'>): Promise<Uint8Array | undefined> {
+    const full: RasterTask = { ...task, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
+    const out = (await this.run({ op: 'tile', task: full }, task.files)) as Uint8Array | undefined;
+    return out ? new Uint8Array(out.buffer, out.byteOffset, out.byteLength) : undefined;
+  }
+
+  /**
+   * Elevations of a single-band file over a tile's web-mercator window with `border` pixels around it
+   * ((size + 2 * border)² values, NaN without data), or undefined when the window has no data at all.
+   */
+  demWindow(file: string, z: number, x: number, y: number, size: number, border: number): Promise<Float32Array | undefined> {
+    const task: DemWindowTask = { file, z, x, y, size, border, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
+    return this.run({ op: 'dem-window', task }, [file]) as Promise<Float32Array | undefined>;
+  }
+
+  /** Elevations at lon/lat pairs at the file's own resolution (bilinear; NaN outside it or without data). */
+  demPoints(file: string, points: Float64Array): Promise<Float64Array> {
+    const task: DemPointsTask = { file, points, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
+    return this.run({ op: 'dem-points', task }, [file]) as Promise<Float64Array>;
+  }
+
+  private async run(job: RasterJob, files: readonly string[]): Promise<unknown> {
     try {
-      const full: RasterTask = { ...task, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
-      const out = (await this.pool.run({ op: 'tile', task: full })) as Uint8Array | undefined;
-      return out ? new Uint8Array(out.buffer, out.byteOffset, out.byteLength) : undefined;
+      return await this.pool.run(job);
     } catch (err) {
       // Piscina's words for a full queue, and for no queue at all (max_queue_per_thread = 0) with the thread busy.
       if (/^(Task queue is at limit|No task queue available and all Workers are busy)$/.test((err as Error).message)) throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
       // A remote file that GDAL could not read now (its retries and timeout spent) is the store's outage, not a
       // bug; a file the store serves but GDAL cannot decode is not, and fails as a local file would.
-      const remote = task.files.find(isRemotePath);
+      const remote = files.find(isRemotePath);
       if (remote && (await this.storeFails(remote))) throw new RasterStorageUnavailable(remote, String((err as Error).message).split('\n')[0]);
       throw err;
     }

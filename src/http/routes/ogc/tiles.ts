@@ -11,7 +11,9 @@ import { MAX_ZOOM, type TileCoord } from '../../../tiles/coords.js';
 import { urlContext, type ServerContext } from '../../context.js';
 import { problem } from '../../problem.js';
 import { param, type Router } from '../../router.js';
-import { answerSourceTile } from '../data.js';
+import { answerSourceTile, sendTileResult } from '../data.js';
+import { fetchTerrainTile, TerrainProductSource, terrainProductSource } from '../../../serve/terrain-tiles.js';
+import { acceptedEncodings } from '../../../tiles/encoding.js';
 import { answerStyleTile } from '../render.js';
 import { beginRender, RENDER_RESPONSES } from '../render-answer.js';
 import { DOC_QUERY, ogcAbsence, ogcMapAbsence, PROBLEM, sendDoc } from './negotiate.js';
@@ -28,7 +30,7 @@ const TILE = {
 const DOC_ERRORS = { 400: { description: 'an unknown f', content: PROBLEM }, 404: { description: 'no such collection, style or tile matrix set', content: PROBLEM } };
 
 /** The source a collection id names (configured sources and named composites), or undefined. */
-const sourceOf = (state: AppState, id: string): TileSource | undefined => state.sources.get(id) ?? state.composites.get(id);
+const sourceOf = (state: AppState, id: string): TileSource | undefined => state.sources.get(id) ?? state.composites.get(id) ?? terrainProductSource(state, id);
 
 /**
  * A tile address of WebMercatorQuad within `limits`: row and column that are not integers are 400; a tile matrix
@@ -131,6 +133,7 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
       if (param(c, 'tms') !== TMS_ID) return noTms(c);
       const at = tileAddress(c, sourceLimits(s));
       if (at instanceof Response) return at;
+      if (s instanceof TerrainProductSource) return fetchTerrainTile(state, s.request(at, acceptedEncodings(c.req.header('accept-encoding')))).then((r) => sendTileResult(c, state, r));
       return answerSourceTile(c, state, s.info.id, at, s.info.format);
     },
     ogcAbsence,

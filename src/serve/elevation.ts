@@ -1,0 +1,170 @@
+// Elevation sources: a configured source marked `dem` (a single-band COG/VRT in metres, or an archive of encoded
+// terrain tiles) seen as a surface the terrain products read: a web-mercator window of elevations around any tile
+// (for hillshade and contours, also above the data's own deepest zoom) and elevations at points (the API).
+import sharp from 'sharp';
+import type { AppState } from '../state/app-state.js';
+import type { SourceConfig } from '../config/schema.js';
+import type { SourceInfo, TileSource } from '../sources/source.js';
+import type { RasterPool } from '../sources/raster/pool.js';
+import type { DemWindow } from '../terrain/dem-window.js';
+import type { DemEncoding } from '../terrain/dem-encoding.js';
+import { tilesNeeded, sampleWindow, type MosaicPlan } from '../terrain/mosaic.js';
+import { groupByTile } from '../terrain/tile-groups.js';
+import type { LonLat } from '../terrain/profile.js';
+import { runTerrain } from '../terrain/work.js';
+
+/** Zooms above the data's deepest zoom at which hillshade and contours are still made (as clients overzoom a DEM). */
+export const PRODUCT_OVERZOOM = 4;
+
+export interface Elevation {
+  readonly id: string;
+  readonly encoding: DemEncoding;
+  /** The source's own description: zoom range (its data's), bounds, tile size. */
+  readonly info: SourceInfo;
+  /** Deepest zoom of hillshade and contour tiles. */
+  readonly productMaxzoom: number;
+  /** Whether points are read at the file's own resolution (COG/VRT) or from tiles (archives). */
+  readonly kind: 'raster' | 'archive';
+  /** Elevations over a tile's window with `border` pixels around it; undefined where there is no data at all. */
+  window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined>;
+  /** Elevations at lon/lat points (NaN where there is no data). `zoom` picks an archive's level (default: its deepest). */
+  points(points: readonly LonLat[], zoom?: number): Promise<Float64Array>;
+}
+
+class RasterElevation implements Elevation {
+  readonly kind = 'raster';
+  readonly productMaxzoom: number;
+  constructor(
+    readonly info: SourceInfo,
+    readonly encoding: DemEncoding,
+    private readonly file: string,
+    private readonly pool: RasterPool,
+  ) {
+    this.productMaxzoom = Math.min(22, info.maxzoom + PRODUCT_OVERZOOM);
+  }
+  get id(): string {
+    return this.info.id;
+  }
+  async window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined> {
+    const data = await this.pool.demWindow(this.file, z, x, y, size, border);
+    return data && { z, x, y, size, border, data };
+  }
+  points(points: readonly LonLat[]): Promise<Float64Array> {
+    const flat = new Float64Array(points.length * 2);
+    points.forEach(([lon, lat], i) => {
+      flat[2 * i] = lon;
+      flat[2 * i + 1] = lat;
+    });
+    return this.pool.demPoints(this.file, flat);
+  }
+}
+
+/** Tile windows read at once for one batch of points: each costs a pool task, and the pool's queue is shared. */
+const POINT_TILES_AT_ONCE = 8;
+
+class ArchiveElevation implements Elevation {
+  readonly kind = 'archive';
+  private tileSize: number | undefined;
+  constructor(
+    private readonly source: TileSource,
+    readonly encoding: DemEncoding,
+    private readonly state: AppState,
+  ) {}
+  get info(): SourceInfo {
+    return this.source.info;
+  }
+  get id(): string {
+    return this.info.id;
+  }
+  get productMaxzoom(): number {
+    return Math.min(22, this.info.maxzoom + PRODUCT_OVERZOOM);
+  }
+
+  async window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined> {
+    const info = this.info;
+    const sourceZoom = Math.min(z, info.maxzoom);
+    // The tiles a window needs depend on where it lies, not on the archive's tile size: a guess lists the same ones.
+    const plan: MosaicPlan = { z, x, y, size, border, sourceZoom, sourceSize: this.tileSize ?? info.tileSize ?? 256 };
+    const wanted = tilesNeeded(plan);
+    const read = await Promise.all(wanted.map(async (t) => ({ ...t, bytes: await this.source.getTile(sourceZoom, t.x, t.y) })));
+    const found = read.filter((t): t is typeof t & { bytes: Uint8Array } => t.bytes !== undefined && t.bytes.byteLength > 0);
+    if (found.length === 0) return undefined;
+    if (this.tileSize === undefined) {
+      const meta = await sharp(found[0].bytes).metadata();
+      if (!meta.width || meta.width !== meta.height) throw new Error(`source "${info.id}": a DEM tile that is not square (${meta.width}x${meta.height})`);
+      this.tileSize = meta.width;
+    }
+    const prefix = `${this.state.configHash}/${info.id}@${info.revision ?? ''}/${sourceZoom}`;
+    return runTerrain(
+      {
+        op: 'archive-window',
+        plan: { ...plan, sourceSize: this.tileSize },
+        encoding: this.encoding,
+        tiles: found.map((t) => ({ key: `${prefix}/${t.x}/${t.y}`, x: t.x, y: t.y, bytes: t.bytes })),
+      },
+      this.state.config,
+    );
+  }
+
+  async points(points: readonly LonLat[], zoom?: number): Promise<Float64Array> {
+    const info = this.info;
+    const out = new Float64Array(points.length).fill(Number.NaN);
+    const z = Math.min(info.maxzoom, Math.max(info.minzoom, Math.round(zoom ?? info.maxzoom)));
+    if (this.tileSize === undefined) await this.window(z, ...centreTile(info, z), 1, 0);
+    const size = this.tileSize ?? info.tileSize ?? 256;
+    const groups = [...groupByTile(points as LonLat[], z, size).values()];
+    for (let i = 0; i < groups.length; i += POINT_TILES_AT_ONCE) {
+      await Promise.all(
+        groups.slice(i, i + POINT_TILES_AT_ONCE).map(async (g) => {
+          // One pixel of border: a point near the tile's edge blends with the neighbour's pixels.
+          const win = await this.window(g.z, g.x, g.y, size, 1);
+          if (!win) return;
+          for (const item of g.items) out[item.index] = sampleWindow(win, item.px, item.py);
+        }),
+      );
+    }
+    return out;
+  }
+}
+
+/** The tile under the source's centre at zoom z: somewhere with data, to learn the archive's tile size from. */
+function centreTile(info: SourceInfo, z: number): [number, number] {
+  const [lon, lat] = info.center;
+  const n = 2 ** z;
+  const x = Math.min(n - 1, Math.max(0, Math.floor(((lon + 180) / 360) * n)));
+  const rad = (lat * Math.PI) / 180;
+  const y = Math.min(n - 1, Math.max(0, Math.floor(((1 - Math.log(Math.tan(rad) + 1 / Math.cos(rad)) / Math.PI) / 2) * n)));
+  return [x, y];
+}
+
+export type ElevationLookup = { ok: true; elevation: Elevation } | { ok: false; status: 400 | 404; title: string; detail: string };
+
+const byState = new WeakMap<AppState, Map<string, Elevation>>();
+
+/** The elevation source `id` of a state, or why there is none (unknown id: 404; a source without `dem`: 400). */
+export function elevationSource(state: AppState, id: string): ElevationLookup {
+  const source = state.sources.get(id);
+  if (!source) return { ok: false, status: 404, title: 'Unknown source', detail: `no source "${id}"` };
+  const encoding = source.info.dem;
+  if (!encoding) return { ok: false, status: 400, title: 'Not an elevation source', detail: `source "${id}" holds no elevation data (a source is one when its configuration has dem = { encoding = ... })` };
+  let kept = byState.get(state);
+  if (!kept) byState.set(state, (kept = new Map()));
+  let found = kept.get(id);
+  if (!found) {
+    const cfg = state.config.sources.find((s) => s.id === id) as SourceConfig | undefined;
+    found = (cfg?.type === 'cog' || cfg?.type === 'vrt') && state.raster ? new RasterElevation(source.info, encoding, cfg.path, state.raster) : new ArchiveElevation(source, encoding, state);
+    kept.set(id, found);
+  }
+  return { ok: true, elevation: found };
+}
+
+/** Every elevation source of a state, in configuration order. */
+export function elevationSources(state: AppState): Elevation[] {
+  const out: Elevation[] = [];
+  for (const s of state.sources.values()) {
+    if (!s.info.dem) continue;
+    const found = elevationSource(state, s.info.id);
+    if (found.ok) out.push(found.elevation);
+  }
+  return out;
+}

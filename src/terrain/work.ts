@@ -1,0 +1,40 @@
+// The terrain pool: worker threads (workers/terrain.ts) that decode and encode DEM tiles and make hillshade and
+// contour tiles, so that none of it runs on the HTTP process's event loop. One pool per process, created on first
+// use, sized like the vector pool (`server.transcode_threads`, else the process's share of the cores), at a lower
+// priority than the event loop; its queue is bounded and a full queue answers 503 with Retry-After.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { Config } from '../config/schema.js';
+import { poolShare, workerCount } from '../config/sizing.js';
+import { HttpProblem } from '../problem.js';
+import type { TerrainTask, TerrainTaskResult } from './terrain-ops.js';
+
+const QUEUE_PER_THREAD = 64;
+
+let pool: Piscina | undefined;
+
+function workerFile(): string {
+  const file = fileURLToPath(new URL('./workers/terrain.js', import.meta.url));
+  if (!existsSync(file)) throw new Error('the terrain pool worker (dist/workers/terrain.js) is missing: run make build');
+  return file;
+}
+
+function getPool(config: Config): Piscina {
+  if (pool) return pool;
+  const threads = config.server.transcode_threads ?? poolShare(workerCount(config.server.workers));
+  pool = new Piscina({ filename: workerFile(), minThreads: 0, maxThreads: threads, idleTimeout: 30_000, maxQueue: threads * QUEUE_PER_THREAD, niceIncrement: 10 });
+  return pool;
+}
+
+/** Runs a terrain task in the pool. Throws HttpProblem 503 when the pool's queue is full. */
+export async function runTerrain<T extends TerrainTask>(task: T, config: Config): Promise<TerrainTaskResult<T>> {
+  try {
+    return (await getPool(config).run(task)) as TerrainTaskResult<T>;
+  } catch (err) {
+    if ((err as Error).message === 'Task queue is at limit') {
+      throw new HttpProblem(503, 'Busy', 'the terrain queue is full; retry shortly', {}, { 'Retry-After': '1' });
+    }
+    throw err;
+  }
+}
