@@ -65,13 +65,23 @@ function routeRequest(routes: DocumentedRoute[], base: string): fc.Arbitrary<Fuz
 
 /** A JSON body, random or shaped like the real one with hostile members, to a JSON route. */
 function jsonRequest(base: string): fc.Arbitrary<Fuzzed> {
+  // The elevation routes' bodies: points in both forms and profile lines, with hostile numbers and members.
+  const coordinate = fc.oneof(fc.double(), fc.jsonValue(), fc.constantFrom(-122.4, 37.8, 181, -91, 1e308));
+  const point = fc.oneof(fc.tuple(coordinate, coordinate), fc.record({ lon: coordinate, lat: coordinate, z: fc.oneof(fc.integer({ min: -2, max: 30 }), fc.jsonValue()) }, { requiredKeys: [] }), fc.jsonValue());
+  const elevationBodies = fc.oneof(
+    fc.record({ points: fc.oneof(fc.array(point, { maxLength: 20 }), fc.jsonValue()) }, { requiredKeys: [] }).map((v) => JSON.stringify(v)),
+    fc
+      .record({ type: fc.constantFrom('LineString', 'Feature', 'Point', 'x'), coordinates: fc.oneof(fc.array(fc.tuple(coordinate, coordinate), { maxLength: 8 }), fc.jsonValue()), polyline: fc.oneof(fc.string(), fc.constant('_p~iF~ps|U_ulLnnqC_mqNvxq`@')), samples: fc.oneof(fc.integer({ min: -5, max: 100_000 }), fc.jsonValue()), step_m: fc.oneof(fc.double(), fc.jsonValue()) }, { requiredKeys: [] })
+      .map((v) => JSON.stringify(v)),
+  );
   const body = fc.oneof(
     fc.jsonValue().map((v) => JSON.stringify(v)),
     fc.record({ source: fc.oneof(fc.constantFrom('openmaptiles', 'cities', 'natural_earth', 'dem', 'both', 'openmaptiles+cities'), fc.string()), bbox: fc.jsonValue(), zoom: fc.jsonValue(), layers: fc.jsonValue(), limit: fc.jsonValue() }, { requiredKeys: ['source'] }).map((v) => JSON.stringify(v)),
     fc.record({ path: fc.oneof(fc.string(), fc.constant('path-3+f00(0,0|1,1)'), fc.jsonValue()), marker: fc.oneof(fc.string(), fc.constant('pin-s+f00(1,1)'), fc.jsonValue()), geojson: fc.jsonValue(), padding: fc.jsonValue(), maxzoom: fc.jsonValue(), latlng: fc.jsonValue() }, { requiredKeys: [] }).map((v) => JSON.stringify(v)),
     fc.string({ maxLength: 200 }),
+    elevationBodies,
   );
-  const path = fc.constantFrom('/api/spatial/query', '/styles/osm-liberty/static/auto/16x16.png', '/styles/osm-liberty/static/0,0,1/16x16.png', '/styles/nope/static/auto/16x16.png');
+  const path = fc.constantFrom('/api/spatial/query', '/styles/osm-liberty/static/auto/16x16.png', '/styles/osm-liberty/static/0,0,1/16x16.png', '/styles/nope/static/auto/16x16.png', '/api/elevation/elevation', '/api/elevation/elevation/profile', '/data/elevation/elevation', '/api/elevation/openmaptiles');
   const type = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded');
   return fc.record({ path, body, type }).map(({ path, body, type }) => ({ label: `POST ${path} ${body.slice(0, 200)}`, base, path, method: 'POST', body, headers: { 'content-type': type } }));
 }

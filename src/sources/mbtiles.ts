@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import type { SourceConfig } from '../config/schema.js';
-import { bytesMatchFormat, formatFromMetadata, isGzip, sniffImage, type TileFormat } from '../tiles/format.js';
+import { bytesMatchFormat, formatFromMetadata, imageWidth, isGzip, sniffImage, type TileFormat } from '../tiles/format.js';
 import { sniffVectorFormat } from '../tiles/vector-sniff.js';
 import { demOf } from './dem-info.js';
 import { defaultCenter, parseVectorLayers, SourceOpenError, WORLD_BOUNDS, type Bounds, type Center, type SourceInfo, type TileSource } from './source.js';
@@ -123,5 +123,7 @@ function describe(cfg: SourceConfig, db: Db, layout: Layout, meta: Map<string, s
     center,
     vectorLayers: vector ? parseVectorLayers(json.vector_layers) ?? [] : undefined,
     ...demOf(cfg, format),
+    // An elevation archive's tile size tells clients (and the terrain products) how its pixels lie.
+    ...(cfg.dem && raw && imageWidth(raw) ? { tileSize: imageWidth(raw) } : {}),
   };
 }

@@ -9,7 +9,7 @@ import { Compression, PMTiles, SharedPromiseCache, TileType, type Cache, type En
 import { isRemotePath } from '../config/object-location.js';
 import type { SourceConfig, StorageConfig } from '../config/schema.js';
 import { log } from '../log.js';
-import type { StoredCompression, TileFormat } from '../tiles/format.js';
+import { imageWidth, type StoredCompression, type TileFormat } from '../tiles/format.js';
 import { openChannel } from './object-store/open.js';
 import { PinnedSource, RETRY_AFTER_STORAGE, type StorageChannel } from './object-store/reader.js';
 import { StoreError } from './object-store/store.js';
@@ -93,7 +93,26 @@ async function openGeneration(cfg: SourceConfig, source: Source, revision: () =>
   const archive = new PMTiles(source, new ArchiveCache(), keepStored);
   const header = await archive.getHeader();
   const metadata = await readMetadata(source, header);
-  return { archive, info: describe(cfg, header, metadata, revision()) };
+  const info = describe(cfg, header, metadata, revision());
+  return { archive, info: cfg.dem ? { ...info, tileSize: await demTileSize(archive, info) } : info };
+}
+
+/**
+ * The tile size of an archive of elevation tiles, read from the header of a tile under its centre (clients and
+ * the terrain products need it to place the pixels); its TileJSON `tileSize`, else 256, when no such tile is there.
+ */
+async function demTileSize(archive: PMTiles, info: SourceInfo): Promise<number> {
+  const [lon, lat] = info.center;
+  for (const z of [info.center[2], info.minzoom, info.maxzoom]) {
+    const n = 2 ** z;
+    const rad = (lat * Math.PI) / 180;
+    const x = Math.min(n - 1, Math.max(0, Math.floor(((lon + 180) / 360) * n)));
+    const y = Math.min(n - 1, Math.max(0, Math.floor(((1 - Math.log(Math.tan(rad) + 1 / Math.cos(rad)) / Math.PI) / 2) * n)));
+    const tile = await archive.getZxy(z, x, y);
+    const width = tile && imageWidth(new Uint8Array(tile.data));
+    if (width) return width;
+  }
+  return 256;
 }
 
 /** A storage failure during a tile read: 503 with Retry-After for this source only. */

@@ -72,6 +72,20 @@ export function sniffImage(b: Uint8Array): 'png' | 'jpg' | 'webp' | undefined {
   return undefined;
 }
 
+/** The width in pixels of a PNG or WebP image read from its header (no decoding), or undefined for other bytes. */
+export function imageWidth(b: Uint8Array): number | undefined {
+  const image = sniffImage(b);
+  if (image === 'png' && b.length >= 24) return ((b[16] << 24) | (b[17] << 16) | (b[18] << 8) | b[19]) >>> 0;
+  if (image !== 'webp' || b.length < 30) return undefined;
+  const chunk = String.fromCharCode(b[12], b[13], b[14], b[15]);
+  // Lossy: a 14-bit width after the frame tag and start code; lossless: 14 bits of width - 1 after the signature;
+  // extended: the canvas width - 1 in 24 bits.
+  if (chunk === 'VP8 ') return ((b[27] << 8) | b[26]) & 0x3fff;
+  if (chunk === 'VP8L') return 1 + (((b[22] & 0x3f) << 8) | b[21]);
+  if (chunk === 'VP8X') return 1 + (b[24] | (b[25] << 8) | (b[26] << 16));
+  return undefined;
+}
+
 /** True when uncompressed bytes look like an MVT: a sequence of field-3 (layers) length-delimited entries. */
 export function looksLikeMvt(b: Uint8Array): boolean {
   return b.length === 0 || b[0] === 0x1a;

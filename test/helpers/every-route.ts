@@ -53,6 +53,11 @@ path = "${fixture('vector/world_cities.mbtiles')}"
 id = "dem"
 type = "cog"
 path = "${fixture('cog/dem-small.cog.tif')}"
+[[sources]]
+id = "elevation"
+type = "cog"
+path = "${fixture('cog/dem-small.cog.tif')}"
+dem = { encoding = "terrarium" }
 [[composites]]
 id = "both"
 sources = ["openmaptiles", "cities"]
@@ -115,6 +120,16 @@ const ROUTE_SAMPLES: Record<string, Record<string, string>> = {
   '/styles/{style}/{z}/{x}/{y}{scale}.{format}': { format: 'png' },
   '/styles/{style}/{tile_size}/{z}/{x}/{y}{scale}.{format}': { format: 'png' },
   '/assets/{version}/{file}': { file: 'maplibre-gl.css' },
+  // Terrain routes answer for an elevation source; the tile sits on its data (z12 over San Francisco).
+  '/data/{source}/hillshade/{z}/{x}/{y}.{format}': { source: 'elevation', z: '12', x: '655', y: '1582', format: 'png' },
+  '/data/{source}/contours/{z}/{x}/{y}.{format}': { source: 'elevation', z: '12', x: '655', y: '1582', format: 'pbf' },
+  '/data/{source}/hillshade.json': { source: 'elevation' },
+  '/data/{source}/contours.json': { source: 'elevation' },
+  '/data/{source}/hillshade/wmts.xml': { source: 'elevation' },
+  '/api/elevation/{source}': { source: 'elevation' },
+  '/api/elevation/{source}/profile': { source: 'elevation' },
+  '/data/{source}/elevation/{z}/{x}/{y}': { source: 'elevation', z: '12', x: '-122.4', y: '37.8' },
+  '/data/{source}/elevation': { source: 'elevation' },
 };
 
 /** A valid value of each documented query parameter. */
@@ -146,6 +161,19 @@ export const QUERY_SAMPLES: Record<string, string> = {
   filter: "name = 'x'",
   'filter-lang': 'cql2-text',
   'filter-crs': 'http://www.opengis.net/def/crs/OGC/1.3/CRS84',
+  lon: '-122.4',
+  lat: '37.8',
+  method: 'igor',
+  mode: 'grey',
+  azimuth: '315',
+  altitude: '45',
+  exaggeration: '1',
+  shadow: '#000000',
+  highlight: '#ffffff',
+  accent: '#000000',
+  interval: '50',
+  major: '5',
+  unit: 'm',
 };
 
 /** The value a test puts in path parameter `name` of `template` when it is not the one being spoiled. */

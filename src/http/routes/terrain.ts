@@ -61,7 +61,9 @@ function lookupProblem(c: Context, state: AppState, id: string): Elevation | Res
 async function readJson(c: Context, state: AppState, expected: string): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
   const limit = bodyLimit(state);
   const text = await readBoundedText(c, limit);
-  if (text === undefined) return { ok: false, response: problem(c, 413, 'Body too large', `the body is at most ${limit} bytes here`) };
+  // The rest of the body is not read: the connection closes after the answer, so no client sends its next
+  // request behind an upload the server has stopped reading.
+  if (text === undefined) return { ok: false, response: problem(c, 413, 'Body too large', `the body is at most ${limit} bytes here`, {}, { Connection: 'close' }) };
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch {
@@ -119,7 +121,7 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
         params: { ...TILE_PARAMS, y: { schema: v.pipe(v.number(), v.integer(), v.minValue(0)) }, format: { schema: v.picklist(hillshade ? ['png', 'webp'] : ['pbf', 'mvt', 'mlt']) } },
         query: hillshade ? HILLSHADE_QUERY : CONTOUR_QUERY,
         responses: {
-          200: { description: 'the tile', content: hillshade ? { 'image/png': true, 'image/webp': true } : { 'application/x-protobuf': true, 'application/vnd.maplibre-vector-tile': true } },
+          200: { description: 'the tile', content: hillshade ? { 'image/png': true, 'image/webp': true } : { 'application/x-protobuf': true, 'application/vnd.open-vector-tile': true } },
           204: { description: 'no data here, or outside the zoom range' },
           304: { description: 'the If-None-Match ETag is current' },
           400: { description: 'bad coordinates, format or parameter; not an elevation source', content: PROBLEM },
