@@ -62,7 +62,7 @@ test-image: deps
 # Rewrites the golden images of the rendering tests (test/goldens/render) from this machine's renders; review
 # the new images before committing them.
 goldens: build
-	UPDATE_GOLDENS=1 node --import tsx --test test/render-routes.test.ts
+	UPDATE_GOLDENS=1 node --import tsx --test test/render-routes.test.ts test/terrain-render.test.ts
 
 # wrk measures large bodies (raster tiles) where autocannon saturates first (bench/postgis.bench.ts); nginx serves
 # the stored tiles as files, the machine's limit that bench/stored.bench.ts measures tileserver-ts against.
