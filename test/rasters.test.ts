@@ -327,6 +327,12 @@ resampling = "nearest"
 [postgres.outdb_rasters.colormap]
 rescale_mode = "dynamic"
 entries = [{ value = 0, color = "#000000" }, { value = 1, color = "#ff0000" }]
+
+# The same catalogue as elevation (docs/terrain.md): encoded tiles, terrain products, the elevation API.
+[[postgres.outdb_rasters]]
+id = "elevation"
+function = "dem"
+dem = { encoding = "terrarium" }
 `,
     });
   });
@@ -383,6 +389,45 @@ entries = [{ value = 0, color = "#000000" }, { value = 1, color = "#ff0000" }]
       const bad = await get(`${server.url}/data/dem/${t.z}/${t.x}/${t.y}.png?lo=not-a-number`);
       assert.equal(bad.status, 400);
       assert.equal(bad.headers.get('content-type'), 'application/problem+json');
+    } finally {
+      dem.close();
+    }
+  });
+  test('an elevation catalogue: elevations at its pixel centres as GDAL reads them, terrarium tiles, hillshade and contours', async () => {
+    const dem = gdal.open(DEM);
+    try {
+      const gt = dem.geoTransform!;
+      const band = dem.bands.get(1);
+      for (const [col, row] of [[40, 40], [100, 70], [127, 127]]) {
+        const lon = gt[0] + (col + 0.5) * gt[1];
+        const lat = gt[3] + (row + 0.5) * gt[5];
+        const doc = (await (await fetch(`${server.url}/api/elevation/elevation?lon=${lon}&lat=${lat}`)).json()) as { elevation: number };
+        assert.ok(Math.abs(doc.elevation - band.pixels.get(col, row)) <= 0.01, `pixel ${col},${row}: ${doc.elevation} against ${band.pixels.get(col, row)}`);
+      }
+      // The catalogue's no-data block (its north-west corner) has no elevation.
+      const hole = (await (await fetch(`${server.url}/api/elevation/elevation?lon=${gt[0] + 4 * gt[1]}&lat=${gt[3] + 4 * gt[5]}`)).json()) as { elevation: number | null };
+      assert.equal(hole.elevation, null);
+      const t = tileAt(gt[0] + 64 * gt[1], gt[3] + 64 * gt[5], 11);
+      const tile = await get(`${server.url}/data/elevation/${t.z}/${t.x}/${t.y}.png`);
+      assert.equal(tile.status, 200);
+      const img = await rgba(tile.body);
+      let n = 0;
+      for (const [i, j] of SAMPLES) {
+        const [mx, my] = pixelCentre(t, i, j);
+        const want = readAt(dem, mx, my, 1).values;
+        const [r, g, b, a] = pixel(img, i, j);
+        if (!want || want[0] === -9999 || a === 0) continue;
+        n++;
+        // Bilinear between pixel centres: within the spread of the four values around, checked loosely against the nearest.
+        assert.ok(Math.abs(r * 256 + g + b / 256 - 32768 - want[0]) < 60, `terrarium ${r},${g},${b} against ${want[0]}`);
+      }
+      assert.ok(n >= 20);
+      const tj = (await (await fetch(`${server.url}/data/elevation.json`)).json()) as { encoding: string };
+      assert.equal(tj.encoding, 'terrarium');
+      for (const p of [`hillshade/${t.z}/${t.x}/${t.y}.png`, `contours/${t.z}/${t.x}/${t.y}.pbf?interval=20`]) {
+        const res = await get(`${server.url}/data/elevation/${p}`);
+        assert.equal(res.status, 200, p);
+      }
     } finally {
       dem.close();
     }

@@ -299,6 +299,8 @@ describe('elevation tiles', () => {
     for (const [id, encoding] of [['hill', 'mapbox'], ['real', 'terrarium'], ['hill-pm', 'terrarium'], ['hill-mb', 'mapbox']]) {
       const { doc } = await json(`/data/${id}.json`);
       assert.equal(doc.encoding, encoding, id);
+      // The archives' tiles are served as published: only tiles encoded here promise a no-data marking.
+      assert.deepEqual(doc.nodata, id.startsWith('hill-') ? undefined : { elevation: 0, alpha: 0 }, id);
     }
   });
 });

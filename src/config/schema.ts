@@ -326,6 +326,8 @@ export const OutdbRasterSchema = v.object({
   ...functionSourceEntries,
   resampling: v.optional(v.picklist(RESAMPLING), 'bilinear'),
   colormap: v.optional(ColormapSchema),
+  /** The catalogue's files hold elevation in metres: tiles are encoded elevations, with the terrain products (docs/terrain.md). */
+  dem: v.optional(DemSchema),
 });
 
 /** `[postgres]`: one connection pool per process; see docs/postgres.md. */

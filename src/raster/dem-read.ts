@@ -7,7 +7,8 @@ import { dataset, useStorageOptions, type GdalOptions } from './warp-tile.js';
 const HALF_WORLD = 20037508.342789244;
 
 export interface DemWindowTask {
-  file: string;
+  /** Single-band files in metres, composited in order: each later one over the earlier ones where it has data. */
+  files: string[];
   z: number;
   x: number;
   y: number;
@@ -28,7 +29,7 @@ let vsimemSeq = 0;
  */
 export async function readDemWindow(task: DemWindowTask): Promise<Float32Array | undefined> {
   useStorageOptions(task.storage);
-  const ds = await dataset(task.file, task.generation, task.datasetCache);
+  const sources = await Promise.all(task.files.map((f) => dataset(f, task.generation, task.datasetCache)));
   const { z, x, y, size, border } = task;
   const span = (2 * HALF_WORLD) / 2 ** z;
   const pixel = span / size;
@@ -40,7 +41,7 @@ export async function readDemWindow(task: DemWindowTask): Promise<Float32Array |
   // where gdalwarp found data) and cannot be mistaken for an elevation.
   args.push('-r', 'bilinear', '-ot', 'Float32', '-dstnodata', 'nan', '-wo', 'NUM_THREADS=1');
   const scratch = `/vsimem/dem-${process.pid}-${++vsimemSeq}.tif`;
-  const out = await gdal.warpAsync(scratch, null, [ds], args);
+  const out = await gdal.warpAsync(scratch, null, sources, args);
   try {
     const band = await out.bands.getAsync(1);
     const data = new Float32Array(side * side);
@@ -54,7 +55,8 @@ export async function readDemWindow(task: DemWindowTask): Promise<Float32Array |
 }
 
 export interface DemPointsTask {
-  file: string;
+  /** As for a window: later files over earlier ones where they have data. */
+  files: string[];
   /** lon, lat pairs in degrees. */
   points: Float64Array;
   datasetCache: number;
@@ -110,9 +112,17 @@ const BLOCK = 256;
  */
 export async function readDemPoints(task: DemPointsTask): Promise<Float64Array> {
   useStorageOptions(task.storage);
-  const ds = await dataset(task.file, task.generation, task.datasetCache);
+  const out = new Float64Array(task.points.length / 2).fill(Number.NaN);
+  for (const file of task.files) {
+    const values = await pointsOfFile(await dataset(file, task.generation, task.datasetCache), task.points);
+    for (let i = 0; i < values.length; i++) if (!Number.isNaN(values[i])) out[i] = values[i];
+  }
+  return out;
+}
+
+async function pointsOfFile(ds: gdal.Dataset, points: Float64Array): Promise<Float64Array> {
   const g = georefOf(ds);
-  const n = task.points.length / 2;
+  const n = points.length / 2;
   const out = new Float64Array(n).fill(Number.NaN);
   // Fractional pixel coordinates, measured so that a pixel's centre is at +0.5.
   const col = new Float64Array(n);
@@ -120,7 +130,7 @@ export async function readDemPoints(task: DemPointsTask): Promise<Float64Array> 
   const blocks = new Map<number, number[]>();
   const bx = Math.ceil(g.width / BLOCK);
   for (let i = 0; i < n; i++) {
-    const p = g.toFile.transformPoint(task.points[2 * i], task.points[2 * i + 1]);
+    const p = g.toFile.transformPoint(points[2 * i], points[2 * i + 1]);
     const c = g.inverse[0] + g.inverse[1] * p.x + g.inverse[2] * p.y;
     const r = g.inverse[3] + g.inverse[4] * p.x + g.inverse[5] * p.y;
     if (!(c >= 0 && c <= g.width && r >= 0 && r <= g.height)) continue;

@@ -6,6 +6,7 @@ import type { AppState } from '../state/app-state.js';
 import type { SourceConfig } from '../config/schema.js';
 import type { SourceInfo, TileSource } from '../sources/source.js';
 import type { RasterPool } from '../sources/raster/pool.js';
+import { OutdbRasterSource } from '../sources/raster/outdb.js';
 import type { DemWindow } from '../terrain/dem-window.js';
 import type { DemEncoding } from '../terrain/dem-encoding.js';
 import { tilesNeeded, sampleWindow, type MosaicPlan } from '../terrain/mosaic.js';
@@ -46,7 +47,7 @@ class RasterElevation implements Elevation {
     return this.info.id;
   }
   async window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined> {
-    const data = await this.pool.demWindow(this.file, z, x, y, size, border);
+    const data = await this.pool.demWindow([this.file], z, x, y, size, border);
     return data && { z, x, y, size, border, data };
   }
   points(points: readonly LonLat[]): Promise<Float64Array> {
@@ -55,7 +56,51 @@ class RasterElevation implements Elevation {
       flat[2 * i] = lon;
       flat[2 * i + 1] = lat;
     });
-    return this.pool.demPoints(this.file, flat);
+    return this.pool.demPoints([this.file], flat);
+  }
+}
+
+/**
+ * An out-of-database raster catalogue marked `dem`: each window is warped from the files the database function
+ * names for its tile (at the catalogue's deepest zoom for deeper windows), points from the files it names for the
+ * deepest tile holding them, at the files' own resolution.
+ */
+class CatalogueElevation implements Elevation {
+  readonly kind = 'raster';
+  readonly productMaxzoom: number;
+  constructor(
+    private readonly source: OutdbRasterSource,
+    readonly encoding: DemEncoding,
+  ) {
+    this.productMaxzoom = Math.min(22, source.info.maxzoom + PRODUCT_OVERZOOM);
+  }
+  get info(): SourceInfo {
+    return this.source.info;
+  }
+  get id(): string {
+    return this.info.id;
+  }
+  async window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined> {
+    const data = await this.source.demWindow(z, x, y, size, border);
+    return data && { z, x, y, size, border, data };
+  }
+  async points(points: readonly LonLat[]): Promise<Float64Array> {
+    const out = new Float64Array(points.length).fill(Number.NaN);
+    const groups = [...groupByTile(points as LonLat[], this.info.maxzoom, 256).values()];
+    for (let i = 0; i < groups.length; i += POINT_TILES_AT_ONCE) {
+      await Promise.all(
+        groups.slice(i, i + POINT_TILES_AT_ONCE).map(async (g) => {
+          const flat = new Float64Array(g.items.length * 2);
+          g.items.forEach((item, k) => {
+            flat[2 * k] = points[item.index][0];
+            flat[2 * k + 1] = points[item.index][1];
+          });
+          const values = await this.source.demPoints(g, flat);
+          g.items.forEach((item, k) => (out[item.index] = values[k]));
+        }),
+      );
+    }
+    return out;
   }
 }
 
@@ -152,7 +197,12 @@ export function elevationSource(state: AppState, id: string): ElevationLookup {
   let found = kept.get(id);
   if (!found) {
     const cfg = state.config.sources.find((s) => s.id === id) as SourceConfig | undefined;
-    found = (cfg?.type === 'cog' || cfg?.type === 'vrt') && state.raster ? new RasterElevation(source.info, encoding, cfg.path, state.raster) : new ArchiveElevation(source, encoding, state);
+    found =
+      source instanceof OutdbRasterSource
+        ? new CatalogueElevation(source, encoding)
+        : (cfg?.type === 'cog' || cfg?.type === 'vrt') && state.raster
+          ? new RasterElevation(source.info, encoding, cfg.path, state.raster)
+          : new ArchiveElevation(source, encoding, state);
     kept.set(id, found);
   }
   return { ok: true, elevation: found };

@@ -57,7 +57,11 @@ export function sourceTileJson(info: SourceInfo, ctx: UrlContext, withId = false
   if (info.description) doc.description = info.description;
   if (info.vectorLayers) doc.vector_layers = info.vectorLayers;
   if (info.format === 'mlt') doc.encoding = 'mlt';
-  if (info.dem) doc.encoding = info.dem;
+  if (info.dem) {
+    doc.encoding = info.dem;
+    // Tiles this server encodes from a raster mark pixels without data with alpha 0 over an RGB of 0 m.
+    if (info.type === 'cog' || info.type === 'vrt' || info.type === 'postgres-outdb-raster') doc.nodata = { elevation: 0, alpha: 0 };
+  }
   if (info.tileSize) doc.tileSize = info.tileSize;
   return doc;
 }

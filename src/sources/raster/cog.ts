@@ -72,7 +72,7 @@ export class CogSource implements TileSource {
       // Elevations warped to the tile (bilinear, whatever `resampling` says: a DEM is a surface) and encoded in the pool.
       return this.health.watch(files, async () => {
         const size = this.config.raster.tile_size;
-        const data = await this.pool.demWindow(this.cfg.path, z, x, y, size, 0);
+        const data = await this.pool.demWindow([this.cfg.path], z, x, y, size, 0);
         if (!data) return undefined;
         const window = { z, x, y, size, border: 0, data };
         return runTerrain({ op: 'encode-dem', window, encoding: dem.encoding, format: format === 'webp' ? 'webp' : 'png', pngLevel: this.config.render.png_compression }, this.config);

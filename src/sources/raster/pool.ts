@@ -86,18 +86,18 @@ export class RasterPool {
   }
 
   /**
-   * Elevations of a single-band file over a tile's web-mercator window with `border` pixels around it
+   * Elevations of single-band files over a tile's web-mercator window with `border` pixels around it
    * ((size + 2 * border)² values, NaN without data), or undefined when the window has no data at all.
    */
-  demWindow(file: string, z: number, x: number, y: number, size: number, border: number): Promise<Float32Array | undefined> {
-    const task: DemWindowTask = { file, z, x, y, size, border, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
-    return this.run({ op: 'dem-window', task }, [file]) as Promise<Float32Array | undefined>;
+  demWindow(files: string[], z: number, x: number, y: number, size: number, border: number): Promise<Float32Array | undefined> {
+    const task: DemWindowTask = { files, z, x, y, size, border, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
+    return this.run({ op: 'dem-window', task }, files) as Promise<Float32Array | undefined>;
   }
 
-  /** Elevations at lon/lat pairs at the file's own resolution (bilinear; NaN outside it or without data). */
-  demPoints(file: string, points: Float64Array): Promise<Float64Array> {
-    const task: DemPointsTask = { file, points, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
-    return this.run({ op: 'dem-points', task }, [file]) as Promise<Float64Array>;
+  /** Elevations at lon/lat pairs at the files' own resolution (bilinear; later files over earlier ones; NaN outside them or without data). */
+  demPoints(files: string[], points: Float64Array): Promise<Float64Array> {
+    const task: DemPointsTask = { files, points, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
+    return this.run({ op: 'dem-points', task }, files) as Promise<Float64Array>;
   }
 
   private async run(job: RasterJob, files: readonly string[]): Promise<unknown> {
