@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { RenderCache } from '../src/render/render-cache.js';
+import { RenderCache } from '../src/shared-cache/render-cache.js';
 
 function tiles(dir: string): string[] {
   return (readdirSync(dir, { recursive: true, encoding: 'utf8' }) as string[]).filter((n) => n.endsWith('.png')).sort();

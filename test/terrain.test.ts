@@ -5,7 +5,7 @@
 // same window, contour lines on the hill's analytic circles, seams, listings, and every kind of bad input.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -149,6 +149,9 @@ dem = { encoding = "mapbox" }
 id = "imagery"
 type = "cog"
 path = "${fixture('cog/test-rgb.cog.tif')}"
+
+[cache]
+dir = "${path.join(scratch, 'cache')}"
 
 [terrain]
 max_points = 500
@@ -435,6 +438,41 @@ describe('contours', () => {
     assert.equal(gz.headers.get('content-encoding'), 'gzip');
   });
 });
+
+describe('caching', () => {
+  test('a terrain tile is written to the disk cache, and another process serves it from there', async () => {
+    const t = tileOf(HILL.lon, HILL.lat, 13);
+    const first = await get(`/data/hill-pm/hillshade/13/${t.x}/${t.y}.png?method=igor`);
+    assert.equal(first.status, 200);
+    const dir = path.join(scratch, 'cache', 'terrain');
+    const files = await waitForFiles(dir, (f) => f.includes(`/hillshade/13/${t.x}/${t.y}@1.png`));
+    assert.equal(files.length, 1, 'one file for the tile and its parameters');
+    assert.deepEqual(new Uint8Array(readFileSync(files[0])), first.body);
+    // A marker in place of the cached bytes: a second server on the same directory answers with it.
+    const marker = await sharp({ create: { width: 8, height: 8, channels: 4, background: '#ff00ff' } }).png().toBuffer();
+    writeFileSync(files[0], marker);
+    const other = await startServer({ toml: `[cache]\ndir = "${path.join(scratch, 'cache')}"\n[[sources]]\nid = "hill-pm"\ntype = "pmtiles"\npath = "${fixture('dem/hill-terrarium.pmtiles')}"\ndem = { encoding = "terrarium" }\n` });
+    try {
+      const again = await fetch(`${other.url}/data/hill-pm/hillshade/13/${t.x}/${t.y}.png?method=igor`);
+      assert.deepEqual(new Uint8Array(await again.arrayBuffer()), new Uint8Array(marker));
+      // Other parameters are another file, made afresh.
+      const grey = await fetch(`${other.url}/data/hill-pm/hillshade/13/${t.x}/${t.y}.png?method=igor&mode=grey`);
+      assert.equal((await rgbaOf(new Uint8Array(await grey.arrayBuffer()))).width, 256);
+    } finally {
+      await other.stop();
+    }
+  });
+});
+
+/** The files under `dir` whose path passes `match`, once at least one does (writes are in the background). */
+async function waitForFiles(dir: string, match: (f: string) => boolean): Promise<string[]> {
+  for (let i = 0; i < 50; i++) {
+    const found = existsSync(dir) ? (readdirSync(dir, { recursive: true }) as string[]).map((f) => path.join(dir, f)).filter((f) => match(f) && !f.endsWith('.tmp')) : [];
+    if (found.length) return found;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return [];
+}
 
 describe('listings', () => {
   test('TileJSON of the products, /index.json, OGC API collections and a WMTS document GDAL opens', async () => {

@@ -1,6 +1,6 @@
 // What a render request gives the HTTP layer (an image and where it came from) and what it tells the render
 // service about its caller; the public path of a rendered tile, which a forwarded request asks the owner for.
-import type { CachedImage } from './render-cache.js';
+import type { CachedImage } from '../shared-cache/render-cache.js';
 import type { ImageFormat } from './static-params.js';
 import type { TileRequest } from './tile-render.js';
 

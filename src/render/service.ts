@@ -21,7 +21,7 @@ import { renderMetrics } from './metrics.js';
 import type { RenderPeers } from './peers.js';
 import { MAX_FRAME, RenderPoolKeeper, START_WAIT_MS, styleRef } from './pool-keeper.js';
 import type { RenderPool } from './pool.js';
-import { RenderCache, type CachedImage } from './render-cache.js';
+import { RenderCache, type CachedImage } from '../shared-cache/render-cache.js';
 import { RenderError, type Frame, type FrameEncoding } from './renderer.js';
 import type { AppFetch } from './resources.js';
 import { SharedRenders, type Rendered } from './shared-renders.js';

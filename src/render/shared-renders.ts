@@ -1,6 +1,6 @@
 // Renders in progress, by key, so that concurrent identical requests (the tiles of one metatile or batch, the same
 // static map) wait for one render instead of each drawing it.
-import type { CachedImage } from './render-cache.js';
+import type { CachedImage } from '../shared-cache/render-cache.js';
 import { renderMetrics } from './metrics.js';
 import { RenderError } from './renderer.js';
 

@@ -1,8 +1,14 @@
 // Hillshade and contour tiles of an elevation source: the parameters parsed, the zoom range and bounds checked,
-// the tile looked up in the tile cache (memory) and the fleet's shared cache (Redis), else made in the terrain
-// pool from a window of elevations with a border, so adjacent tiles join without a seam. Answers are TileResults,
-// sent by the same code as every other tile (ETag, 304, Cache-Control).
+// the tile looked up in the tile cache (memory), on disk (`[cache] dir`/terrain, shared by the processes) and in
+// the fleet's shared cache (Redis), else made in the terrain pool from a window of elevations with a border, so
+// adjacent tiles join without a seam. Answers are TileResults, sent by the same code as every other tile (ETag,
+// 304, Cache-Control).
+import { createHash } from 'node:crypto';
+import path from 'node:path';
 import type { AppState } from '../state/app-state.js';
+import { resolvedCacheDir } from '../config/paths.js';
+import { log } from '../log.js';
+import { RenderCache } from '../shared-cache/render-cache.js';
 import type { TileCoord } from '../tiles/coords.js';
 import { tileIntersectsBounds } from '../tiles/coords.js';
 import { chooseEncoding, type ContentEncoding } from '../tiles/encoding.js';
@@ -63,16 +69,44 @@ export async function fetchTerrainTile(state: AppState, req: TerrainTileRequest)
   return running;
 }
 
+/** The disk cache of terrain tiles under a cache directory and budget, kept while they stay the same. */
+let disk: { key: string; cache: RenderCache } | undefined;
+
+function diskCache(state: AppState): RenderCache | undefined {
+  if (!state.config.cache.enabled || state.config.render.disk_cache_mb <= 0) return undefined;
+  const dir = path.join(resolvedCacheDir(state), 'terrain');
+  const key = `${dir}\n${state.config.render.disk_cache_mb}`;
+  if (disk?.key !== key) disk = { key, cache: new RenderCache(0, dir, state.config.render.disk_cache_mb, (err) => log.warn({ err: err.message }, 'terrain disk cache')) };
+  return disk.cache;
+}
+
 async function produce(state: AppState, elevation: Elevation, req: TerrainTileRequest, options: object, encoding: ContentEncoding, key: string): Promise<TileResult> {
   const { z, x, y } = req.coord;
-  const identity = sharedCache.enabled ? sourceIdentity(state, elevation.id) : undefined;
+  // The data's fingerprint (file sizes and ends, not paths): machines and processes with the same files share entries.
+  const identity = sourceIdentity(state, elevation.id);
   const sharedKey = identity === undefined ? undefined : `terrain/${identity}/${key}`;
-  if (sharedKey !== undefined) {
+  // On disk: one file per tile under source/product/z/x, its parameters hashed into the name.
+  const diskKey =
+    identity === undefined
+      ? undefined
+      : `${identity}/${req.product}/${z}/${x}/${y}@${req.scale}.${req.format}.${encoding}.${createHash('sha256').update(JSON.stringify(options)).digest('hex').slice(0, 16)}`;
+  const onDisk = diskKey === undefined ? undefined : diskCache(state);
+  if (onDisk && diskKey !== undefined) {
+    const hit = await onDisk.getDisk(diskKey);
+    if (hit) {
+      const body = new Uint8Array(hit.buffer, hit.byteOffset, hit.byteLength);
+      const etag = etagOf(body);
+      state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
+      return tileResult(body, req.format, encoding, etag, 'miss');
+    }
+  }
+  if (sharedKey !== undefined && sharedCache.enabled) {
     const hit = await sharedCache.get('terrain', sharedKey);
     if (hit) {
       const body = new Uint8Array(hit.buffer, hit.byteOffset, hit.byteLength);
       const etag = etagOf(body);
       state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
+      if (onDisk && diskKey !== undefined) void onDisk.setDisk(diskKey, body);
       return { ...tileResult(body, req.format, encoding, etag, 'miss'), fromShared: true };
     }
   }
@@ -105,7 +139,8 @@ async function produce(state: AppState, elevation: Elevation, req: TerrainTileRe
   }
   const etag = etagOf(body);
   state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
-  if (sharedKey !== undefined) sharedCache.put(sharedKey, body);
+  if (sharedKey !== undefined && sharedCache.enabled) sharedCache.put(sharedKey, body);
+  if (onDisk && diskKey !== undefined) void onDisk.setDisk(diskKey, body);
   return tileResult(body, req.format, encoding, etag, 'miss');
 }
 

@@ -1,5 +1,5 @@
-// Cache of rendered images: in memory per process (LRU by bytes), and for raster style tiles also on disk
-// under `[cache] dir`/render, shared by every worker process. Keys start with the style id and a hash of what
+// Cache of made images: in memory per process (LRU by bytes), and for raster style tiles also on disk under
+// `[cache] dir`/render (terrain tiles under `[cache] dir`/terrain, disk only), shared by every worker process. Keys start with the style id and a hash of what
 // the pixels depend on (shared-cache/identity.ts), so an edited style, data file or image setting never serves
 // old pixels. The fleet's shared cache (shared-cache/client.ts) is asked after these two.
 // The disk cache is bounded: when the bytes written since the last sweep pass a tenth of the budget, the
