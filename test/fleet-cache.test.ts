@@ -77,6 +77,11 @@ path = "${path.join(dir, 'data/omt.pmtiles')}"
 id = "natural_earth"
 type = "pmtiles"
 path = "${path.join(dir, 'data/ne.pmtiles')}"
+[[sources]]
+id = "hill"
+type = "pmtiles"
+path = "${fixture('dem/hill-terrarium.pmtiles')}"
+dem = { encoding = "terrarium" }
 [[styles]]
 id = "osm-liberty"
 path = "${path.join(dir, 'style/style.json')}"
@@ -181,7 +186,7 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     assert.equal((await rendered(A)) + (await rendered(B)), before + 1, 'one render in the whole fleet');
   });
 
-  test('static maps and transcoded tiles are shared too', async () => {
+  test('static maps, transcoded tiles and terrain tiles are shared too', async () => {
     // A's write to Redis goes on after its answer (by design): B is asked once the entry is there.
     const keyCount = async (pattern: string) => (await redis.client.scan('0', 'MATCH', pattern, 'COUNT', 100_000))[1].length;
     const untilMoreKeys = async (pattern: string, before: number) => {
@@ -213,6 +218,17 @@ describe('a fleet of two instances sharing one Redis cache', { timeout: 420_000 
     assert.ok(mb.body.equals(ma.body));
     const after = (await ping(B)).shared_cache;
     assert.equal(after.hits, hits + 1, `B's shared cache: ${JSON.stringify(after)}`);
+    // A hillshade tile made by A is B's from Redis (its own disk cache is another directory).
+    const shades = await keyCount('tsts:v1:terrain/*');
+    const hillshade = '/data/hill/hillshade/11/1081/724.png?method=combined';
+    const ha = await get(A, hillshade);
+    assert.equal(ha.status, 200);
+    await untilMoreKeys('tsts:v1:terrain/*', shades);
+    const hb = await get(B, hillshade);
+    assert.equal(hb.status, 200);
+    assert.ok(hb.body.equals(ha.body));
+    assert.match(hb.timing, /cache;desc="shared"/);
+    assert.equal((await ping(B)).shared_cache.hits, after.hits + 1);
   });
 
   test('a lock whose holder died expires, and the next asker renders', async () => {
