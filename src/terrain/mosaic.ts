@@ -42,46 +42,101 @@ function sourceExtent(plan: MosaicPlan) {
   return { scale, first, firstRow, minU: Math.floor(first), maxU: Math.floor(last) + 1, minV: Math.floor(firstRow), maxV: Math.floor(lastRow) + 1 };
 }
 
+/** Where one axis of the window samples the archive: for each sample, its two neighbours' tiles, offsets and weight. */
+interface AxisSamples {
+  /** Tile index (column or row of the archive level) of the lower and upper neighbour. */
+  tileA: Int32Array;
+  tileB: Int32Array;
+  /** Pixel offset inside those tiles. */
+  offA: Int32Array;
+  offB: Int32Array;
+  /** Weight of the upper neighbour (the lower one gets 1 - weight). */
+  weight: Float64Array;
+}
+
+/** Samples along one axis: `first + k * scale` for k < count, in archive pixels (centres at integers). */
+function axisSamples(first: number, scale: number, count: number, T: number, worldPixels: number, wrap: boolean): AxisSamples {
+  const out: AxisSamples = { tileA: new Int32Array(count), tileB: new Int32Array(count), offA: new Int32Array(count), offB: new Int32Array(count), weight: new Float64Array(count) };
+  const place = (p: number): number => (wrap ? ((p % worldPixels) + worldPixels) % worldPixels : Math.min(worldPixels - 1, Math.max(0, p)));
+  for (let k = 0; k < count; k++) {
+    // Rows above the first pixel centre of the world take the first row (and likewise at the bottom); columns wrap.
+    const at = wrap ? first + k * scale : Math.min(worldPixels - 1, Math.max(0, first + k * scale));
+    const i0 = Math.floor(at);
+    const a = place(i0);
+    const b = place(i0 + 1);
+    out.tileA[k] = Math.floor(a / T);
+    out.tileB[k] = Math.floor(b / T);
+    out.offA[k] = a % T;
+    out.offB[k] = b % T;
+    out.weight[k] = at - i0;
+  }
+  return out;
+}
+
 /**
  * The window sampled from decoded archive tiles (`tiles` by `${x}/${y}` at `sourceZoom`, metres, NaN without data;
- * a tile the archive lacks is simply absent). Undefined when no sample has data.
+ * a tile the archive lacks is simply absent). Undefined when no sample has data. Where the tile of each sample lies
+ * is worked out once per column and once per row, so the loop over pixels does no lookups by key.
  */
 export function assembleWindow(plan: MosaicPlan, tiles: ReadonlyMap<string, Float32Array>): DemWindow | undefined {
   const { scale, first, firstRow } = sourceExtent(plan);
-  const n = 2 ** plan.sourceZoom;
   const T = plan.sourceSize;
-  const worldPixels = n * T;
+  const worldPixels = 2 ** plan.sourceZoom * T;
   const side = plan.size + 2 * plan.border;
+  const cols = axisSamples(first, scale, side, T, worldPixels, true);
+  const rows = axisSamples(firstRow, scale, side, T, worldPixels, false);
+  // The few tile columns the window touches, numbered 0..k-1 so that a row can hold its tiles in a small array.
+  const tileColumns = [...new Set([...cols.tileA, ...cols.tileB])];
+  const slotA = Int32Array.from(cols.tileA, (t) => tileColumns.indexOf(t));
+  const slotB = Int32Array.from(cols.tileB, (t) => tileColumns.indexOf(t));
+  const rowTiles = (ty: number) => tileColumns.map((tx) => tiles.get(`${tx}/${ty}`));
   const data = new Float32Array(side * side);
   let any = false;
-  const at = (u: number, v: number): number => {
-    if (v < 0 || v >= worldPixels) return Number.NaN;
-    const uu = ((u % worldPixels) + worldPixels) % worldPixels;
-    const tile = tiles.get(`${Math.floor(uu / T)}/${Math.floor(v / T)}`);
-    return tile ? tile[(v % T) * T + (uu % T)] : Number.NaN;
-  };
+  let upperRow = -1;
+  let lowerRow = -1;
+  let upperTiles: (Float32Array | undefined)[] = [];
+  let lowerTiles: (Float32Array | undefined)[] = [];
   for (let r = 0; r < side; r++) {
-    const v = firstRow + r * scale;
-    // Rows above the first pixel centre of the world take the first row (and likewise at the bottom).
-    const vc = Math.min(worldPixels - 1, Math.max(0, v));
-    const j0 = Math.floor(vc);
-    const fy = vc - j0;
+    if (rows.tileA[r] !== upperRow) upperTiles = rowTiles((upperRow = rows.tileA[r]));
+    if (rows.tileB[r] !== lowerRow) lowerTiles = rowTiles((lowerRow = rows.tileB[r]));
+    const fy = rows.weight[r];
+    const baseA = rows.offA[r] * T;
+    const baseB = rows.offB[r] * T;
     for (let c = 0; c < side; c++) {
-      const u = first + c * scale;
-      const i0 = Math.floor(u);
-      const fx = u - i0;
+      const fx = cols.weight[c];
       let sum = 0;
       let weights = 0;
-      for (let dj = 0; dj <= 1; dj++) {
-        const wy = dj ? fy : 1 - fy;
-        if (wy === 0) continue;
-        for (let di = 0; di <= 1; di++) {
-          const w = (di ? fx : 1 - fx) * wy;
-          if (w === 0) continue;
-          const value = at(i0 + di, Math.min(worldPixels - 1, j0 + dj));
-          if (value !== value) continue;
-          sum += w * value;
-          weights += w;
+      // The four neighbours: (A, A), (B, A), (A, B), (B, B) as (column, row); zero weights and missing data skipped.
+      const w00 = (1 - fx) * (1 - fy);
+      const w10 = fx * (1 - fy);
+      const w01 = (1 - fx) * fy;
+      const w11 = fx * fy;
+      if (w00 > 0) {
+        const v = upperTiles[slotA[c]]?.[baseA + cols.offA[c]];
+        if (v !== undefined && v === v) {
+          sum += w00 * v;
+          weights += w00;
+        }
+      }
+      if (w10 > 0) {
+        const v = upperTiles[slotB[c]]?.[baseA + cols.offB[c]];
+        if (v !== undefined && v === v) {
+          sum += w10 * v;
+          weights += w10;
+        }
+      }
+      if (w01 > 0) {
+        const v = lowerTiles[slotA[c]]?.[baseB + cols.offA[c]];
+        if (v !== undefined && v === v) {
+          sum += w01 * v;
+          weights += w01;
+        }
+      }
+      if (w11 > 0) {
+        const v = lowerTiles[slotB[c]]?.[baseB + cols.offB[c]];
+        if (v !== undefined && v === v) {
+          sum += w11 * v;
+          weights += w11;
         }
       }
       if (weights > 0) {
