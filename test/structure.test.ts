@@ -106,6 +106,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['log-format', 'version', 'runtime'],
   ['log', 'problem'],
   ['tiles'],
+  ['terrain'],
   ['raster'],
   ['sources'],
   ['styles'],
