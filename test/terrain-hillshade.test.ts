@@ -20,12 +20,11 @@ const DEG = Math.PI / 180;
  * row's own cos(latitude), as true ground slopes on a mercator grid do.
  */
 function plane(east: number, north: number, size = 64, border = 1): DemWindow {
-  const px = tileSpan(Z) / size;
   const north0 = tileNorth(Z, Y);
   return sampleWindow(Z, X, Y, size, border, (e, s) => {
     const lat = (2 * Math.atan(Math.exp((north0 - s) / 6378137)) - Math.PI / 2);
     const k = Math.cos(lat);
-    return east * e * k - north * s * k + 0 * px;
+    return east * e * k - north * s * k;
   });
 }
 
@@ -59,7 +58,7 @@ test('basic, grey: planes of known slope and aspect give the textbook illuminati
     for (const [col, row] of [[0, 0], [31, 31], [63, 63], [5, 60]]) {
       const [r, g, b, a] = pixel(out, 64, col, row);
       assert.equal(a, 255);
-      assert.ok(r === g && g === b);
+      assert.ok(r === g && g === b, `grey ${r},${g},${b}`);
       assert.ok(Math.abs(r - want) <= 1, `plane (${east}, ${north}) az ${azimuth} alt ${altitude} z ${exaggeration}: got ${r} at ${col},${row}, want ${want.toFixed(2)}`);
     }
   }
@@ -168,15 +167,15 @@ test('pixel geometry: window pixel centres sit half a pixel inside the tile corn
   const win = plane(0, 0, 256, 2);
   const [lon, lat] = pixelCentreLonLat(win, 2, 2);
   const halfPixelDeg = 360 / 2 ** Z / 256 / 2;
-  assert.ok(Math.abs(lon - (X / 2 ** Z * 360 - 180 + halfPixelDeg)) < 1e-9);
-  assert.ok(lat < 37.8576 && lat > 37.857);
+  assert.ok(Math.abs(lon - (X / 2 ** Z * 360 - 180 + halfPixelDeg)) < 1e-9, `lon ${lon}`);
+  assert.ok(lat < 37.8576 && lat > 37.857, `lat ${lat}`);
 });
 
 test('parseHillshadeQuery: defaults, accepted values and the problems of bad ones', () => {
   const ok = parseHillshadeQuery(new URLSearchParams(''));
   assert.deepEqual(ok, { ok: true, options: { method: 'standard', mode: 'color', azimuth: 335, altitude: 45, exaggeration: 0.5, shadow: '#000000', highlight: '#FFFFFF', accent: '#000000' } });
   const all = parseHillshadeQuery(new URLSearchParams('method=igor&mode=grey&azimuth=90&altitude=30&exaggeration=2&shadow=%23123&highlight=rgba(1,2,3,0.5)&accent=transparent&foo=bar'));
-  assert.ok(all.ok);
+  assert.ok(all.ok, 'every parameter valid');
   assert.equal(all.options.method, 'igor');
   assert.equal(all.options.accent, 'transparent');
   const bad = (q: string, needle: RegExp) => {
