@@ -346,13 +346,15 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
           const p = ps[i];
           const q = qs[i];
           if (p !== p) continue;
-          const s = 0.625 * Math.sqrt(p * p + q * q);
+          const length = Math.sqrt(p * p + q * q);
+          const s = 0.625 * length;
           const x = (s / (1 + s)) * STANDARD_TABLE_SIZE;
           const j = x | 0;
           const f = x - j;
           const accent = accentOf[j] + (accentOf[j + 1] - accentOf[j]) * f;
           const k = shadeOf[j] + (shadeOf[j + 1] - shadeOf[j]) * f;
-          const shade = facing(p, q, sinAz, cosAz);
+          // facing(), with the length already at hand.
+          const shade = length === 0 ? 0.5 : fastAcos((q * cosAz - p * sinAz) / length) / Math.PI;
           const shadowAlpha = (sa + (ha - sa) * shade) * k;
           const keep = accent * (1 - shadowAlpha);
           writeColor(
