@@ -95,8 +95,10 @@ function minimumIntervalFor(win: DemWindow, unit: ContourUnit): number {
 
 /**
  * The `contours` layer of the window's tile: one line feature per elevation, properties `ele` (in `unit`) and
- * `level` (1 on major lines, else 0). Throws a RangeError when the window needs more than MAX_CONTOUR_LEVELS
- * levels; callers that take the interval from a request check `contourLimitProblem` first.
+ * `level` (1 on major lines, else 0). Lines reach past the tile edge as far as the buffer, but no further than
+ * the window's data: border - 0.5 pixels (so a 64-unit buffer on a 512 px tile of extent 4096 wants a border
+ * of at least 9 px). Cells with a NaN corner draw nothing. Throws a RangeError when the window needs more than
+ * MAX_CONTOUR_LEVELS levels; callers that take the interval from a request check `contourLimitProblem` first.
  */
 export function contourLayer(win: DemWindow, opts: ContourOptions): TileLayer {
   const extent = opts.extent ?? DEFAULT_EXTENT;
