@@ -74,7 +74,7 @@ const FLAGS: Record<Exclude<HillshadeMethod, 'standard'>, string[]> = {
 };
 
 for (const [method, flags] of Object.entries(FLAGS) as [Exclude<HillshadeMethod, 'standard'>, string[]][]) {
-  test(`hillshade ${method}, grey: within 2 grey levels on average of gdaldem hillshade ${flags.join(' ')}`.trimEnd(), () => {
+  test(`hillshade ${method}, grey: within 2 grey levels on average of gdaldem hillshade ${flags.join(' ')}`.trimEnd(), (t) => {
     const lat = pixelCentreLonLat(win, W / 2, W / 2)[1];
     const scale = Math.cos((lat * Math.PI) / 180);
     for (const [azimuth, altitude, exaggeration] of [[335, 45, 1], [200, 30, 3]]) {
@@ -94,9 +94,10 @@ for (const [method, flags] of Object.entries(FLAGS) as [Exclude<HillshadeMethod,
         }
       }
       const mean = sum / (SIZE * SIZE);
+      t.diagnostic(`${method} az ${azimuth} alt ${altitude} z ${exaggeration}: mean |difference| ${mean.toFixed(3)}, worst ${worst}`);
       assert.ok(mean <= 2, `${method} az ${azimuth}: mean difference ${mean.toFixed(3)}, worst ${worst}`);
       // The same formulas on the same numbers: differences are rounding, not shading.
-      assert.ok(worst <= 3, `${method} az ${azimuth}: worst difference ${worst} (mean ${mean.toFixed(3)})`);
+      assert.ok(worst <= 1, `${method} az ${azimuth}: worst difference ${worst} (mean ${mean.toFixed(3)})`);
     }
   });
 }
@@ -141,7 +142,7 @@ function nearest(index: Segments, x: number, y: number): number {
   return best;
 }
 
-test('contours: every vertex within one pixel of gdal_contour\'s line of the same elevation, and the reverse', () => {
+test('contours: every vertex within one pixel of gdal_contour\'s line of the same elevation, and the reverse', (t) => {
   const interval = 20;
   const out = path.join(dir, 'contours.geojson');
   run('gdal_contour', ['-q', '-a', 'ele', '-i', String(interval), '-f', 'GeoJSON', windowPath, out]);
@@ -167,7 +168,13 @@ test('contours: every vertex within one pixel of gdal_contour\'s line of the sam
   assert.deepEqual([...oursByEle.keys()].sort((a, b) => a - b), [...gdalByEle.keys()].sort((a, b) => a - b), 'the same levels');
 
   const inside = (x: number, y: number) => x >= 0.5 && x <= SIZE - 0.5 && y >= 0.5 && y <= SIZE - 0.5;
-  for (const [from, to, label] of [[oursByEle, gdalByEle, 'ours near GDAL'], [gdalByEle, oursByEle, 'GDAL near ours']] as const) {
+  // Our vertices are vertices of the exact isoline (the simplification keeps a subset of them), so they lie on
+  // GDAL's lines up to rounding to tile units; GDAL's vertices can be up to half a pixel off our simplified
+  // lines. Both within one pixel, as asked; the first much closer, which pins the pixel-centre convention.
+  for (const [from, to, label, tolerance] of [
+    [oursByEle, gdalByEle, 'ours near GDAL', 0.25],
+    [gdalByEle, oursByEle, 'GDAL near ours', 1],
+  ] as const) {
     let checked = 0;
     let worst = 0;
     for (const [ele, lines] of from) {
@@ -178,11 +185,12 @@ test('contours: every vertex within one pixel of gdal_contour\'s line of the sam
           const d = nearest(index, line[i], line[i + 1]);
           worst = Math.max(worst, d);
           checked++;
-          assert.ok(d <= 1, `${label}: ${ele} m vertex at ${line[i].toFixed(2)},${line[i + 1].toFixed(2)} px is ${d.toFixed(2)} px away`);
+          assert.ok(d <= tolerance, `${label}: ${ele} m vertex at ${line[i].toFixed(2)},${line[i + 1].toFixed(2)} px is ${d.toFixed(2)} px away`);
         }
       }
     }
     assert.ok(checked > 500, `${label}: ${checked} vertices checked`);
+    t.diagnostic(`${label}: ${checked} vertices, farthest ${worst.toFixed(3)} px`);
   }
 });
 
