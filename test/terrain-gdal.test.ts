@@ -46,12 +46,19 @@ function readBand(file: string): Float32Array {
   }
 }
 
+/** gdalwarp of the window of tile Z/x/y with its border: the exact pixel grid of a DemWindow. */
+function warpWindow(x: number, y: number, file: string): DemWindow {
+  const minX = -MERCATOR_HALF_WIDTH + x * SPAN - BORDER * PIXEL;
+  const maxY = MERCATOR_HALF_WIDTH - y * SPAN + BORDER * PIXEL;
+  const te = [minX, maxY - W * PIXEL, minX + W * PIXEL, maxY].map((v) => v.toFixed(6));
+  run('gdalwarp', ['-q', '-t_srs', 'EPSG:3857', '-te', ...te, '-ts', String(W), String(W), '-r', 'bilinear', '-ot', 'Float32', '-dstnodata', '-9999', DEM, file]);
+  return { z: Z, x, y, size: SIZE, border: BORDER, data: readBand(file) };
+}
+
 before(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'terrain-gdal-'));
   windowPath = path.join(dir, 'window.tif');
-  const te = [MIN_X, MAX_Y - W * PIXEL, MIN_X + W * PIXEL, MAX_Y].map((v) => v.toFixed(6));
-  run('gdalwarp', ['-q', '-t_srs', 'EPSG:3857', '-te', ...te, '-ts', String(W), String(W), '-r', 'bilinear', '-ot', 'Float32', DEM, windowPath]);
-  win = { z: Z, x: X, y: Y, size: SIZE, border: BORDER, data: readBand(windowPath) };
+  win = warpWindow(X, Y, windowPath);
 });
 
 after(() => {
@@ -101,6 +108,36 @@ for (const [method, flags] of Object.entries(FLAGS) as [Exclude<HillshadeMethod,
     }
   });
 }
+
+test('hillshade no-data: holes and the edge of the data match gdaldem -compute_edges (NaN neighbours take the centre value)', (t) => {
+  // The tile north-west of the main one holds the fixture's no-data block and the DEM's west and north edges.
+  const file = path.join(dir, 'holes.tif');
+  const holes = warpWindow(X - 1, Y - 1, file);
+  let missing = 0;
+  for (let row = 0; row < SIZE; row++) for (let col = 0; col < SIZE; col++) if (Number.isNaN(holes.data[(row + BORDER) * W + col + BORDER])) missing++;
+  assert.ok(missing > 10000 && missing < SIZE * SIZE - 10000, `${missing} pixels without data`);
+  const lat = pixelCentreLonLat(holes, W / 2, W / 2)[1];
+  const out = path.join(dir, 'holes-shade.tif');
+  run('gdaldem', ['hillshade', '-q', '-compute_edges', '-z', '2', '-s', String(Math.cos((lat * Math.PI) / 180)), file, out]);
+  const theirs = readBand(out);
+  const ours = hillshade(holes, { method: 'basic', mode: 'grey', azimuth: 315, altitude: 45, exaggeration: 2 });
+  let worst = 0;
+  let compared = 0;
+  for (let row = 0; row < SIZE; row++) {
+    for (let col = 0; col < SIZE; col++) {
+      const o = (row * SIZE + col) * 4;
+      // gdaldem writes 0 (its no-data value) where the DEM has none; we write a transparent pixel.
+      const g = theirs[(row + BORDER) * W + col + BORDER];
+      const theirsEmpty = Number.isNaN(g) || g === 0;
+      assert.equal(ours[o + 3] === 0, theirsEmpty, `pixel ${col},${row}: ours alpha ${ours[o + 3]}, gdaldem ${g}`);
+      if (theirsEmpty) continue;
+      worst = Math.max(worst, Math.abs(ours[o] - g));
+      compared++;
+    }
+  }
+  t.diagnostic(`${missing} pixels without data, ${compared} compared, worst difference ${worst}`);
+  assert.ok(worst <= 1, `worst difference ${worst}`);
+});
 
 interface Segments {
   /** x0, y0, x1, y1 per segment, in window pixels. */
