@@ -5,10 +5,14 @@
 // or steepen the relief):
 //   - `color`: the overlay MapLibre GL JS draws for a hillshade layer with the same paint properties: the
 //     maths of its hillshade fragment shader (all five `hillshade-method`s), fed the slopes its prepare pass
-//     would store (including the extra relief it gives tiles below zoom 15). Premultiplied shader colours are
-//     written as straight-alpha RGBA.
+//     would store (including the extra relief it gives tiles below zoom 15, and the clamp of its byte storage,
+//     but not its 8-bit rounding of slopes). Premultiplied shader colours are written as straight-alpha RGBA.
+//     `multidirectional` lights from gdaldem's four directions, averaged as MapLibre averages several lights
+//     (with one light, MapLibre's is just `basic`). `standard` takes the exaggeration up to MapLibre's maximum
+//     of 1 (beyond 1.07 its formula has no value).
 //   - `grey`: the opaque grey levels `gdaldem hillshade` writes for the same method, azimuth, altitude and
-//     z-factor (= exaggeration), so a tile can be checked against GDAL.
+//     z-factor (= exaggeration), so a tile can be checked against GDAL; `standard` has no gdaldem counterpart
+//     and gives `basic`.
 // Options and their defaults are MapLibre's paint properties, read from query parameters by
 // `parseHillshadeQuery`.
 //
@@ -50,7 +54,7 @@ export const HILLSHADE_DEFAULTS: Readonly<Required<HillshadeOptions>> = {
   accent: '#000000',
 };
 
-/** Highest exaggeration accepted: 20 times MapLibre's maximum of 1 is already gdaldem's steepest useful z-factor. */
+/** Highest exaggeration accepted: ten times MapLibre's maximum of 1, where gdaldem's shading is already stark. */
 export const MAX_EXAGGERATION = 10;
 
 /** The light directions of gdaldem's -multidirectional, which ignores the azimuth asked for. */
@@ -84,9 +88,9 @@ function premultiplied(css: string, name: string): Premultiplied {
 }
 
 /**
- * Shades one row: p and q are the exaggerated ground slopes (east-positive, south-positive) of n pixels, NaN
- * where the pixel has no data. Each method has its own loop so that the engine compiles each one on its own,
- * rather than one call per pixel through a call site shared by every method.
+ * Shades one row: p and q are the slopes (east-positive, south-positive) of n pixels, scaled as the mode needs
+ * them (see `hillshade`), p NaN where the pixel has no data. Each method has its own loop so that the engine
+ * compiles each one on its own, rather than one call per pixel through a call site shared by every method.
  */
 type RowKernel = (p: Float64Array, q: Float64Array, n: number, out: Uint8ClampedArray, o: number) => void;
 
@@ -188,14 +192,14 @@ function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number):
 }
 
 /**
- * acos to within 7e-5 rad (Abramowitz and Stegun 4.4.45), about three times cheaper than Math.acos: the angle
- * between a slope's facing and the light is needed once per pixel.
+ * acos to within 1e-4 rad (the cubic of Abramowitz and Stegun 4.4.45), a fraction of Math.acos's cost: the
+ * angle between a slope's facing and the light is needed once per pixel, and 1e-4 rad is 0.01 grey level.
  */
 function fastAcos(x: number): number {
-  const negative = x < 0;
-  const ax = negative ? -x : x > 1 ? 1 : x;
-  const r = Math.sqrt(1 - (ax > 1 ? 1 : ax)) * (1.5707288 + ax * (-0.2121144 + ax * (0.074261 + ax * -0.0187293)));
-  return negative ? Math.PI - r : r;
+  let ax = x < 0 ? -x : x;
+  if (ax > 1) ax = 1;
+  const r = Math.sqrt(1 - ax) * (1.5707288 + ax * (-0.2121144 + ax * (0.074261 + ax * -0.0187293)));
+  return x < 0 ? Math.PI - r : r;
 }
 
 /**
