@@ -95,8 +95,10 @@ function minimumIntervalFor(win: DemWindow, unit: ContourUnit): number {
 
 /**
  * The `contours` layer of the window's tile: one line feature per elevation, properties `ele` (in `unit`) and
- * `level` (1 on major lines, else 0). Throws a RangeError when the window needs more than MAX_CONTOUR_LEVELS
- * levels; callers that take the interval from a request check `contourLimitProblem` first.
+ * `level` (1 on major lines, else 0). Lines reach past the tile edge as far as the buffer, but no further than
+ * the window's data: border - 0.5 pixels (so a 64-unit buffer on a 512 px tile of extent 4096 wants a border
+ * of at least 9 px). Cells with a NaN corner draw nothing. Throws a RangeError when the window needs more than
+ * MAX_CONTOUR_LEVELS levels; callers that take the interval from a request check `contourLimitProblem` first.
  */
 export function contourLayer(win: DemWindow, opts: ContourOptions): TileLayer {
   const extent = opts.extent ?? DEFAULT_EXTENT;
@@ -133,6 +135,8 @@ export function contourLayer(win: DemWindow, opts: ContourOptions): TileLayer {
         line[n + 1] = raw[n + 1] / SUBUNITS - shift;
       }
       for (const piece of clipLine(line, -buffer, extent + buffer)) {
+        // A ring round a lone pixel that barely crosses the level is noise at the tile's resolution.
+        if (spanOf(piece) < tolerance) continue;
         const rounded = roundLine(simplify(piece, tolerance));
         if (rounded) parts.push(rounded);
       }
@@ -199,6 +203,18 @@ function clipLine(line: Float64Array, min: number, max: number): Float64Array[] 
   }
   flush();
   return pieces;
+}
+
+/** The larger side of a line's bounding box. */
+function spanOf(line: Float64Array): number {
+  let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+  for (let n = 0; n < line.length; n += 2) {
+    if (line[n] < minX) minX = line[n];
+    if (line[n] > maxX) maxX = line[n];
+    if (line[n + 1] < minY) minY = line[n + 1];
+    if (line[n + 1] > maxY) maxY = line[n + 1];
+  }
+  return Math.max(maxX - minX, maxY - minY);
 }
 
 /** Douglas-Peucker: the vertices that stay more than `tolerance` from the simplified line. */

@@ -5,10 +5,14 @@
 // or steepen the relief):
 //   - `color`: the overlay MapLibre GL JS draws for a hillshade layer with the same paint properties: the
 //     maths of its hillshade fragment shader (all five `hillshade-method`s), fed the slopes its prepare pass
-//     would store (including the extra relief it gives tiles below zoom 15). Premultiplied shader colours are
-//     written as straight-alpha RGBA.
+//     would store (including the extra relief it gives tiles below zoom 15, and the clamp of its byte storage,
+//     but not its 8-bit rounding of slopes). Premultiplied shader colours are written as straight-alpha RGBA.
+//     `multidirectional` lights from gdaldem's four directions, averaged as MapLibre averages several lights
+//     (with one light, MapLibre's is just `basic`). `standard` takes the exaggeration up to MapLibre's maximum
+//     of 1 (beyond 1.07 its formula has no value).
 //   - `grey`: the opaque grey levels `gdaldem hillshade` writes for the same method, azimuth, altitude and
-//     z-factor (= exaggeration), so a tile can be checked against GDAL.
+//     z-factor (= exaggeration), so a tile can be checked against GDAL; `standard` has no gdaldem counterpart
+//     and gives `basic`.
 // Options and their defaults are MapLibre's paint properties, read from query parameters by
 // `parseHillshadeQuery`.
 //
@@ -50,7 +54,7 @@ export const HILLSHADE_DEFAULTS: Readonly<Required<HillshadeOptions>> = {
   accent: '#000000',
 };
 
-/** Highest exaggeration accepted: 20 times MapLibre's maximum of 1 is already gdaldem's steepest useful z-factor. */
+/** Highest exaggeration accepted: ten times MapLibre's maximum of 1, where gdaldem's shading is already stark. */
 export const MAX_EXAGGERATION = 10;
 
 /** The light directions of gdaldem's -multidirectional, which ignores the azimuth asked for. */
@@ -83,12 +87,16 @@ function premultiplied(css: string, name: string): Premultiplied {
   return [c.r, c.g, c.b, c.a];
 }
 
-/** Writes one shaded pixel from the exaggerated ground slopes p (east-positive) and q (south-positive). */
-type Kernel = (p: number, q: number, out: Uint8Array, o: number) => void;
+/**
+ * Shades one row: p and q are the slopes (east-positive, south-positive) of n pixels, scaled as the mode needs
+ * them (see `hillshade`), p NaN where the pixel has no data. Each method has its own loop so that the engine
+ * compiles each one on its own, rather than one call per pixel through a call site shared by every method.
+ */
+type RowKernel = (p: Float64Array, q: Float64Array, n: number, out: Uint8ClampedArray, o: number) => void;
 
-function writeGrey(out: Uint8Array, o: number, value: number): void {
-  // gdaldem writes its float results into a Byte band, which rounds to nearest and saturates.
-  const g = value <= 0 ? 0 : value >= 255 ? 255 : Math.round(value);
+/** gdaldem writes its float results into a Byte band: rounded half up, saturated (the array saturates). */
+function writeGrey(out: Uint8ClampedArray, o: number, value: number): void {
+  const g = Math.floor(value + 0.5);
   out[o] = g;
   out[o + 1] = g;
   out[o + 2] = g;
@@ -100,7 +108,7 @@ function writeGrey(out: Uint8Array, o: number, value: number): void {
  * GDALHillshadeMultiDirectionalAlg), rewritten for slopes already multiplied by the z-factor: gdaldem's
  * z-scaled x and y (west-positive, north-positive) are -p and -q.
  */
-function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number): Kernel {
+function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number): RowKernel {
   const sinAlt = Math.sin(altitude * DEG);
   const cosAlt = Math.cos(altitude * DEG);
   const az = azimuth * DEG;
@@ -108,187 +116,260 @@ function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number):
   const sinAzCosAlt = Math.sin(az) * cosAlt;
   switch (method) {
     case 'combined':
-      return (p, q, out, o) => {
-        const slope2 = p * p + q * q;
-        let cosIncidence = (sinAlt + q * cosAzCosAlt - p * sinAzCosAlt) / Math.sqrt(1 + slope2);
-        if (cosIncidence > 1) cosIncidence = 1;
-        else if (cosIncidence < -1) cosIncidence = -1;
-        const shade = 1 - Math.acos(cosIncidence) * Math.atan(Math.sqrt(slope2)) * INV_QUARTER_PI_SQUARED;
-        writeGrey(out, o, shade <= 0 ? 1 : 1 + 254 * shade);
+      return (ps, qs, n, out, o) => {
+        for (let i = 0; i < n; i++, o += 4) {
+          const p = ps[i];
+          const q = qs[i];
+          if (p !== p) continue;
+          const slope2 = p * p + q * q;
+          let cosIncidence = (sinAlt + q * cosAzCosAlt - p * sinAzCosAlt) / Math.sqrt(1 + slope2);
+          if (cosIncidence > 1) cosIncidence = 1;
+          else if (cosIncidence < -1) cosIncidence = -1;
+          const shade = 1 - Math.acos(cosIncidence) * Math.atan(Math.sqrt(slope2)) * INV_QUARTER_PI_SQUARED;
+          writeGrey(out, o, shade <= 0 ? 1 : 1 + 254 * shade);
+        }
       };
     case 'igor': {
-      const lightAspect = normalizeAngle(1.5 * Math.PI - az);
-      return (p, q, out, o) => {
-        const slopeStrength = Math.atan(Math.sqrt(p * p + q * q)) / HALF_PI;
-        let diff = Math.abs(normalizeAngle(Math.atan2(q, -p)) - lightAspect);
-        if (diff > Math.PI) diff = 2 * Math.PI - diff;
-        writeGrey(out, o, 255 * (1 - slopeStrength * (1 - diff / Math.PI)));
+      // gdaldem's aspect is atan2(q, -p) and its light's 3*PI/2 - azimuth; the angle between them is the acos
+      // of the dot product of their unit vectors.
+      const cosLight = Math.cos(1.5 * Math.PI - az);
+      const sinLight = Math.sin(1.5 * Math.PI - az);
+      return (ps, qs, n, out, o) => {
+        for (let i = 0; i < n; i++, o += 4) {
+          const p = ps[i];
+          const q = qs[i];
+          if (p !== p) continue;
+          const length = Math.sqrt(p * p + q * q);
+          if (length === 0) {
+            writeGrey(out, o, 255);
+            continue;
+          }
+          const slopeStrength = Math.atan(length) / HALF_PI;
+          const diff = fastAcos((-p * cosLight + q * sinLight) / length);
+          writeGrey(out, o, 255 * (1 - slopeStrength * (1 - diff / Math.PI)));
+        }
       };
     }
     case 'multidirectional': {
       const lit = 127 * sinAlt;
       const diagonal = 127 * COS_225 * cosAlt;
       const straight = 127 * cosAlt;
-      return (p, q, out, o) => {
-        const pp = p * p;
-        const qq = q * q;
-        const slope2 = pp + qq;
-        if (slope2 === 0) return writeGrey(out, o, 1 + 2 * lit);
-        const v225 = Math.max(0, lit + (q - p) * diagonal);
-        const v270 = Math.max(0, lit + p * straight);
-        const v315 = Math.max(0, lit - (p + q) * diagonal);
-        const v360 = Math.max(0, lit + q * straight);
-        const w225 = 0.5 * slope2 - p * q;
-        const w315 = slope2 - w225;
-        const weighted = (w225 * v225 + pp * v270 + w315 * v315 + qq * v360) / slope2;
-        writeGrey(out, o, 1 + weighted / Math.sqrt(1 + slope2));
+      return (ps, qs, n, out, o) => {
+        for (let i = 0; i < n; i++, o += 4) {
+          const p = ps[i];
+          const q = qs[i];
+          if (p !== p) continue;
+          const pp = p * p;
+          const qq = q * q;
+          const slope2 = pp + qq;
+          if (slope2 === 0) {
+            writeGrey(out, o, 1 + 2 * lit);
+            continue;
+          }
+          const v225 = Math.max(0, lit + (q - p) * diagonal);
+          const v270 = Math.max(0, lit + p * straight);
+          const v315 = Math.max(0, lit - (p + q) * diagonal);
+          const v360 = Math.max(0, lit + q * straight);
+          const w225 = 0.5 * slope2 - p * q;
+          const w315 = slope2 - w225;
+          const weighted = (w225 * v225 + pp * v270 + w315 * v315 + qq * v360) / slope2;
+          writeGrey(out, o, 1 + weighted / Math.sqrt(1 + slope2));
+        }
       };
     }
     default:
       // `basic`, and `standard` too: gdaldem has no MapLibre standard shading, its plain hillshade is the nearest.
-      return (p, q, out, o) => {
-        const shade = (254 * (sinAlt + q * cosAzCosAlt - p * sinAzCosAlt)) / Math.sqrt(1 + p * p + q * q);
-        writeGrey(out, o, shade <= 0 ? 1 : 1 + shade);
+      return (ps, qs, n, out, o) => {
+        for (let i = 0; i < n; i++, o += 4) {
+          const p = ps[i];
+          const q = qs[i];
+          if (p !== p) continue;
+          const shade = (254 * (sinAlt + q * cosAzCosAlt - p * sinAzCosAlt)) / Math.sqrt(1 + p * p + q * q);
+          writeGrey(out, o, shade <= 0 ? 1 : 1 + shade);
+        }
       };
   }
 }
 
-function normalizeAngle(a: number): number {
-  const r = a % (2 * Math.PI);
-  return r < 0 ? r + 2 * Math.PI : r;
+/**
+ * acos to within 1e-4 rad (the cubic of Abramowitz and Stegun 4.4.45), a fraction of Math.acos's cost: the
+ * angle between a slope's facing and the light is needed once per pixel, and 1e-4 rad is 0.01 grey level.
+ */
+function fastAcos(x: number): number {
+  let ax = x < 0 ? -x : x;
+  if (ax > 1) ax = 1;
+  const r = Math.sqrt(1 - ax) * (1.5707288 + ax * (-0.2121144 + ax * (0.074261 + ax * -0.0187293)));
+  return x < 0 ? Math.PI - r : r;
 }
 
-/** GLSL's mod(): the result takes the sign of the divisor. */
-function glslMod(x: number, y: number): number {
-  return x - y * Math.floor(x / y);
+/**
+ * The shader's `abs(mod((aspect + azimuth) / PI + 0.5, 2.0) - 1.0)` with aspect = atan2(dy, -dx): the angle
+ * between aspect + azimuth and PI/2, over PI, which is acos(sin(aspect + azimuth)) / PI. Written with the slope
+ * vector itself, it needs no atan2. Flat ground (no aspect) gets 0.5; every method gives it no colour anyway.
+ */
+function facing(dx: number, dy: number, sinAz: number, cosAz: number): number {
+  const length = Math.sqrt(dx * dx + dy * dy);
+  if (length === 0) return 0.5;
+  return fastAcos((dy * cosAz - dx * sinAz) / length) / Math.PI;
 }
 
-/** The shader's get_aspect(). */
-function aspectOf(dx: number, dy: number): number {
-  return dx !== 0 ? Math.atan2(dy, -dx) : HALF_PI * (dy > 0 ? 1 : -1);
+/**
+ * Premultiplied shader output written as straight-alpha RGBA; the clamped array rounds and saturates as a
+ * framebuffer would.
+ */
+function writeColor(out: Uint8ClampedArray, o: number, r: number, g: number, b: number, a: number): void {
+  if (!(a > 0)) return;
+  const unmultiply = 255 / (a > 1 ? 1 : a);
+  out[o] = r * unmultiply;
+  out[o + 1] = g * unmultiply;
+  out[o + 2] = b * unmultiply;
+  out[o + 3] = a * 255;
 }
 
-/** Premultiplied shader output (clamped as a framebuffer clamps it) written as straight-alpha RGBA bytes. */
-function writeColor(out: Uint8Array, o: number, r: number, g: number, b: number, a: number): void {
-  if (!(a > 0)) {
-    out[o] = out[o + 1] = out[o + 2] = out[o + 3] = 0;
-    return;
-  }
-  if (a > 1) a = 1;
-  const unmultiply = 255 / a;
-  out[o] = Math.round(Math.min(Math.max(r, 0), a) * unmultiply);
-  out[o + 1] = Math.round(Math.min(Math.max(g, 0), a) * unmultiply);
-  out[o + 2] = Math.round(Math.min(Math.max(b, 0), a) * unmultiply);
-  out[o + 3] = Math.round(a * 255);
-}
+/** Entries of the standard method's slope table, over t = s / (1 + s) for s = 0.625 * |slope| in [0, 1). */
+const STANDARD_TABLE_SIZE = 4096;
 
 /**
  * MapLibre's hillshade.fragment.glsl on the CPU. p and q arrive as the slopes its prepare pass delivers (ground
  * slope times the zoom relief, not yet times the exaggeration), east- and south-positive like its `deriv`.
  */
-function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>): Kernel {
+function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>): RowKernel {
   const [sr, sg, sb, sa] = premultiplied(opts.shadow, 'shadow');
   const [hr, hg, hb, ha] = premultiplied(opts.highlight, 'highlight');
   const [ar, ag, ab, aa] = premultiplied(opts.accent, 'accent');
-  const ex = opts.exaggeration;
+  const ex2 = opts.exaggeration * 2;
   // The shader's azimuth is the paint direction plus PI (see its comment on the light's azimuthal position).
   const azimuth = opts.azimuth * DEG + Math.PI;
   const sinAlt = Math.sin(opts.altitude * DEG);
   const cosAlt = Math.cos(opts.altitude * DEG);
-  const cosAzCosAlt = Math.cos(azimuth) * cosAlt;
-  const sinAzCosAlt = Math.sin(azimuth) * cosAlt;
+  const cosAz = Math.cos(azimuth);
+  const sinAz = Math.sin(azimuth);
+  const cosAzCosAlt = cosAz * cosAlt;
+  const sinAzCosAlt = sinAz * cosAlt;
   switch (method) {
     case 'basic':
-      return (p, q, out, o) => {
-        const dx = p * ex * 2;
-        const dy = q * ex * 2;
-        let shade = (sinAlt - (dy * cosAzCosAlt - dx * sinAzCosAlt)) / Math.sqrt(1 + dx * dx + dy * dy);
-        shade = shade < 0 ? 0 : shade > 1 ? 1 : shade;
-        if (shade > 0.5) {
-          const k = 2 * shade - 1;
-          writeColor(out, o, hr * k, hg * k, hb * k, ha * k);
-        } else {
-          const k = 1 - 2 * shade;
-          writeColor(out, o, sr * k, sg * k, sb * k, sa * k);
+      return (ps, qs, n, out, o) => {
+        for (let i = 0; i < n; i++, o += 4) {
+          const dx = ps[i] * ex2;
+          const dy = qs[i] * ex2;
+          if (dx !== dx) continue;
+          let shade = (sinAlt - (dy * cosAzCosAlt - dx * sinAzCosAlt)) / Math.sqrt(1 + dx * dx + dy * dy);
+          shade = shade < 0 ? 0 : shade > 1 ? 1 : shade;
+          if (shade > 0.5) {
+            const k = 2 * shade - 1;
+            writeColor(out, o, hr * k, hg * k, hb * k, ha * k);
+          } else {
+            const k = 1 - 2 * shade;
+            writeColor(out, o, sr * k, sg * k, sb * k, sa * k);
+          }
         }
       };
     case 'combined':
-      return (p, q, out, o) => {
-        const dx = p * ex * 2;
-        const dy = q * ex * 2;
-        let cang = (sinAlt - (dy * cosAzCosAlt - dx * sinAzCosAlt)) / Math.sqrt(1 + dx * dx + dy * dy);
-        cang = Math.acos(cang > 1 ? 1 : cang < -1 ? -1 : cang);
-        if (cang > HALF_PI) cang = HALF_PI;
-        const steep = Math.atan(Math.sqrt(dx * dx + dy * dy)) * INV_QUARTER_PI_SQUARED;
-        const s = cang * steep;
-        const h = (HALF_PI - cang) * steep;
-        writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h);
+      return (ps, qs, n, out, o) => {
+        for (let i = 0; i < n; i++, o += 4) {
+          const dx = ps[i] * ex2;
+          const dy = qs[i] * ex2;
+          if (dx !== dx) continue;
+          let cang = (sinAlt - (dy * cosAzCosAlt - dx * sinAzCosAlt)) / Math.sqrt(1 + dx * dx + dy * dy);
+          cang = Math.acos(cang > 1 ? 1 : cang < -1 ? -1 : cang);
+          if (cang > HALF_PI) cang = HALF_PI;
+          const steep = Math.atan(Math.sqrt(dx * dx + dy * dy)) * INV_QUARTER_PI_SQUARED;
+          const s = cang * steep;
+          const h = (HALF_PI - cang) * steep;
+          writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h);
+        }
       };
     case 'igor':
-      return (p, q, out, o) => {
-        const dx = p * ex * 2;
-        const dy = q * ex * 2;
-        const slopeStrength = Math.atan(Math.sqrt(dx * dx + dy * dy)) / HALF_PI;
-        const aspectStrength = 1 - Math.abs(glslMod((aspectOf(dx, dy) + azimuth) / Math.PI + 0.5, 2) - 1);
-        const s = slopeStrength * aspectStrength;
-        const h = slopeStrength * (1 - aspectStrength);
-        writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h);
+      return (ps, qs, n, out, o) => {
+        for (let i = 0; i < n; i++, o += 4) {
+          const dx = ps[i] * ex2;
+          const dy = qs[i] * ex2;
+          if (dx !== dx) continue;
+          const slopeStrength = Math.atan(Math.sqrt(dx * dx + dy * dy)) / HALF_PI;
+          const aspectStrength = 1 - facing(dx, dy, sinAz, cosAz);
+          const s = slopeStrength * aspectStrength;
+          const h = slopeStrength * (1 - aspectStrength);
+          writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h);
+        }
       };
     case 'multidirectional': {
       // MapLibre averages its light sources; the sources are gdaldem's four, at the altitude asked for.
-      const n = MULTIDIRECTIONAL_AZIMUTHS.length;
-      const cosAz = MULTIDIRECTIONAL_AZIMUTHS.map((a) => -Math.cos(a * DEG) * cosAlt);
-      const sinAz = MULTIDIRECTIONAL_AZIMUTHS.map((a) => -Math.sin(a * DEG) * cosAlt);
-      return (p, q, out, o) => {
-        const dx = p * ex * 2;
-        const dy = q * ex * 2;
-        const norm = 1 / Math.sqrt(1 + dx * dx + dy * dy);
-        let r = 0;
-        let g = 0;
-        let b = 0;
-        let a = 0;
-        for (let i = 0; i < n; i++) {
-          let shade = (sinAlt - (dy * cosAz[i] - dx * sinAz[i])) * norm;
-          shade = shade < 0 ? 0 : shade > 1 ? 1 : shade;
-          if (shade > 0.5) {
-            const k = (2 * shade - 1) / n;
-            r += hr * k;
-            g += hg * k;
-            b += hb * k;
-            a += ha * k;
-          } else {
-            const k = (1 - 2 * shade) / n;
-            r += sr * k;
-            g += sg * k;
-            b += sb * k;
-            a += sa * k;
+      const lights = MULTIDIRECTIONAL_AZIMUTHS.length;
+      const cosAzs = Float64Array.from(MULTIDIRECTIONAL_AZIMUTHS, (a) => -Math.cos(a * DEG) * cosAlt);
+      const sinAzs = Float64Array.from(MULTIDIRECTIONAL_AZIMUTHS, (a) => -Math.sin(a * DEG) * cosAlt);
+      return (ps, qs, n, out, o) => {
+        for (let i = 0; i < n; i++, o += 4) {
+          const dx = ps[i] * ex2;
+          const dy = qs[i] * ex2;
+          if (dx !== dx) continue;
+          const norm = 1 / Math.sqrt(1 + dx * dx + dy * dy);
+          let r = 0;
+          let g = 0;
+          let b = 0;
+          let a = 0;
+          for (let l = 0; l < lights; l++) {
+            let shade = (sinAlt - (dy * cosAzs[l] - dx * sinAzs[l])) * norm;
+            shade = shade < 0 ? 0 : shade > 1 ? 1 : shade;
+            if (shade > 0.5) {
+              const k = (2 * shade - 1) / lights;
+              r += hr * k;
+              g += hg * k;
+              b += hb * k;
+              a += ha * k;
+            } else {
+              const k = (1 - 2 * shade) / lights;
+              r += sr * k;
+              g += sg * k;
+              b += sb * k;
+              a += sa * k;
+            }
           }
+          writeColor(out, o, r, g, b, a);
         }
-        writeColor(out, o, r, g, b, a);
       };
     }
     default: {
       // MapLibre's paint property stops at 1; above about 1.07 the shader's exponential base turns negative.
-      const intensity = Math.min(Math.max(ex, 0), 1);
+      const intensity = Math.min(Math.max(opts.exaggeration, 0), 1);
       const base = 1.875 - intensity * 1.75;
       const scaleDenominator = base ** HALF_PI - 1;
       const strength = Math.min(Math.max(intensity * 2, 0), 1);
-      return (p, q, out, o) => {
-        const slope = Math.atan(0.625 * Math.sqrt(p * p + q * q));
+      // The accent and shade strengths depend on the slope's steepness alone: tabulated once per tile over a
+      // bounded variable, they cost a lookup instead of atan, pow, sin and cos per pixel.
+      const accentOf = new Float64Array(STANDARD_TABLE_SIZE + 1);
+      const shadeOf = new Float64Array(STANDARD_TABLE_SIZE + 1);
+      for (let j = 0; j <= STANDARD_TABLE_SIZE; j++) {
+        const t = j / STANDARD_TABLE_SIZE;
+        const slope = t < 1 ? Math.atan(t / (1 - t)) : HALF_PI;
         const scaled = intensity !== 0.5 ? ((base ** slope - 1) / scaleDenominator) * HALF_PI : slope;
-        const accent = (1 - Math.cos(scaled)) * strength;
-        const shade = Math.abs(glslMod((aspectOf(p, q) + azimuth) / Math.PI + 0.5, 2) - 1);
-        const k = Math.sin(scaled) * strength;
-        const shA = (sa + (ha - sa) * shade) * k;
-        const keep = 1 - shA;
-        writeColor(
-          out,
-          o,
-          ar * accent * keep + (sr + (hr - sr) * shade) * k,
-          ag * accent * keep + (sg + (hg - sg) * shade) * k,
-          ab * accent * keep + (sb + (hb - sb) * shade) * k,
-          aa * accent * keep + shA,
-        );
+        accentOf[j] = (1 - Math.cos(scaled)) * strength;
+        shadeOf[j] = Math.sin(scaled) * strength;
+      }
+      return (ps, qs, n, out, o) => {
+        for (let i = 0; i < n; i++, o += 4) {
+          const p = ps[i];
+          const q = qs[i];
+          if (p !== p) continue;
+          const length = Math.sqrt(p * p + q * q);
+          const s = 0.625 * length;
+          const x = (s / (1 + s)) * STANDARD_TABLE_SIZE;
+          const j = x | 0;
+          const f = x - j;
+          const accent = accentOf[j] + (accentOf[j + 1] - accentOf[j]) * f;
+          const k = shadeOf[j] + (shadeOf[j + 1] - shadeOf[j]) * f;
+          // facing(), with the length already at hand.
+          const shade = length === 0 ? 0.5 : fastAcos((q * cosAz - p * sinAz) / length) / Math.PI;
+          const shadowAlpha = (sa + (ha - sa) * shade) * k;
+          const keep = accent * (1 - shadowAlpha);
+          writeColor(
+            out,
+            o,
+            ar * keep + (sr + (hr - sr) * shade) * k,
+            ag * keep + (sg + (hg - sg) * shade) * k,
+            ab * keep + (sb + (hb - sb) * shade) * k,
+            aa * keep + shadowAlpha,
+          );
+        }
       };
     }
   }
@@ -313,6 +394,9 @@ export function hillshade(win: DemWindow, options: HillshadeOptions = {}): Uint8
   const mercatorPixel = tileSpan(win.z) / size;
 
   const out = new Uint8Array(size * size * 4);
+  const pixels = new Uint8ClampedArray(out.buffer);
+  const ps = new Float64Array(size);
+  const qs = new Float64Array(size);
   for (let row = 0; row < size; row++) {
     const wr = row + border;
     const ground = pixelGroundSize(win, wr);
@@ -326,9 +410,11 @@ export function hillshade(win: DemWindow, options: HillshadeOptions = {}): Uint8
     const down = wr + 1 < w ? (wr + 1) * w : -1;
     for (let col = 0; col < size; col++) {
       const wc = col + border;
-      const o = (row * size + col) * 4;
       const e = data[mid + wc];
-      if (e !== e) continue; // NaN centre: the pixel stays transparent (the array starts zeroed).
+      if (e !== e) {
+        ps[col] = NaN; // no data: the kernel leaves the pixel transparent (the array starts zeroed)
+        continue;
+      }
       const hasLeft = wc > 0;
       const hasRight = wc + 1 < w;
       let a = e, b = e, c = e, d = e, f = e, g = e, h = e, i = e;
@@ -358,8 +444,10 @@ export function hillshade(win: DemWindow, options: HillshadeOptions = {}): Uint8
       else if (p > hi) p = hi;
       if (q < lo) q = lo;
       else if (q > hi) q = hi;
-      kernel(p, q, out, o);
+      ps[col] = p;
+      qs[col] = q;
     }
+    kernel(ps, qs, size, pixels, row * size * 4);
   }
   return out;
 }
