@@ -27,9 +27,9 @@ export type TerrainProduct = 'hillshade' | 'contours';
 
 /** Window pixels around a hillshade tile: Horn's slope reads one neighbour each way. */
 const HILLSHADE_BORDER = 1;
-/** Contour tiles are traced on a 256 px grid (a line per pixel is finer than any DEM a tile shows) with a border for the buffer. */
+/** Contour tiles are traced on a 256 px grid (a line per pixel is finer than any DEM a tile shows); lines reach border - 0.5 px past the edge, so 5 px fill the 64-unit buffer (4 px of 256). */
 export const CONTOUR_GRID = 256;
-const CONTOUR_BORDER = 4;
+const CONTOUR_BORDER = 5;
 
 export interface TerrainTileRequest {
   sourceId: string;
