@@ -464,6 +464,39 @@ describe('caching', () => {
   });
 });
 
+describe('a flood of terrain tiles', () => {
+  test('past the queues: 503 with Retry-After, never another failure; the server answers at once after', async () => {
+    const small = await startServer({
+      toml: `[server]\ntranscode_threads = 1\n[cache]\nenabled = false\n[raster]\npool_size = 1\nmax_queue_per_thread = 4\n[[sources]]\nid = "hill"\ntype = "cog"\npath = "${HILL_FILE}"\ndem = { encoding = "mapbox" }\n`,
+    });
+    try {
+      const base = tileOf(HILL.lon, HILL.lat, 14);
+      const urls = Array.from({ length: 120 }, (_, i) => `${small.url}/data/hill/hillshade/14/${base.x - 5 + (i % 11)}/${base.y - 5 + Math.floor(i / 11)}.png?method=${['basic', 'igor'][i % 2]}`);
+      const answers = await Promise.all(
+        urls.map(async (u) => {
+          const res = await fetch(u);
+          const body = await res.arrayBuffer();
+          return { status: res.status, type: res.headers.get('content-type'), retry: res.headers.get('retry-after'), bytes: body.byteLength };
+        }),
+      );
+      const statuses = new Set(answers.map((a) => a.status));
+      assert.ok([...statuses].every((s) => s === 200 || s === 204 || s === 503), `statuses ${[...statuses]}`);
+      const refused = answers.filter((a) => a.status === 503);
+      assert.ok(refused.length > 0, 'the queues filled');
+      assert.ok(answers.some((a) => a.status === 200), 'and tiles were made meanwhile');
+      for (const r of refused) {
+        assert.equal(r.type, 'application/problem+json');
+        assert.ok(Number(r.retry) >= 1, 'Retry-After');
+      }
+      const after = await fetch(`${small.url}/data/hill/hillshade/14/${base.x}/${base.y}.png?method=combined`);
+      assert.equal(after.status, 200);
+      assert.doesNotMatch(small.output(), /"level":50/, 'no request failed inside the server');
+    } finally {
+      await small.stop();
+    }
+  });
+});
+
 /** The files under `dir` whose path passes `match`, once at least one does (writes are in the background). */
 async function waitForFiles(dir: string, match: (f: string) => boolean): Promise<string[]> {
   for (let i = 0; i < 50; i++) {
