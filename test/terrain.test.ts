@@ -540,6 +540,12 @@ describe('listings', () => {
     assert.match(doc.sources.hill.url, /\/data\/hill\.json$/);
     assert.ok(doc.layers.some((l: { type: string }) => l.type === 'hillshade'));
     assert.ok(doc.layers.some((l: { source?: string; type: string }) => l.type === 'line' && l.source === 'hill-contours'));
+    // The preview page draws that style; the home page links the products.
+    const preview = Buffer.from((await get('/data/hill/')).body).toString('utf8');
+    assert.match(preview, /raster-dem/);
+    const home = Buffer.from((await get('/')).body).toString('utf8');
+    for (const href of ['/data/hill/hillshade.json', '/data/hill/contours.json', '/data/hill/hillshade/wmts.xml', '/api/elevation/hill?lon=']) assert.ok(home.includes(href), href);
+    assert.ok(!home.includes('/data/imagery/hillshade.json'), 'not for imagery');
   });
 });
 

@@ -90,6 +90,15 @@ export function homePage(state: AppState, u: UrlContext, rendering: boolean): Ho
       ...(generated ? [link(k(`${u.base}/styles/${e}/style.json`), 'generated style.json'), link(`${u.base}/embed/${e}`, 'embed')] : []),
       // A generated style renders like a configured one: its raster TileJSON and WMTS document are as useful.
       ...(generated && rendering ? [link(k(`${u.base}/styles/${e}.json`), 'raster TileJSON', 'raster TileJSON of the generated style'), link(k(`${u.base}/styles/${e}/wmts.xml`), 'WMTS')] : []),
+      // An elevation source's products (docs/terrain.md).
+      ...(info.dem
+        ? [
+            link(k(`${u.base}/data/${e}/hillshade.json`), 'hillshade TileJSON'),
+            link(k(`${u.base}/data/${e}/contours.json`), 'contours TileJSON'),
+            link(k(`${u.base}/data/${e}/hillshade/wmts.xml`), 'hillshade WMTS'),
+            link(`${u.base}/api/elevation/${e}?lon=${info.center[0]}&lat=${info.center[1]}`, 'elevation at the centre'),
+          ]
+        : []),
     ];
     const facts = `${info.format}, zoom ${info.minzoom}–${info.maxzoom}${info.vectorLayers ? `, ${info.vectorLayers.length} layers` : ''}`;
     const style = sourceStyle(state, source, u);
