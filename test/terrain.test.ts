@@ -385,11 +385,13 @@ describe('hillshade', () => {
 });
 
 describe('contours', () => {
-  test("the hill's lines lie on its analytic circles, with ele and level, and meet their neighbour's at the edge", async () => {
+  // From the COG, and from the archive, whose windows take their border from the neighbouring archive tiles.
+  for (const id of ['hill', 'hill-pm']) {
+  test(`${id}: the hill's lines lie on its analytic circles, with ele and level, and meet their neighbour's at the edge`, async () => {
     const t = tileOf(HILL.lon, HILL.lat, 12);
     const right = { ...t, x: t.x + 1 };
-    const lines = contourLines((await get(`/data/hill/contours/12/${t.x}/${t.y}.pbf?interval=100&major=5`)).body, t);
-    const next = contourLines((await get(`/data/hill/contours/12/${right.x}/${right.y}.pbf?interval=100&major=5`)).body, right);
+    const lines = contourLines((await get(`/data/${id}/contours/12/${t.x}/${t.y}.pbf?interval=100&major=5`)).body, t);
+    const next = contourLines((await get(`/data/${id}/contours/12/${right.x}/${right.y}.pbf?interval=100&major=5`)).body, right);
     assert.ok(lines.length > 5, `${lines.length} lines`);
     const grid = span(12) / 256;
     const cx = mercX(HILL.lon);
@@ -415,6 +417,7 @@ describe('contours', () => {
     assert.ok(a.length > 0, 'lines cross the edge');
     for (const c of a) assert.ok(b.some((d) => d.ele === c.ele && Math.abs(d.y - c.y) < grid), `the ${c.ele} m line at the edge`);
   });
+  }
 
   test('feet, MLT, archives, overzoom and empty tiles', async () => {
     const t = tileOf(HILL.lon, HILL.lat, 12);
