@@ -49,13 +49,20 @@ describe('FairQueue', () => {
   });
 });
 
-/** A GET from a given local address (127.0.0.x are all this machine): how the service tells clients apart. */
-function getFrom(localAddress: string, url: string): Promise<number> {
+/**
+ * A GET from a given local address (127.0.0.x are all this machine): how the service tells clients apart. Answers
+ * the status and, from Server-Timing, how long after its arrival the request's frame was drawn (`total` less
+ * `encode`, milliseconds).
+ */
+function getFrom(localAddress: string, url: string): Promise<{ status: number; frameDoneMs: number | undefined }> {
   return new Promise((resolve, reject) => {
     http
       .get(url, { localAddress, agent: false, timeout: 120_000 }, (res) => {
+        const timing = String(res.headers['server-timing'] ?? '');
+        const dur = (name: string) => Number(new RegExp(`(?:^|,\\s*)${name};dur=([\\d.]+)`).exec(timing)?.[1]);
+        const frameDoneMs = dur('total') - dur('encode');
         res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, frameDoneMs: Number.isFinite(frameDoneMs) ? frameDoneMs : undefined }));
       })
       .on('error', reject);
   });
@@ -81,12 +88,21 @@ describe('render queue turns between clients', { timeout: 240_000 }, () => {
   const queued = async () => ((await (await fetch(`${s.url}/ping`)).json()) as { render_stats: { queued: number } }).render_stats.queued;
 
   test('a client asking once is served before a client that filled the queue has had all its turns', async () => {
-    const finished: string[] = [];
-    const ask = (who: string, from: string, url: string) =>
-      getFrom(from, url).then((status) => {
+    // The order the one renderer drew the maps in, which is the order they left the queue: when each request was
+    // sent (on this clock) plus the time from its arrival to its drawn frame. Not the order the answers arrive in:
+    // a static map is encoded by sharp after its frame while the next map is already drawn, so a quick next map
+    // can be answered first (seen on a loaded machine in the Debian 13 run: A5 answered before A4). Frames of one
+    // renderer are done at least a draw apart (tens of milliseconds), far more than the time a request takes from
+    // this process to the server.
+    const drawn: { who: string; at: number }[] = [];
+    const ask = (who: string, from: string, url: string) => {
+      const sentAt = performance.now();
+      return getFrom(from, url).then(({ status, frameDoneMs }) => {
         assert.equal(status, 200, `${who}: ${status}`);
-        finished.push(who);
+        assert.ok(frameDoneMs !== undefined, `${who}: Server-Timing has total and encode`);
+        drawn.push({ who, at: sentAt + frameDoneMs });
       });
+    };
     // Client A holds the only renderer with a render whose tiles are held back...
     hold.hold(true);
     const all = [ask('A0', '127.0.0.1', `${s.url}/styles/stall/static/0,0,1/64x64.png`)];
@@ -101,6 +117,7 @@ describe('render queue turns between clients', { timeout: 240_000 }, () => {
     hold.hold(false);
     await Promise.all(all);
     // A's turn (A1), then B's (B0), then A's again: first come first served would have put B0 last.
-    assert.deepEqual(finished, ['A0', 'A1', 'B0', 'A2', 'A3', 'A4', 'A5']);
+    const order = drawn.sort((a, b) => a.at - b.at).map((d) => d.who);
+    assert.deepEqual(order, ['A0', 'A1', 'B0', 'A2', 'A3', 'A4', 'A5'], JSON.stringify(drawn.map((d) => [d.who, Math.round(d.at)])));
   });
 });
