@@ -9,14 +9,16 @@ CONFIG ?= config/default.toml
 # PostgreSQL + PostGIS (the database source tests start a throwaway cluster; `postgresql` and `postgresql-postgis`
 # are Debian's metapackages for the release's default version: 15 with PostGIS 3.3 on Debian 12, 17 with PostGIS
 # 3.5 on Debian 13, so one list serves both; test/helpers/postgres.ts finds the version installed), Mesa's Vulkan drivers (lavapipe, the
-# fastest software GL stack under the Chromium renderer: render.gl), openssl (certificates for the PostGIS TLS tests),
+# fastest software GL stack under the Chromium renderer: render.gl), libegl1 and libegl-mesa0 (the `egl` stack: ANGLE
+# on Mesa's EGL; Debian 12 pulls them in through libgdal-dev, Debian 13 does not, and Chromium then falls back to
+# SwiftShader), openssl (certificates for the PostGIS TLS tests),
 # redis-server (the fleet's shared render cache in the tests and the fleet bench), python3, make and g++ (node-gyp
 # building the native modules), bsdutils (script(1): the seed test runs the command on a pseudo-terminal; essential
 # on Debian, listed so the dependency is said), podman with runc, netavark and aardvark-dns (netavark runs iptables to
 # set up a container network: a build step with network access fails with "netavark: No such file or directory"
 # without it), podman-compose and mmdebstrap (the container image and compose fleet of test/image.test.ts, built over a Debian base made by
 # scripts/image-base.sh). The object-storage tests' S3 and Azure servers come from npm.
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-postgis wrk mesa-vulkan-drivers libvulkan1 openssl redis-server bsdutils podman runc netavark aardvark-dns iptables podman-compose mmdebstrap
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-postgis wrk mesa-vulkan-drivers libvulkan1 libegl1 libegl-mesa0 openssl redis-server bsdutils podman runc netavark aardvark-dns iptables podman-compose mmdebstrap
 
 .PHONY: run test test-image test-debian13 bench build deps system-deps fixtures typecheck clean goldens
 
