@@ -12,6 +12,7 @@ import sharp from 'sharp';
 import fc from './helpers/fast-check.js';
 import { gdalTool as run, gdalVersion, ogcapiDriverIs36 } from './helpers/gdal.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
+import { CRS84 } from '../src/ogc/tms.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 
 interface Row {
@@ -28,6 +29,7 @@ interface Row {
 interface Fetched {
   status: number;
   type: string;
+  headers: Headers;
   body: Buffer;
   json: () => any;
 }
@@ -35,7 +37,7 @@ interface Fetched {
 async function get(url: string, headers: Record<string, string> = {}): Promise<Fetched> {
   const res = await fetch(url, { headers, signal: AbortSignal.timeout(30_000) });
   const body = Buffer.from(await res.arrayBuffer());
-  return { status: res.status, type: res.headers.get('content-type') ?? '', body, json: () => JSON.parse(body.toString('utf8')) };
+  return { status: res.status, type: res.headers.get('content-type') ?? '', headers: res.headers, body, json: () => JSON.parse(body.toString('utf8')) };
 }
 
 let db: PostgresCluster;
@@ -182,6 +184,8 @@ describe('items', () => {
       [{ bbox: '0,5,1,2' }, 'bbox'],
       [{ 'filter-lang': 'sql' }, 'filter-lang'],
       [{ 'filter-crs': 'EPSG:3857' }, 'filter-crs'],
+      [{ crs: 'http://www.opengis.net/def/crs/EPSG/0/3857' }, 'crs'],
+      [{ 'bbox-crs': 'http://www.opengis.net/def/crs/EPSG/0/4326' }, 'bbox-crs'],
       [{ nosuch: '1' }, 'nosuch'],
       [{ geom: '1' }, 'geom'],
       [{ rank: 'high' }, 'rank'],
@@ -195,6 +199,20 @@ describe('items', () => {
       assert.equal(p.parameter, parameter, JSON.stringify(p));
       assert.ok(p.detail.includes(parameter === 'f' ? 'f=' : parameter), p.detail);
     }
+  });
+
+  test('crs and bbox-crs (Part 2) take the CRS84 the collection lists, as GDAL 3.10 sends them; the answer says its CRS in Content-Crs', async () => {
+    const collection = (await get(`${server.url}/ogc/collections/points`)).json();
+    assert.deepEqual(collection.crs, [CRS84]);
+    assert.equal(collection.storageCrs, CRS84);
+    // What GDAL 3.10's OGCAPI driver asks for on every page (crs = the storageCrs).
+    const plain = await items('points', { limit: '5' });
+    const withCrs = await items('points', { limit: '5', crs: collection.storageCrs, 'bbox-crs': CRS84, bbox: '-180,-90,180,90' });
+    assert.equal(withCrs.status, 200, withCrs.body.toString());
+    assert.deepEqual(withCrs.json().features, plain.json().features);
+    for (const r of [plain, withCrs]) assert.equal(r.headers.get('content-crs'), `<${CRS84}>`);
+    // The next link keeps the parameter, so a client paging on gets the same CRS.
+    assert.match(withCrs.json().links.find((l: { rel: string }) => l.rel === 'next').href, /[?&]crs=/);
   });
 
   test('bbox and property=value select the rows the database says they should', async () => {
