@@ -22,8 +22,8 @@ git -C "$root" archive --format=tar -o "$out/src.tar" HEAD
 echo "test-debian13: testing $(git -C "$root" rev-parse --short HEAD) in a new Debian 13 container (log: $out/test.log)"
 # --privileged: the tests run as root and expect what root has on a real machine (Chromium's namespaces, taskset,
 # /proc of other users' processes, PostgreSQL's shared memory). Host networking: apt and npm reach their mirrors the
-# way this machine does, and the servers the tests start listen on loopback inside the same namespace anyway.
-# A 2 GB /dev/shm: Chromium keeps its frames there, and podman's default 64 MB makes its renderers crash.
+# way this machine does; the servers the tests start take free ports on the shared loopback, as they do beside
+# any other run here. A 2 GB /dev/shm: Chromium shares its frames through it, and podman's default is 64 MB.
 # NODE_EXTRA_CA_CERTS and npm's cafile and nodedir are passed on when this machine sets them: where TLS goes
 # through a re-signing proxy, and node-gyp cannot download Node's headers, the container needs the same.
 start=$(date +%s)
