@@ -5,7 +5,8 @@
 # machine) is built once by scripts/image-base.sh (mmdebstrap; REBUILD=1 builds it again); every run starts a new
 # container of it, unpacks the committed HEAD there (`git archive`: no untracked file, no node_modules, no dist
 # of this checkout) and runs `make test` in it, which installs the Debian and npm packages itself.
-# The image test is left out (TEST_EXCLUDE): it runs podman inside podman. The log is kept in
+# The image test is left out (TEST_EXCLUDE): it runs podman inside podman. TEST_FILES="test/a.test.ts ..." runs
+# only those files there (after the same installs), to check fixes without a full run. The log is kept in
 # .tmp/debian13/test.log; the last lines say how many tests ran and passed, and how long it took.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,10 +36,11 @@ podman $podman_flags run --rm --privileged --network host --shm-size 2g \
   -e npm_config_cafile="$(npm config get cafile 2>/dev/null | grep -v '^null$' || true)" \
   -e npm_config_nodedir="$(npm config get nodedir 2>/dev/null | grep -v '^null$\|^undefined$' || true)" \
   -e FC_SEED="${FC_SEED:-}" \
+  -e TEST_FILES="${TEST_FILES:-}" \
   "$tag" /bin/sh -c '
     set -e
     # An empty variable is not the same as an unset one to npm and Node: drop the ones this machine did not set.
-    for v in NODE_EXTRA_CA_CERTS npm_config_cafile npm_config_nodedir FC_SEED; do
+    for v in NODE_EXTRA_CA_CERTS npm_config_cafile npm_config_nodedir FC_SEED TEST_FILES; do
       eval "[ -n \"\${$v}\" ]" || unset "$v"
     done
     mkdir /src && tar -C /src -xf /src.tar && cd /src
