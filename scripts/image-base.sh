@@ -1,11 +1,15 @@
 #!/bin/sh
-# Builds a Debian 12 base image with this machine's Node 20 in it, for building the image where no image
+# Builds a Debian base image with this machine's Node 20 in it, for building the image where no image
 # registry is reachable: `scripts/image-base.sh localhost/tsts-base:bookworm-node20`, then
 # `podman build --build-arg BASE=localhost/tsts-base:bookworm-node20 .`. Needs mmdebstrap, podman
 # and an installed nodejs package (Node 20); the Debian mirror must be reachable. Nothing is done when the tag
 # exists already (REBUILD=1 builds it again).
+# RELEASE (default bookworm) picks the Debian release and INCLUDE adds packages (comma-separated): `make
+# test-debian13` builds its Debian 13 machine with RELEASE=trixie INCLUDE=make (scripts/test-debian13.sh).
 set -eu
-tag=${1:?usage: scripts/image-base.sh TAG}
+tag=${1:?usage: [RELEASE=trixie] [INCLUDE=pkg,pkg] scripts/image-base.sh TAG}
+release=${RELEASE:-bookworm}
+include=ca-certificates${INCLUDE:+,$INCLUDE}
 if [ "${REBUILD:-}" != 1 ] && podman image exists "$tag"; then echo "base image $tag exists"; exit 0; fi
 node_version=$(dpkg-query -W -f '${Version}' nodejs 2>/dev/null) || { echo "image-base: the nodejs package is not installed" >&2; exit 1; }
 case "$node_version" in 20.*) ;; *) echo "image-base: nodejs $node_version is installed; the image needs Node 20" >&2; exit 1 ;; esac
@@ -25,10 +29,10 @@ tar -C / -cf "$work/node.tar" -T "$work/files"
 # TLS, a company CA) go in too, so that npm in the build reaches the registry the way it does here.
 mkdir "$work/ca"
 for crt in /usr/local/share/ca-certificates/*.crt; do if [ -f "$crt" ]; then cp "$crt" "$work/ca/"; fi; done
-mmdebstrap --quiet --variant=minbase --include=ca-certificates \
+mmdebstrap --quiet --variant=minbase --include="$include" \
   --customize-hook="tar -C \"\$1\" -xf '$work/node.tar'" \
   --customize-hook="cp -r '$work/ca/.' \"\$1/usr/local/share/ca-certificates/\" && chroot \"\$1\" update-ca-certificates >/dev/null" \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
-  bookworm "$work/base.tar"
+  "$release" "$work/base.tar"
 podman import --quiet --change 'CMD ["/bin/bash"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' "$work/base.tar" "$tag" >/dev/null
-echo "base image $tag built (Debian 12 minbase, Node $node_version)"
+echo "base image $tag built (Debian $release minbase, Node $node_version)"

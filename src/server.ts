@@ -8,7 +8,7 @@ import { accessLog } from './http/access-log.js';
 import { createApp } from './http/app.js';
 import type { ServerContext } from './http/context.js';
 import { initCodecs } from './tiles/encoding.js';
-import { answerConnect, front } from './http/front.js';
+import { answerConnect, front, requireHost } from './http/front.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { tileFastLane } from './http/tile-fast-lane.js';
 import { log } from './log.js';
@@ -90,7 +90,12 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
     // the body timeout are not reloadable: read from the configuration the process started with.
     const { cors_origins: corsOrigins, request_timeout_ms: bodyTimeoutMs, max_header_bytes: maxHeaderSize } = loaded.config.server;
     const createServer = ((options: ServerOptions, honoListener: RequestListener) =>
-      createHttpServer({ ...options, maxHeaderSize }, holdState(holder, accessLog(log, instrumentListener(telemetry, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener))))))) as typeof createHttpServer;
+      createHttpServer(
+        // requireHostHeader off: node:http's bare 400 for an HTTP/1.1 request without Host becomes requireHost's
+        // problem JSON (http/front.ts).
+        { ...options, maxHeaderSize, requireHostHeader: false },
+        holdState(holder, accessLog(log, instrumentListener(telemetry, requireHost(corsOrigins, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener)))))),
+      )) as typeof createHttpServer;
     const s = serve({ fetch: app.fetch, hostname: host, port, createServer }, () => resolve(s));
     s.once('error', reject);
   });

@@ -1,7 +1,7 @@
 // Requests node:http refuses before any route sees them (a malformed request line, bytes a target may not hold,
-// bare LF line ends, a doubled Content-Length, a header section past server.max_header_bytes) get the answer
-// every other error of the service gets: problem JSON with CORS headers and a request id, then a closed
-// connection, instead of Node's bare `400 Bad Request`. The header limit is a setting.
+// bare LF line ends, a doubled Content-Length, a header section past server.max_header_bytes, HTTP/1.1 without
+// Host) get the answer every other error of the service gets: problem JSON with CORS headers and a request id,
+// then a closed connection, instead of Node's bare `400 Bad Request`. The header limit is a setting.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fixture, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
@@ -28,6 +28,10 @@ describe('requests refused before routing', () => {
     { name: 'a non-ASCII byte in the target', data: Buffer.concat([Buffer.from('GET /data/caf'), Buffer.from([0xe9]), Buffer.from(`.json HTTP/1.1\r\nOrigin: ${ORIGIN}\r\nHost: x\r\n\r\n`)]), status: 400, detail: /target/ },
     { name: 'bare LF line ends', data: `GET /health HTTP/1.1\nOrigin: ${ORIGIN}\nHost: x\n\n`, status: 400, detail: /CRLF/ },
     { name: 'Content-Length twice', data: `POST /api/spatial/query HTTP/1.1\r\nOrigin: ${ORIGIN}\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, status: 400, detail: /Content-Length/ },
+    // HTTP/1.1 requires Host: node:http's own check answered these with a bare 400 and no body.
+    { name: 'HTTP/1.1 without a Host header', data: `GET /health HTTP/1.1\r\nOrigin: ${ORIGIN}\r\nConnection: close\r\n\r\n`, status: 400, detail: /no Host header/ },
+    { name: 'HTTP/1.1 without a Host header, for a tile (the fast lane\'s path)', data: `GET /data/cities/0/0/0.pbf HTTP/1.1\r\nOrigin: ${ORIGIN}\r\nConnection: close\r\n\r\n`, status: 400, detail: /no Host header/ },
+    { name: 'HTTP/1.1 without a Host header, with an absolute target', data: `GET http://127.0.0.1/health HTTP/1.1\r\nOrigin: ${ORIGIN}\r\nConnection: close\r\n\r\n`, status: 400, detail: /no Host header/ },
     { name: 'a header section over 16 KB', data: head('/health', `X-Big: ${'a'.repeat(20_000)}\r\n`), status: 431, detail: /16384 bytes \(server\.max_header_bytes\).*POST/ },
     { name: 'a target over 16 KB', data: head(`/styles/x/static/auto/10x10.png?path=${'0,0|'.repeat(5_000)}`), status: 431, detail: /server\.max_header_bytes/ },
   ];

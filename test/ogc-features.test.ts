@@ -4,14 +4,15 @@
 // predicate evaluated here over the rows the database holds; injection attempts that must give 400 or the right
 // rows, never a 500; and GDAL's OGCAPI driver (a client no one here wrote) reading features and raster tiles.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import fc from './helpers/fast-check.js';
+import { gdalTool as run, gdalVersion, ogcapiDriverIs36 } from './helpers/gdal.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
+import { CRS84 } from '../src/ogc/tms.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 
 interface Row {
@@ -28,6 +29,7 @@ interface Row {
 interface Fetched {
   status: number;
   type: string;
+  headers: Headers;
   body: Buffer;
   json: () => any;
 }
@@ -35,7 +37,7 @@ interface Fetched {
 async function get(url: string, headers: Record<string, string> = {}): Promise<Fetched> {
   const res = await fetch(url, { headers, signal: AbortSignal.timeout(30_000) });
   const body = Buffer.from(await res.arrayBuffer());
-  return { status: res.status, type: res.headers.get('content-type') ?? '', body, json: () => JSON.parse(body.toString('utf8')) };
+  return { status: res.status, type: res.headers.get('content-type') ?? '', headers: res.headers, body, json: () => JSON.parse(body.toString('utf8')) };
 }
 
 let db: PostgresCluster;
@@ -182,6 +184,8 @@ describe('items', () => {
       [{ bbox: '0,5,1,2' }, 'bbox'],
       [{ 'filter-lang': 'sql' }, 'filter-lang'],
       [{ 'filter-crs': 'EPSG:3857' }, 'filter-crs'],
+      [{ crs: 'http://www.opengis.net/def/crs/EPSG/0/3857' }, 'crs'],
+      [{ 'bbox-crs': 'http://www.opengis.net/def/crs/EPSG/0/4326' }, 'bbox-crs'],
       [{ nosuch: '1' }, 'nosuch'],
       [{ geom: '1' }, 'geom'],
       [{ rank: 'high' }, 'rank'],
@@ -195,6 +199,20 @@ describe('items', () => {
       assert.equal(p.parameter, parameter, JSON.stringify(p));
       assert.ok(p.detail.includes(parameter === 'f' ? 'f=' : parameter), p.detail);
     }
+  });
+
+  test('crs and bbox-crs (Part 2) take the CRS84 the collection lists, as GDAL 3.10 sends them; the answer says its CRS in Content-Crs', async () => {
+    const collection = (await get(`${server.url}/ogc/collections/points`)).json();
+    assert.deepEqual(collection.crs, [CRS84]);
+    assert.equal(collection.storageCrs, CRS84);
+    // What GDAL 3.10's OGCAPI driver asks for on every page (crs = the storageCrs).
+    const plain = await items('points', { limit: '5' });
+    const withCrs = await items('points', { limit: '5', crs: collection.storageCrs, 'bbox-crs': CRS84, bbox: '-180,-90,180,90' });
+    assert.equal(withCrs.status, 200, withCrs.body.toString());
+    assert.deepEqual(withCrs.json().features, plain.json().features);
+    for (const r of [plain, withCrs]) assert.equal(r.headers.get('content-crs'), `<${CRS84}>`);
+    // The next link keeps the parameter, so a client paging on gets the same CRS.
+    assert.match(withCrs.json().links.find((l: { rel: string }) => l.rel === 'next').href, /[?&]crs=/);
   });
 
   test('bbox and property=value select the rows the database says they should', async () => {
@@ -756,28 +774,26 @@ describe('CQL2 filters', () => {
 
 describe("GDAL's OGCAPI driver", () => {
   const M = 20037508.342789244;
-  // GDAL 3.6 takes a collection's extent to be in the tile matrix set's CRS (later versions transform it from
-  // CRS84); its MINX.. open options give it in web mercator metres.
+  // The world in web mercator metres, as the MINX.. open options (documented by the driver as "in SRS of
+  // TileMatrixSet") give it: GDAL 3.6 needs them (below), later versions accept them as well.
   const extent = ['-oo', `MINX=${-M}`, '-oo', `MINY=${-M}`, '-oo', `MAXX=${M}`, '-oo', `MAXY=${M}`];
-  const run = (cmd: string, args: string[]) => {
-    const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 90_000 });
-    if (r.error) throw new Error(`${cmd} could not run (Debian package gdal-bin; run make test): ${r.error.message}`);
-    return r;
-  };
+  const gdal = gdalVersion();
+  const is36 = ogcapiDriverIs36(gdal);
+  const names = (stdout: string) => [...stdout.matchAll(/^\s+name \(String\) = (.*)$/gm)].map((m) => m[1]);
 
   test('ogrinfo reads every feature of a PostGIS collection', async () => {
     const r = run('ogrinfo', ['-ro', '-al', '-oo', 'API=ITEMS', '-oo', 'PAGE_SIZE=20', `OGCAPI:${server.url}/ogc/collections/points`]);
     assert.equal(r.status, 0, r.stderr + r.stdout.slice(0, 2000));
     assert.match(r.stdout, /Feature Count: 57/);
     // GDAL prints a NULL as "(null)".
-    const names = [...r.stdout.matchAll(/^\s+name \(String\) = (.*)$/gm)].map((m) => m[1]).filter((n) => n !== '(null)');
     assert.equal([...r.stdout.matchAll(/^OGRFeature\(points\):/gm)].length, 57);
-    assert.deepEqual(names.sort(), rows.filter((row) => row.name !== null).map((row) => row.name!).sort());
+    assert.deepEqual(names(r.stdout).filter((n) => n !== '(null)').sort(), rows.filter((row) => row.name !== null).map((row) => row.name!).sort());
     assert.match(r.stdout, /POINT \(2\.5 -3\.5\)/);
   });
 
   test("GDAL's MVT driver reads the features of a table's vector tile fetched through the tileset's templated link", async () => {
-    // GDAL 3.6.2's OGCAPI driver cannot open vector tilesets (docs/ogc.md, GDAL); its MVT driver reads the tiles.
+    // GDAL 3.6's OGCAPI driver cannot open vector tilesets (the next test); its MVT driver reads the tiles, in
+    // every version.
     const ts = (await get(`${server.url}/ogc/collections/points/tiles/WebMercatorQuad`)).json();
     const item = ts.links.find((l: { rel: string }) => l.rel === 'item');
     assert.equal(item.type, 'application/vnd.mapbox-vector-tile');
@@ -791,14 +807,54 @@ describe("GDAL's OGCAPI driver", () => {
       assert.equal(r.status, 0, r.stderr);
       assert.match(r.stdout, /using driver `MVT'/);
       assert.equal([...r.stdout.matchAll(/^OGRFeature\(points\):/gm)].length, 57);
-      const names = [...r.stdout.matchAll(/^\s+name \(String\) = (.*)$/gm)].map((m) => m[1]);
-      assert.deepEqual(names.sort(), rows.filter((row) => row.name !== null).map((row) => row.name!).sort());
+      assert.deepEqual(names(r.stdout).sort(), rows.filter((row) => row.name !== null).map((row) => row.name!).sort());
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  test('gdalinfo opens a raster collection through its tileset and reads the tiles it fetches', async () => {
+  test(
+    is36
+      ? `GDAL ${gdal.text}, the 3.6 OGCAPI driver: ogrinfo -oo API=TILES cannot open a table's vector tileset ("Unable to open datasource")`
+      : `GDAL ${gdal.text}, an OGCAPI driver after 3.6: ogrinfo -oo API=TILES reads a table's vector tiles as "Zoom level" layers with every feature`,
+    () => {
+      const r = run('ogrinfo', ['-ro', '-oo', 'API=TILES', `OGCAPI:${server.url}/ogc/collections/points`, 'Zoom level 0']);
+      if (is36) {
+        // 3.6's tiles code has no vector branch: it returns without an error, and ogrinfo says only this.
+        assert.notEqual(r.status, 0, r.stdout.slice(0, 2000));
+        assert.match(r.stderr + r.stdout, /Unable to open datasource/);
+        return;
+      }
+      assert.equal(r.status, 0, r.stderr + r.stdout.slice(0, 2000));
+      assert.match(r.stdout, /using driver `OGCAPI'/);
+      // The one tile of zoom 0 holds every point of the table (the MVT test above reads the same tile).
+      assert.equal([...r.stdout.matchAll(/^OGRFeature\(Zoom level 0\):/gm)].length, 57, r.stdout.slice(0, 2000));
+      assert.deepEqual(names(r.stdout).filter((n) => n !== '(null)').sort(), rows.filter((row) => row.name !== null).map((row) => row.name!).sort());
+    },
+  );
+
+  test(
+    is36
+      ? `GDAL ${gdal.text}, the 3.6 OGCAPI driver: gdalinfo without the extent options takes the CRS84 extent for metres and fails on an empty window`
+      : `GDAL ${gdal.text}, an OGCAPI driver after 3.6: gdalinfo without the extent options transforms the CRS84 extent and opens the whole world`,
+    () => {
+      const info = run('gdalinfo', [`OGCAPI:${server.url}/ogc/collections/geo`]);
+      if (is36) {
+        // The world in degrees read as metres is narrower than a pixel of the coarsest matrix (docs/ogc.md).
+        assert.notEqual(info.status, 0, info.stdout);
+        assert.match(info.stderr, /Computed -srcwin .* has negative width and\/or height/);
+        return;
+      }
+      assert.equal(info.status, 0, info.stderr);
+      assert.match(info.stdout, /Driver: OGCAPI/);
+      // Zoom 1 of the collection's tiles: two by two 256 px tiles covering web mercator's square.
+      assert.match(info.stdout, /Size is 512, 512/);
+      assert.match(info.stdout, /Upper Left\s+\(-20037508\.343,\s*20037508\.343\)/);
+      assert.match(info.stdout, /Lower Right\s+\(\s*20037508\.343,\s*-20037508\.343\)/);
+    },
+  );
+
+  test('gdalinfo opens a raster collection through its tileset with the extent options (every version) and reads the tiles it fetches', async () => {
     const info = run('gdalinfo', [...extent, `OGCAPI:${server.url}/ogc/collections/geo`]);
     assert.equal(info.status, 0, info.stderr);
     assert.match(info.stdout, /Driver: OGCAPI/);

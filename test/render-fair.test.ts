@@ -70,7 +70,11 @@ describe('render queue turns between clients', { timeout: 240_000 }, () => {
     const plain = path.join(dir, 'plain.json');
     writeFileSync(plain, JSON.stringify({ version: 8, name: 'plain', sources: {}, layers: [{ id: 'bg', type: 'background', paint: { 'background-color': '#336699' } }] }));
     const toml = `[[styles]]\nid = "plain"\npath = "${plain}"\n[cache]\ndir = "${path.join(dir, 'cache')}"\n[render]\npool_size = 1\nmax_queue = 64\nqueue_timeout_ms = 120000\nmemory_cache_mb = 0\n` + stallToml(hold.url);
-    s = await startServer({ toml, timeoutMs: 60_000 });
+    // One libuv thread: sharp encodes each static map after its frame, on libuv's pool, while the one renderer
+    // already draws the next map. With the default four threads a quick next map could be encoded and answered
+    // first (seen on a loaded machine in the Debian 13 runs: A5 before A4), so the order answers arrive in was
+    // not the order the queue handed out. With one thread the encodes, and so the answers, keep the frames' order.
+    s = await startServer({ toml, timeoutMs: 60_000, env: { UV_THREADPOOL_SIZE: '1' } });
     await waitFor('renderer', async () => ((await (await fetch(`${s.url}/ping`)).json()) as { renderer_enabled: boolean }).renderer_enabled || undefined, 90_000);
   });
   after(async () => {

@@ -159,9 +159,10 @@ describe('GOOGLE_APPLICATION_CREDENTIALS: OAuth access tokens from Google\'s aut
   });
 });
 
-// GDAL 3.6's /vsigs/ signs an HMAC key with Google's legacy GOOG1 scheme, which s3rver refuses ("InvalidArgument:
-// Unsupported Authorization Type"): a keyed /vsigs/ read cannot be shown here. An unsigned one can, from the
-// public bucket, and it shows GDAL finding its endpoint through STORAGE_EMULATOR_HOST as gs:// PMTiles do.
+// GDAL's /vsigs/ signs an HMAC key with Google's legacy GOOG1 scheme (3.6 on Debian 12 and 3.10 on Debian 13
+// alike, seen with gdalinfo), which s3rver refuses ("InvalidArgument: Unsupported Authorization Type"): a keyed
+// /vsigs/ read cannot be shown here. An unsigned one can, from the public bucket, and it shows GDAL finding its
+// endpoint through STORAGE_EMULATOR_HOST as gs:// PMTiles do.
 test('a COG in a public bucket through gs:// (GDAL /vsigs/), the endpoint from STORAGE_EMULATOR_HOST: the same pixels as the local file', async () => {
   const COG = fixture('cog/test-rgb.cog.tif');
   await s3.put('gcs-open', 'rasters/test-rgb.cog.tif', readFixture(COG));

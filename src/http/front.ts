@@ -95,6 +95,22 @@ export function front(opts: FrontOptions, next: RequestListener): RequestListene
 }
 
 /**
+ * HTTP/1.1 requires a Host header (RFC 9112 3.2). node:http's own check (its `requireHostHeader`) answers a
+ * request without one with a bare 400 and no body before any listener runs, so the server turns it off
+ * (src/server.ts) and this answers the same requests with problem JSON like every other malformed request. It
+ * stands ahead of the tile fast lane, so that no route sees an HTTP/1.1 request without Host, as before.
+ */
+export function requireHost(corsOrigins: readonly string[], next: RequestListener): RequestListener {
+  const corsFor = simpleCorsHeaders(corsOrigins);
+  return (req, res) => {
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+      return sendProblem(req, res, corsFor, 400, 'Bad request', 'the request has no Host header (HTTP/1.1 requires one)', true);
+    }
+    next(req, res);
+  };
+}
+
+/**
  * Marks `res` as answered by the front. The route still holds the request (an upload ends once its response
  * closes, src/http/routes/uploads.ts) and answers it in the end; that answer reaches nobody, and a second head
  * on one response would make node:http throw, which @hono/node-server reports with a stack trace. So later

@@ -3,18 +3,27 @@
 // the server runs as the `postgres` user (PostgreSQL refuses to run as root). `stop()`/`start()` take the same
 // cluster down and up again (outage tests); `destroy()` stops it and removes the directory.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort, ROOT } from './server.js';
 
-const BIN_CANDIDATES = ['/usr/lib/postgresql/15/bin', '/usr/lib/postgresql/16/bin', '/usr/lib/postgresql/17/bin'];
+// Debian keeps each PostgreSQL major version's server binaries in /usr/lib/postgresql/<major>/bin, and the
+// `postgresql` metapackage installs the release's default one (15 on Debian 12, 17 on Debian 13). The newest
+// version present is used, so the version is never named here; the PostGIS of that version comes with the
+// `postgresql-postgis` metapackage.
+const PG_LIB = '/usr/lib/postgresql';
 
 function pgBin(name: string): string {
-  for (const dir of BIN_CANDIDATES) if (existsSync(path.join(dir, name))) return path.join(dir, name);
+  const majors = existsSync(PG_LIB) ? readdirSync(PG_LIB).filter((d) => /^\d+$/.test(d)) : [];
+  majors.sort((a, b) => Number(b) - Number(a));
+  for (const major of majors) {
+    const bin = path.join(PG_LIB, major, 'bin', name);
+    if (existsSync(bin)) return bin;
+  }
   // A missing PostgreSQL is a failure, not a skip: `make test` installs it (Makefile APT_PACKAGES).
-  throw new Error(`PostgreSQL's ${name} is not installed (Debian packages postgresql and postgresql-15-postgis-3; run make test)`);
+  throw new Error(`PostgreSQL's ${name} is not installed (Debian packages postgresql and postgresql-postgis; run make test)`);
 }
 
 const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;

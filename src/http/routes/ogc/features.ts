@@ -17,7 +17,15 @@ import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
 const COLLECTION = { collectionId: { schema: v.string(), description: 'id of a [[postgres.tables]] source' } };
 const GEOJSON = { 'application/geo+json': true as const, 'text/html': true as const };
 /** Query parameters items understands besides property names. */
-const ITEMS_PARAMS = new Set(['f', 'key', 'bbox', 'limit', 'offset', 'filter', 'filter-lang', 'filter-crs']);
+const ITEMS_PARAMS = new Set(['f', 'key', 'bbox', 'limit', 'offset', 'filter', 'filter-lang', 'filter-crs', 'crs', 'bbox-crs']);
+/**
+ * A collection of features lists its CRSs (`crs`, `storageCrs`: OGC API - Features Part 2) and items takes Part 2's
+ * `crs` and `bbox-crs` for them: CRS84 only. GDAL 3.10's OGCAPI driver (Debian 13) sends `crs=<storageCrs>` with
+ * every items request, and read no feature while this refused it; 3.6 sends none. Part 2 asks for the CRS of the
+ * geometries in `Content-Crs`.
+ */
+const CRS_PARAMS = ['crs', 'bbox-crs'] as const;
+const CONTENT_CRS = { 'Content-Crs': `<${CRS84}>` };
 
 const seg = (id: string) => encodeURIComponent(id);
 
@@ -59,6 +67,8 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         filter: { schema: v.string(), description: 'a CQL2 expression over the queryables' },
         'filter-lang': { schema: v.picklist(['cql2-text', 'cql2-json']), description: 'default cql2-text' },
         'filter-crs': { schema: v.literal(CRS84), description: 'only CRS84 (longitude/latitude)' },
+        crs: { schema: v.literal(CRS84), description: 'the CRS of the geometries answered: only CRS84 (OGC API - Features Part 2)' },
+        'bbox-crs': { schema: v.literal(CRS84), description: 'the CRS of bbox: only CRS84 (OGC API - Features Part 2)' },
       },
       responses: {
         200: { description: 'a GeoJSON FeatureCollection with numberMatched, numberReturned and links', content: GEOJSON },
@@ -97,8 +107,10 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         bbox = parts.length === 6 ? [parts[0], parts[1], parts[3], parts[4]] : parts;
         if (bbox[1] > bbox[3]) return invalid(c, 'bbox', `bbox "${bboxText}": south is above north`);
       }
-      const crs = q.get('filter-crs');
-      if (crs !== null && crs !== CRS84) return invalid(c, 'filter-crs', `filter-crs "${crs}" is not offered (only ${CRS84})`);
+      for (const name of ['filter-crs', ...CRS_PARAMS]) {
+        const crs = q.get(name);
+        if (crs !== null && crs !== CRS84) return invalid(c, name, `${name} "${crs}" is not offered (only ${CRS84})`);
+      }
       const lang = q.get('filter-lang') ?? 'cql2-text';
       if (lang !== 'cql2-text' && lang !== 'cql2-json') return invalid(c, 'filter-lang', `filter-lang "${lang}" is not cql2-text or cql2-json`);
       let filter: Expr | undefined;
@@ -140,7 +152,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         timeStamp: new Date().toISOString(),
         links,
       };
-      return sendDoc(c, state, `${t.info.name} features`, doc, GEOJSON_TYPE);
+      return sendDoc(c, state, `${t.info.name} features`, doc, GEOJSON_TYPE, CONTENT_CRS);
     },
     ogcAbsence,
   );
