@@ -3,14 +3,14 @@
 // social cards, every 400 case, caching headers, golden images, and recovery from a killed browser.
 // Goldens: `make goldens` (UPDATE_GOLDENS=1) rewrites test/goldens/render/*.png from this machine's renders.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pixelmatch from 'pixelmatch';
-import { PNG } from 'pngjs';
 import sharp from 'sharp';
 import { waitFor } from './helpers/foundation.js';
 import {
+  golden,
   browserPids,
   buildOmtArchive,
   decode,
@@ -29,10 +29,8 @@ import {
   type Decoded,
   type Rgb,
 } from './helpers/render.js';
-import { ROOT, startServer, type TestServer } from './helpers/server.js';
+import { startServer, type TestServer } from './helpers/server.js';
 
-const GOLDENS = path.join(ROOT, 'test/goldens/render');
-const UPDATE = process.env.UPDATE_GOLDENS === '1';
 
 let server: TestServer;
 let archive: string;
@@ -46,24 +44,6 @@ async function problem(p: string, status: number): Promise<Record<string, unknow
   assert.equal(r.status, status, `${p}: ${r.body.toString().slice(0, 300)}`);
   assert.equal(r.headers.get('content-type'), 'application/problem+json');
   return JSON.parse(r.body.toString()) as Record<string, unknown>;
-}
-
-/** Compares a render with its golden image: at most 0.5% of pixels may differ beyond pixelmatch's 0.1 threshold. */
-async function golden(name: string, bytes: Buffer): Promise<void> {
-  const file = path.join(GOLDENS, `${name}.png`);
-  const img = await decode(bytes);
-  const png = new PNG({ width: img.width, height: img.height });
-  img.data.copy(png.data);
-  if (UPDATE || !existsSync(file)) {
-    assert.ok(UPDATE, `missing golden ${file}: run make goldens`);
-    mkdirSync(GOLDENS, { recursive: true });
-    writeFileSync(file, PNG.sync.write(png));
-    return;
-  }
-  const expected = PNG.sync.read(readFileSync(file));
-  assert.deepEqual([expected.width, expected.height], [img.width, img.height]);
-  const diff = pixelmatch(expected.data, png.data, undefined, img.width, img.height, { threshold: 0.1 });
-  assert.ok(diff <= img.width * img.height * 0.005, `${name}: ${diff} pixels differ from the golden image`);
 }
 
 describe('rendering through the server (headless Chromium)', () => {

@@ -3,16 +3,12 @@
 // generated style of an elevation source (MapLibre's hillshade under this server's contour lines), and a style
 // with `terrain` drawn pitched in 3D. Goldens: `make goldens` rewrites test/goldens/render/terrain-*.png.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pixelmatch from 'pixelmatch';
-import { PNG } from 'pngjs';
-import { decode, distance, fetchBytes, pixel, renderTempDir, share, type Decoded, type Rgb } from './helpers/render.js';
-import { fixture, ROOT, startServer, type TestServer } from './helpers/server.js';
+import { decode, distance, fetchBytes, golden, pixel, renderTempDir, share, type Decoded, type Rgb } from './helpers/render.js';
+import { fixture, startServer, type TestServer } from './helpers/server.js';
 
-const GOLDENS = path.join(ROOT, 'test/goldens/render');
-const UPDATE = process.env.UPDATE_GOLDENS === '1';
 const HILL = { lon: 10.05, lat: 46.55 };
 
 let server: TestServer;
@@ -22,23 +18,6 @@ async function image(p: string): Promise<Decoded> {
   assert.equal(r.status, 200, `${p}: ${r.body.toString().slice(0, 300)}`);
   assert.equal(r.headers.get('content-type'), 'image/png');
   return decode(r.body);
-}
-
-/** At most 0.5% of pixels may differ from the golden image beyond pixelmatch's 0.1 threshold. */
-function golden(name: string, img: Decoded): void {
-  const file = path.join(GOLDENS, `${name}.png`);
-  const png = new PNG({ width: img.width, height: img.height });
-  img.data.copy(png.data);
-  if (UPDATE || !existsSync(file)) {
-    assert.ok(UPDATE, `missing golden ${file}: run make goldens`);
-    mkdirSync(GOLDENS, { recursive: true });
-    writeFileSync(file, PNG.sync.write(png));
-    return;
-  }
-  const expected = PNG.sync.read(readFileSync(file));
-  assert.deepEqual([expected.width, expected.height], [img.width, img.height]);
-  const diff = pixelmatch(expected.data, png.data, undefined, img.width, img.height, { threshold: 0.1 });
-  assert.ok(diff <= img.width * img.height * 0.005, `${name}: ${diff} pixels differ from the golden image`);
 }
 
 function tileOf(lon: number, lat: number, z: number) {
@@ -100,14 +79,14 @@ describe('relief rendered by MapLibre from elevation sources', () => {
     assert.ok(share(img, (c) => c[0] > 200 && c[1] > 200 && c[2] > 200) > 0.001, 'a summit near white');
     // Relief is shaded: one colour band holds many shades.
     assert.ok(new Set(Array.from({ length: 64 }, (_, i) => pixel(img, 128 + i, 128).join(','))).size > 8, 'shading varies across the slope');
-    golden('terrain-relief-z11', img);
+    await golden('terrain-relief-z11', img);
   });
 
   test('the same relief in a static map and a social card', async () => {
     const stat = await image(`/styles/relief/static/${HILL.lon},${HILL.lat},11/400x300.png`);
     assert.equal(stat.width, 400);
     assert.ok(share(stat, near([74, 140, 60], 60)) > 0.05, 'plateau green');
-    golden('terrain-relief-static', stat);
+    await golden('terrain-relief-static', stat);
     const card = await image(`/og/relief?center=${HILL.lat},${HILL.lon}&zoom=10&width=600&height=315`);
     assert.equal(card.width, 600);
     assert.ok(share(card, near([74, 140, 60], 60)) > 0.02, 'plateau green in the card');
@@ -119,7 +98,7 @@ describe('relief rendered by MapLibre from elevation sources', () => {
     // Contour lines are brown (#7a5a36 / #8a6d4b over the shaded background).
     const brown = share(img, (c) => c[0] - c[2] > 40 && c[0] < 200 && c[1] < 170);
     assert.ok(brown > 0.005, `contour lines drawn (${(brown * 100).toFixed(2)}% brown)`);
-    golden('terrain-generated-z12', img);
+    await golden('terrain-generated-z12', img);
   });
 
   test('a style with terrain draws the pitched map in 3D: not the flat pitched map', async () => {
@@ -128,6 +107,6 @@ describe('relief rendered by MapLibre from elevation sources', () => {
     const flat = await image(`/styles/flat/static/${view}`);
     const diff = pixelmatch(raised.data, flat.data, undefined, 600, 400, { threshold: 0.1 });
     assert.ok(diff > 600 * 400 * 0.05, `terrain moves the relief: ${diff} pixels differ from the flat map`);
-    golden('terrain-3d-static', raised);
+    await golden('terrain-3d-static', raised);
   });
 });

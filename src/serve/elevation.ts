@@ -12,6 +12,7 @@ import type { DemEncoding } from '../terrain/dem-encoding.js';
 import { tilesNeeded, sampleWindow, type MosaicPlan } from '../terrain/mosaic.js';
 import { groupByTile } from '../terrain/tile-groups.js';
 import type { LonLat } from '../terrain/profile.js';
+import { lonLatToTile } from '../tiles/coords.js';
 import { runTerrain } from '../terrain/work.js';
 
 /** Zooms above the data's deepest zoom at which hillshade and contours are still made (as clients overzoom a DEM). */
@@ -155,7 +156,11 @@ class ArchiveElevation implements Elevation {
     const info = this.info;
     const out = new Float64Array(points.length).fill(Number.NaN);
     const z = Math.min(info.maxzoom, Math.max(info.minzoom, Math.round(zoom ?? info.maxzoom)));
-    if (this.tileSize === undefined) await this.window(z, ...centreTile(info, z), 1, 0);
+    if (this.tileSize === undefined) {
+      // A tile under the source's centre, somewhere with data, tells the archive's tile size.
+      const centre = lonLatToTile(info.center[0], info.center[1], z);
+      await this.window(z, centre.x, centre.y, 1, 0);
+    }
     const size = this.tileSize ?? info.tileSize ?? 256;
     const groups = [...groupByTile(points as LonLat[], z, size).values()];
     for (let i = 0; i < groups.length; i += POINT_TILES_AT_ONCE) {
@@ -170,16 +175,6 @@ class ArchiveElevation implements Elevation {
     }
     return out;
   }
-}
-
-/** The tile under the source's centre at zoom z: somewhere with data, to learn the archive's tile size from. */
-function centreTile(info: SourceInfo, z: number): [number, number] {
-  const [lon, lat] = info.center;
-  const n = 2 ** z;
-  const x = Math.min(n - 1, Math.max(0, Math.floor(((lon + 180) / 360) * n)));
-  const rad = (lat * Math.PI) / 180;
-  const y = Math.min(n - 1, Math.max(0, Math.floor(((1 - Math.log(Math.tan(rad) + 1 / Math.cos(rad)) / Math.PI) / 2) * n)));
-  return [x, y];
 }
 
 export type ElevationLookup = { ok: true; elevation: Elevation } | { ok: false; status: 400 | 404; title: string; detail: string };

@@ -10,6 +10,7 @@ import { isRemotePath } from '../config/object-location.js';
 import type { SourceConfig, StorageConfig } from '../config/schema.js';
 import { log } from '../log.js';
 import { imageWidth, type StoredCompression, type TileFormat } from '../tiles/format.js';
+import { lonLatToTile } from '../tiles/coords.js';
 import { openChannel } from './object-store/open.js';
 import { PinnedSource, RETRY_AFTER_STORAGE, type StorageChannel } from './object-store/reader.js';
 import { StoreError } from './object-store/store.js';
@@ -104,10 +105,7 @@ async function openGeneration(cfg: SourceConfig, source: Source, revision: () =>
 async function demTileSize(archive: PMTiles, info: SourceInfo): Promise<number> {
   const [lon, lat] = info.center;
   for (const z of [info.center[2], info.minzoom, info.maxzoom]) {
-    const n = 2 ** z;
-    const rad = (lat * Math.PI) / 180;
-    const x = Math.min(n - 1, Math.max(0, Math.floor(((lon + 180) / 360) * n)));
-    const y = Math.min(n - 1, Math.max(0, Math.floor(((1 - Math.log(Math.tan(rad) + 1 / Math.cos(rad)) / Math.PI) / 2) * n)));
+    const { x, y } = lonLatToTile(lon, lat, z);
     const tile = await archive.getZxy(z, x, y);
     const width = tile && imageWidth(new Uint8Array(tile.data));
     if (width) return width;

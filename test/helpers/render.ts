@@ -2,13 +2,15 @@
 // Paris tile, server configs with the OSM Liberty showcase style, image decoding and pixel reading, and the
 // browsers a server started.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import assert from 'node:assert/strict';
+import pixelmatch from 'pixelmatch';
+import { PNG } from 'pngjs';
 import sharp from 'sharp';
 import { openSource } from '../../src/sources/open.js';
-import { fixture } from './server.js';
+import { fixture, ROOT } from './server.js';
 import { tempDir, writeMbtiles, type MbtilesTile } from './foundation.js';
 
 /** The z14 tile of central Paris, XYZ (the fixture's name carries the TMS row 10748). */
@@ -170,4 +172,25 @@ export async function fetchImage(url: string, type = 'image/png'): Promise<Decod
   assert.equal(r.status, 200, `${url}: ${r.body.toString().slice(0, 300)}`);
   assert.equal(r.headers.get('content-type'), type);
   return decode(r.body);
+}
+
+/** Golden images of the rendering tests; `make goldens` (UPDATE_GOLDENS=1) rewrites them from this machine's renders. */
+export const GOLDENS = path.join(ROOT, 'test/goldens/render');
+
+/** Compares a render with its golden image: at most 0.5% of pixels may differ beyond pixelmatch's 0.1 threshold. */
+export async function golden(name: string, bytes: Uint8Array | Decoded): Promise<void> {
+  const file = path.join(GOLDENS, `${name}.png`);
+  const img = bytes instanceof Uint8Array ? await decode(bytes) : bytes;
+  const png = new PNG({ width: img.width, height: img.height });
+  img.data.copy(png.data);
+  if (process.env.UPDATE_GOLDENS === '1' || !existsSync(file)) {
+    assert.ok(process.env.UPDATE_GOLDENS === '1', `missing golden ${file}: run make goldens`);
+    mkdirSync(GOLDENS, { recursive: true });
+    writeFileSync(file, PNG.sync.write(png));
+    return;
+  }
+  const expected = PNG.sync.read(readFileSync(file));
+  assert.deepEqual([expected.width, expected.height], [img.width, img.height]);
+  const diff = pixelmatch(expected.data, png.data, undefined, img.width, img.height, { threshold: 0.1 });
+  assert.ok(diff <= img.width * img.height * 0.005, `${name}: ${diff} pixels differ from the golden image`);
 }

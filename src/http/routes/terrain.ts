@@ -240,14 +240,9 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
     },
     async (c) => {
       const state = ctx.holder.current;
-      const elevation = lookupProblem(c, state, param(c, 'source'));
-      if (elevation instanceof Response) return elevation;
-      const body = await readJson(c, state, '{"points": [[lon, lat], ...]}');
-      if (!body.ok) return body.response;
-      const parsed = parsePointsBody(body.value, state.config.terrain.max_points);
-      if (!parsed.ok) return problem(c, 400, 'Invalid points', parsed.problem);
-      const values = await pointsAtZooms(elevation, parsed.value.points, parsed.value.z);
-      return sendJson(c, state, { source: elevation.id, elevations: Array.from(values, elevationValue) }, NO_STORE);
+      const read = await batchElevations(c, state, '{"points": [[lon, lat], ...]}');
+      if (read instanceof Response) return read;
+      return sendJson(c, state, { source: read.elevation.id, elevations: read.values }, NO_STORE);
     },
   );
 
@@ -371,17 +366,23 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
       },
     },
     async (c) => {
-      const state = ctx.holder.current;
-      const elevation = lookupProblem(c, state, param(c, 'source'));
-      if (elevation instanceof Response) return elevation;
-      const body = await readJson(c, state, '{"points": [{"lon": ..., "lat": ..., "z": ...}, ...]}');
-      if (!body.ok) return body.response;
-      const parsed = parsePointsBody(body.value, state.config.terrain.max_points);
-      if (!parsed.ok) return problem(c, 400, 'Invalid points', parsed.problem);
-      const values = await pointsAtZooms(elevation, parsed.value.points, parsed.value.z);
-      return c.json(Array.from(values, elevationValue));
+      const read = await batchElevations(c, ctx.holder.current, '{"points": [{"lon": ..., "lat": ..., "z": ...}, ...]}');
+      if (read instanceof Response) return read;
+      return c.json(read.values);
     },
   );
+}
+
+/** A batch request of either form read, checked and answered with elevations (rounded, null without data), or its problem. */
+async function batchElevations(c: Context, state: AppState, expected: string): Promise<{ elevation: Elevation; values: (number | null)[] } | Response> {
+  const elevation = lookupProblem(c, state, param(c, 'source'));
+  if (elevation instanceof Response) return elevation;
+  const body = await readJson(c, state, expected);
+  if (!body.ok) return body.response;
+  const parsed = parsePointsBody(body.value, state.config.terrain.max_points);
+  if (!parsed.ok) return problem(c, 400, 'Invalid points', parsed.problem);
+  const values = await pointsAtZooms(elevation, parsed.value.points, parsed.value.z);
+  return { elevation, values: Array.from(values, elevationValue) };
 }
 
 /** Elevations of points that may each name a zoom (tileserver-gl's form): one read per zoom asked for. */
