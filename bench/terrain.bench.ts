@@ -31,6 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { defaultContourInterval } from '../src/terrain/contours.js';
 import { ChildServer, cores, envNumber, fmt, freePort, processTree, ROOT, statCpu, table } from './lib.js';
+import { random } from '../scripts/build-bench-data.js';
 
 const QUICK = process.env.BENCH_TERRAIN_QUICK === '1';
 const ZOOMS = (process.env.BENCH_TERRAIN_ZOOMS ?? '12,13,14').split(',').map(Number);
@@ -396,17 +397,6 @@ function peer(dir: string, tiles: Tile[]): PeerRow[] {
   return [...sum].map(([step, s]) => ({ step, cpuMs: s.cpuMs / s.n, wallMs: s.wallMs / s.n, n: s.n }));
 }
 
-/** A seeded generator (mulberry32): the same points in every run and for every reader. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** POINTS lon/lat points inside the hill (a 1 km margin keeps every point on data for every reader). */
 function points(): [number, number][] {

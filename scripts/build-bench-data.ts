@@ -49,8 +49,8 @@ export interface BenchTileList {
 type GeoJsonVt = ReturnType<typeof geojsonvt>;
 type VtTile = NonNullable<ReturnType<GeoJsonVt['getTile']>>;
 
-/** A seeded generator (mulberry32): the spread is the same on every machine and every run. */
-function random(seed: number): () => number {
+/** A seeded generator (mulberry32): the spread is the same on every machine and every run (benches share it). */
+export function random(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
