@@ -6,7 +6,13 @@ import { test } from 'node:test';
 import fc from './helpers/fast-check.js';
 import { sampleWindow, tileNorth } from './helpers/dem-windows.js';
 import { type DemWindow, pixelCentreLonLat, tileSpan } from '../src/terrain/dem-window.js';
-import { HILLSHADE_METHODS, MAX_EXAGGERATION, hillshade, maplibreZoomRelief, parseHillshadeQuery } from '../src/terrain/hillshade.js';
+import { HILLSHADE_METHODS, MAX_EXAGGERATION, hillshade, hillshadeImage, maplibreZoomRelief, parseHillshadeQuery } from '../src/terrain/hillshade.js';
+import { encodePng } from '../src/terrain/png-writer.js';
+import sharp from 'sharp';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gdalTool } from './helpers/gdal.js';
 
 // Zoom 12 tile over San Francisco (the fixture DEM's area): cos(latitude) is about 0.79 there, so a slope
 // computed on mercator metres instead of ground metres would be 21 % too gentle and fail these tests.
@@ -231,4 +237,68 @@ test('property: parseHillshadeQuery never throws, accepts every in-range value a
     }),
     { numRuns: 300 },
   );
+});
+
+/** The RGBA pixels of a compact image (1: grey, 2: grey and alpha, 4: RGBA). */
+function expand(pixels: Uint8Array, channels: 1 | 2 | 4): Uint8Array {
+  if (channels === 4) return pixels;
+  const n = pixels.length / channels;
+  const out = new Uint8Array(n * 4);
+  for (let i = 0; i < n; i++) {
+    const g = pixels[i * channels];
+    out.set([g, g, g, channels === 2 ? pixels[i * 2 + 1] : 255], i * 4);
+  }
+  return out;
+}
+
+test('the compact image holds the same pixels in fewer channels: grey, grey with alpha where there are holes, RGBA for coloured lights', () => {
+  const slope = plane(0.4, -0.3);
+  const holed = plane(0.4, -0.3);
+  holed.data[10 * 66 + 12] = Number.NaN;
+  const cases: [DemWindow, Parameters<typeof hillshade>[1], 1 | 2 | 4][] = [
+    [slope, { mode: 'grey', method: 'basic' }, 1],
+    [holed, { mode: 'grey', method: 'igor' }, 2],
+    [slope, {}, 2],
+    [holed, { method: 'multidirectional' }, 2],
+    [slope, { shadow: '#473B24' }, 4],
+    [slope, { highlight: 'rgba(0, 0, 255, 0.5)', method: 'basic' }, 4],
+  ];
+  for (const [win, options, channels] of cases) {
+    const image = hillshadeImage(win, options);
+    assert.equal(image.channels, channels, JSON.stringify(options));
+    assert.deepEqual(expand(image.pixels, image.channels), hillshade(win, options), JSON.stringify(options));
+  }
+});
+
+test('the PNG writer: sharp and GDAL read back every pixel, in each channel count', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'hillshade-png-'));
+  try {
+    const holed = plane(0.9, 0.2, 40);
+    for (let i = 0; i < 30; i++) holed.data[(5 + i) * 42 + 7 + i] = Number.NaN;
+    for (const [options, channels] of [[{ mode: 'grey' as const }, 2], [{ mode: 'grey' as const, method: 'basic' as const }, 1], [{ accent: '#ff0000' }, 4], [{}, 2]] as const) {
+      const win = channels === 1 ? plane(0.9, 0.2, 40) : holed;
+      const image = hillshadeImage(win, options);
+      assert.equal(image.channels, channels);
+      for (const level of [0, 1, 9]) {
+        const png = encodePng(image.pixels, 40, 40, image.channels, level);
+        assert.equal((await sharp(png).metadata()).channels, channels, `sharp sees ${channels} channels`);
+        const back = await sharp(png).ensureAlpha().raw().toBuffer();
+        assert.deepEqual(new Uint8Array(back), expand(image.pixels, image.channels), `level ${level}, ${channels} channels`);
+      }
+      // GDAL's PNG driver (libpng) reads the same bands: the checksum of band 1 matches the one of the same pixels written by libvips.
+      const ours = path.join(dir, `ours-${channels}.png`);
+      const theirs = path.join(dir, `theirs-${channels}.png`);
+      writeFileSync(ours, encodePng(image.pixels, 40, 40, image.channels, 6));
+      await sharp(image.pixels, { raw: { width: 40, height: 40, channels } }).toColourspace(channels === 4 ? 'srgb' : 'b-w').png().toFile(theirs);
+      const checksums = (file: string) => gdalTool('gdalinfo', ['-checksum', file]).stdout.match(/Checksum=\d+/g);
+      assert.equal(checksums(ours)?.length, channels);
+      assert.deepEqual(checksums(ours), checksums(theirs));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the PNG writer refuses a pixel buffer of the wrong length', () => {
+  assert.throws(() => encodePng(new Uint8Array(10), 4, 4, 1, 1), /4x4 pixels of 1 bytes need 16 bytes, got 10/);
 });

@@ -370,6 +370,8 @@ export const TerrainSchema = v.object({
   max_profile_samples: v.optional(v.pipe(v.number(), v.integer(), v.minValue(2), v.maxValue(1_000_000)), 10_000),
   /** Longest profile line, in kilometres along the ground. */
   max_profile_km: v.optional(v.pipe(v.number(), v.minValue(0.001), v.maxValue(40_075)), 1000),
+  /** zlib level of hillshade PNGs (0-9): shaded relief is smooth, and level 1 costs half of level 3 for about a tenth more bytes. */
+  png_compression: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(9)), 1),
 });
 
 /** `[storage]`: how remote sources (s3://, gs://, az://, http(s) PMTiles) read their store; docs/storage-s3.md. */

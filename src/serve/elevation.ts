@@ -14,6 +14,7 @@ import { groupByTile } from '../terrain/tile-groups.js';
 import type { LonLat } from '../terrain/profile.js';
 import { lonLatToTile } from '../tiles/coords.js';
 import { runTerrain } from '../terrain/work.js';
+import type { ArchiveTiles, WindowInput } from '../terrain/terrain-ops.js';
 
 /** Zooms above the data's deepest zoom at which hillshade and contours are still made (as clients overzoom a DEM). */
 export const PRODUCT_OVERZOOM = 4;
@@ -29,6 +30,8 @@ export interface Elevation {
   readonly kind: 'raster' | 'archive';
   /** Elevations over a tile's window with `border` pixels around it; undefined where there is no data at all. */
   window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined>;
+  /** What the terrain pool makes that window from: the window itself, or an archive's tiles to assemble it from there. */
+  input(z: number, x: number, y: number, size: number, border: number): Promise<WindowInput | undefined>;
   /** Elevations at lon/lat points (NaN where there is no data). `zoom` picks an archive's level (default: its deepest). */
   points(points: readonly LonLat[], zoom?: number): Promise<Float64Array>;
 }
@@ -50,6 +53,10 @@ class RasterElevation implements Elevation {
   async window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined> {
     const data = await this.pool.demWindow([this.file], z, x, y, size, border);
     return data && { z, x, y, size, border, data };
+  }
+  async input(z: number, x: number, y: number, size: number, border: number): Promise<WindowInput | undefined> {
+    const window = await this.window(z, x, y, size, border);
+    return window && { window };
   }
   points(points: readonly LonLat[]): Promise<Float64Array> {
     const flat = new Float64Array(points.length * 2);
@@ -84,6 +91,10 @@ class CatalogueElevation implements Elevation {
   async window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined> {
     const data = await this.source.demWindow(z, x, y, size, border);
     return data && { z, x, y, size, border, data };
+  }
+  async input(z: number, x: number, y: number, size: number, border: number): Promise<WindowInput | undefined> {
+    const window = await this.window(z, x, y, size, border);
+    return window && { window };
   }
   async points(points: readonly LonLat[]): Promise<Float64Array> {
     const out = new Float64Array(points.length).fill(Number.NaN);
@@ -127,6 +138,11 @@ class ArchiveElevation implements Elevation {
   }
 
   async window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined> {
+    const input = await this.input(z, x, y, size, border);
+    return input && runTerrain({ op: 'archive-window', ...input.archive }, this.state.config);
+  }
+
+  async input(z: number, x: number, y: number, size: number, border: number): Promise<{ archive: ArchiveTiles } | undefined> {
     const info = this.info;
     const sourceZoom = Math.min(z, info.maxzoom);
     // The tiles a window needs depend on where it lies, not on the archive's tile size: a guess lists the same ones.
@@ -141,15 +157,13 @@ class ArchiveElevation implements Elevation {
       this.tileSize = meta.width;
     }
     const prefix = `${this.state.configHash}/${info.id}@${info.revision ?? ''}/${sourceZoom}`;
-    return runTerrain(
-      {
-        op: 'archive-window',
+    return {
+      archive: {
         plan: { ...plan, sourceSize: this.tileSize },
         encoding: this.encoding,
         tiles: found.map((t) => ({ key: `${prefix}/${t.x}/${t.y}`, x: t.x, y: t.y, bytes: t.bytes })),
       },
-      this.state.config,
-    );
+    };
   }
 
   async points(points: readonly LonLat[], zoom?: number): Promise<Float64Array> {

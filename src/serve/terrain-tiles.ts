@@ -114,12 +114,18 @@ async function produce(state: AppState, elevation: Elevation, req: TerrainTileRe
   const config = state.config;
   if (req.product === 'hillshade') {
     const size = config.raster.tile_size * req.scale;
-    const window = await elevation.window(z, x, y, size, HILLSHADE_BORDER);
-    if (window) {
-      body = await runTerrain(
-        { op: 'hillshade', window, options, format: req.format === 'webp' ? 'webp' : 'png', pngLevel: config.render.png_compression, webpQuality: config.render.webp_quality },
+    const input = await elevation.input(z, x, y, size, HILLSHADE_BORDER);
+    if (input) {
+      // A window read by GDAL is not needed here again: its megabyte moves to the thread rather than being copied.
+      const data = 'window' in input ? input.window.data : undefined;
+      const transfer = data && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer ? [data.buffer] : [];
+      const tile = await runTerrain(
+        { op: 'hillshade', input, options, format: req.format === 'webp' ? 'webp' : 'png', pngLevel: config.terrain.png_compression, webpQuality: config.render.webp_quality },
         config,
+        transfer,
       );
+      // No bytes: the archive had tiles there, but none with data in the window.
+      if (tile.byteLength > 0) body = tile;
     }
   } else {
     const window = await elevation.window(z, x, y, CONTOUR_GRID, CONTOUR_BORDER);

@@ -94,10 +94,21 @@ function premultiplied(css: string, name: string): Premultiplied {
  */
 type RowKernel = (p: Float64Array, q: Float64Array, n: number, out: Uint8ClampedArray, o: number) => void;
 
-/** gdaldem writes its float results into a Byte band: rounded half up, saturated (the array saturates). */
-function writeGrey(out: Uint8ClampedArray, o: number, value: number): void {
+/** Bytes per pixel of a shaded tile: grey, grey with alpha, or RGBA. */
+export type HillshadeChannels = 1 | 2 | 4;
+
+/**
+ * gdaldem writes its float results into a Byte band: rounded half up, saturated (the array saturates). Written as
+ * grey, grey and alpha, or RGBA (`channels`).
+ */
+function writeGrey(out: Uint8ClampedArray, o: number, value: number, channels: HillshadeChannels): void {
   const g = Math.floor(value + 0.5);
   out[o] = g;
+  if (channels === 1) return;
+  if (channels === 2) {
+    out[o + 1] = 255;
+    return;
+  }
   out[o + 1] = g;
   out[o + 2] = g;
   out[o + 3] = 255;
@@ -108,7 +119,7 @@ function writeGrey(out: Uint8ClampedArray, o: number, value: number): void {
  * GDALHillshadeMultiDirectionalAlg), rewritten for slopes already multiplied by the z-factor: gdaldem's
  * z-scaled x and y (west-positive, north-positive) are -p and -q.
  */
-function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number): RowKernel {
+function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number, channels: HillshadeChannels): RowKernel {
   const sinAlt = Math.sin(altitude * DEG);
   const cosAlt = Math.cos(altitude * DEG);
   const az = azimuth * DEG;
@@ -117,7 +128,7 @@ function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number):
   switch (method) {
     case 'combined':
       return (ps, qs, n, out, o) => {
-        for (let i = 0; i < n; i++, o += 4) {
+        for (let i = 0; i < n; i++, o += channels) {
           const p = ps[i];
           const q = qs[i];
           if (p !== p) continue;
@@ -126,7 +137,7 @@ function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number):
           if (cosIncidence > 1) cosIncidence = 1;
           else if (cosIncidence < -1) cosIncidence = -1;
           const shade = 1 - Math.acos(cosIncidence) * Math.atan(Math.sqrt(slope2)) * INV_QUARTER_PI_SQUARED;
-          writeGrey(out, o, shade <= 0 ? 1 : 1 + 254 * shade);
+          writeGrey(out, o, shade <= 0 ? 1 : 1 + 254 * shade, channels);
         }
       };
     case 'igor': {
@@ -135,18 +146,18 @@ function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number):
       const cosLight = Math.cos(1.5 * Math.PI - az);
       const sinLight = Math.sin(1.5 * Math.PI - az);
       return (ps, qs, n, out, o) => {
-        for (let i = 0; i < n; i++, o += 4) {
+        for (let i = 0; i < n; i++, o += channels) {
           const p = ps[i];
           const q = qs[i];
           if (p !== p) continue;
           const length = Math.sqrt(p * p + q * q);
           if (length === 0) {
-            writeGrey(out, o, 255);
+            writeGrey(out, o, 255, channels);
             continue;
           }
           const slopeStrength = Math.atan(length) / HALF_PI;
           const diff = fastAcos((-p * cosLight + q * sinLight) / length);
-          writeGrey(out, o, 255 * (1 - slopeStrength * (1 - diff / Math.PI)));
+          writeGrey(out, o, 255 * (1 - slopeStrength * (1 - diff / Math.PI)), channels);
         }
       };
     }
@@ -155,7 +166,7 @@ function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number):
       const diagonal = 127 * COS_225 * cosAlt;
       const straight = 127 * cosAlt;
       return (ps, qs, n, out, o) => {
-        for (let i = 0; i < n; i++, o += 4) {
+        for (let i = 0; i < n; i++, o += channels) {
           const p = ps[i];
           const q = qs[i];
           if (p !== p) continue;
@@ -163,7 +174,7 @@ function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number):
           const qq = q * q;
           const slope2 = pp + qq;
           if (slope2 === 0) {
-            writeGrey(out, o, 1 + 2 * lit);
+            writeGrey(out, o, 1 + 2 * lit, channels);
             continue;
           }
           const v225 = Math.max(0, lit + (q - p) * diagonal);
@@ -173,19 +184,19 @@ function greyKernel(method: HillshadeMethod, azimuth: number, altitude: number):
           const w225 = 0.5 * slope2 - p * q;
           const w315 = slope2 - w225;
           const weighted = (w225 * v225 + pp * v270 + w315 * v315 + qq * v360) / slope2;
-          writeGrey(out, o, 1 + weighted / Math.sqrt(1 + slope2));
+          writeGrey(out, o, 1 + weighted / Math.sqrt(1 + slope2), channels);
         }
       };
     }
     default:
       // `basic`, and `standard` too: gdaldem has no MapLibre standard shading, its plain hillshade is the nearest.
       return (ps, qs, n, out, o) => {
-        for (let i = 0; i < n; i++, o += 4) {
+        for (let i = 0; i < n; i++, o += channels) {
           const p = ps[i];
           const q = qs[i];
           if (p !== p) continue;
           const shade = (254 * (sinAlt + q * cosAzCosAlt - p * sinAzCosAlt)) / Math.sqrt(1 + p * p + q * q);
-          writeGrey(out, o, shade <= 0 ? 1 : 1 + shade);
+          writeGrey(out, o, shade <= 0 ? 1 : 1 + shade, channels);
         }
       };
   }
@@ -214,13 +225,17 @@ function facing(dx: number, dy: number, sinAz: number, cosAz: number): number {
 }
 
 /**
- * Premultiplied shader output written as straight-alpha RGBA; the clamped array rounds and saturates as a
- * framebuffer would.
+ * Premultiplied shader output written as straight-alpha RGBA, or as grey and alpha (`channels` 2, when every
+ * colour is grey and r = g = b); the clamped array rounds and saturates as a framebuffer would.
  */
-function writeColor(out: Uint8ClampedArray, o: number, r: number, g: number, b: number, a: number): void {
+function writeColor(out: Uint8ClampedArray, o: number, r: number, g: number, b: number, a: number, channels: HillshadeChannels): void {
   if (!(a > 0)) return;
   const unmultiply = 255 / (a > 1 ? 1 : a);
   out[o] = r * unmultiply;
+  if (channels === 2) {
+    out[o + 1] = a * 255;
+    return;
+  }
   out[o + 1] = g * unmultiply;
   out[o + 2] = b * unmultiply;
   out[o + 3] = a * 255;
@@ -233,7 +248,7 @@ const STANDARD_TABLE_SIZE = 4096;
  * MapLibre's hillshade.fragment.glsl on the CPU. p and q arrive as the slopes its prepare pass delivers (ground
  * slope times the zoom relief, not yet times the exaggeration), east- and south-positive like its `deriv`.
  */
-function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>): RowKernel {
+function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>, channels: HillshadeChannels): RowKernel {
   const [sr, sg, sb, sa] = premultiplied(opts.shadow, 'shadow');
   const [hr, hg, hb, ha] = premultiplied(opts.highlight, 'highlight');
   const [ar, ag, ab, aa] = premultiplied(opts.accent, 'accent');
@@ -249,7 +264,7 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
   switch (method) {
     case 'basic':
       return (ps, qs, n, out, o) => {
-        for (let i = 0; i < n; i++, o += 4) {
+        for (let i = 0; i < n; i++, o += channels) {
           const dx = ps[i] * ex2;
           const dy = qs[i] * ex2;
           if (dx !== dx) continue;
@@ -257,16 +272,16 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
           shade = shade < 0 ? 0 : shade > 1 ? 1 : shade;
           if (shade > 0.5) {
             const k = 2 * shade - 1;
-            writeColor(out, o, hr * k, hg * k, hb * k, ha * k);
+            writeColor(out, o, hr * k, hg * k, hb * k, ha * k, channels);
           } else {
             const k = 1 - 2 * shade;
-            writeColor(out, o, sr * k, sg * k, sb * k, sa * k);
+            writeColor(out, o, sr * k, sg * k, sb * k, sa * k, channels);
           }
         }
       };
     case 'combined':
       return (ps, qs, n, out, o) => {
-        for (let i = 0; i < n; i++, o += 4) {
+        for (let i = 0; i < n; i++, o += channels) {
           const dx = ps[i] * ex2;
           const dy = qs[i] * ex2;
           if (dx !== dx) continue;
@@ -276,12 +291,12 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
           const steep = Math.atan(Math.sqrt(dx * dx + dy * dy)) * INV_QUARTER_PI_SQUARED;
           const s = cang * steep;
           const h = (HALF_PI - cang) * steep;
-          writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h);
+          writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h, channels);
         }
       };
     case 'igor':
       return (ps, qs, n, out, o) => {
-        for (let i = 0; i < n; i++, o += 4) {
+        for (let i = 0; i < n; i++, o += channels) {
           const dx = ps[i] * ex2;
           const dy = qs[i] * ex2;
           if (dx !== dx) continue;
@@ -289,7 +304,7 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
           const aspectStrength = 1 - facing(dx, dy, sinAz, cosAz);
           const s = slopeStrength * aspectStrength;
           const h = slopeStrength * (1 - aspectStrength);
-          writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h);
+          writeColor(out, o, sr * s + hr * h, sg * s + hg * h, sb * s + hb * h, sa * s + ha * h, channels);
         }
       };
     case 'multidirectional': {
@@ -298,7 +313,7 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
       const cosAzs = Float64Array.from(MULTIDIRECTIONAL_AZIMUTHS, (a) => -Math.cos(a * DEG) * cosAlt);
       const sinAzs = Float64Array.from(MULTIDIRECTIONAL_AZIMUTHS, (a) => -Math.sin(a * DEG) * cosAlt);
       return (ps, qs, n, out, o) => {
-        for (let i = 0; i < n; i++, o += 4) {
+        for (let i = 0; i < n; i++, o += channels) {
           const dx = ps[i] * ex2;
           const dy = qs[i] * ex2;
           if (dx !== dx) continue;
@@ -324,7 +339,7 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
               a += sa * k;
             }
           }
-          writeColor(out, o, r, g, b, a);
+          writeColor(out, o, r, g, b, a, channels);
         }
       };
     }
@@ -346,7 +361,7 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
         shadeOf[j] = Math.sin(scaled) * strength;
       }
       return (ps, qs, n, out, o) => {
-        for (let i = 0; i < n; i++, o += 4) {
+        for (let i = 0; i < n; i++, o += channels) {
           const p = ps[i];
           const q = qs[i];
           if (p !== p) continue;
@@ -368,6 +383,7 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
             ag * keep + (sg + (hg - sg) * shade) * k,
             ab * keep + (sb + (hb - sb) * shade) * k,
             aa * keep + shadowAlpha,
+            channels,
           );
         }
       };
@@ -375,11 +391,61 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>):
   }
 }
 
+/** A shaded tile's pixels, row-major, north row first, `channels` bytes each (straight alpha). */
+export interface HillshadeImage {
+  pixels: Uint8Array;
+  channels: HillshadeChannels;
+}
+
+/** Whether a CSS colour is a shade of grey (or transparent), so that an image drawn with it needs no colour channels. */
+function isGrey(css: string): boolean {
+  const c = Color.parse(css);
+  return c !== undefined && c.r === c.g && c.g === c.b;
+}
+
+/** Whether any of the window's pixels inside the tile has no data. */
+function innerHasHole(win: DemWindow): boolean {
+  const w = windowWidth(win);
+  for (let r = win.border; r < win.border + win.size; r++) {
+    const row = r * w + win.border;
+    for (let i = row; i < row + win.size; i++) if (win.data[i] !== win.data[i]) return true;
+  }
+  return false;
+}
+
+/** Whether any of the window's pixels has no data. */
+function hasHole(data: Float32Array): boolean {
+  for (let i = 0; i < data.length; i++) if (data[i] !== data[i]) return true;
+  return false;
+}
+
 /**
  * Shades the tile of a DEM window: size*size RGBA pixels, row-major, north row first. The border only feeds the
  * slopes of the tile's edge pixels.
  */
 export function hillshade(win: DemWindow, options: HillshadeOptions = {}): Uint8Array {
+  return shade(win, options, 4).pixels;
+}
+
+/**
+ * The same tile in the fewest channels that hold it exactly: grey mode gives grey (1), or grey with alpha (2) where
+ * the tile has holes; colour mode gives grey with alpha when the shadow, highlight and accent colours are all grey
+ * (MapLibre's defaults are), else RGBA. Fewer channels are fewer bytes to compress: the PNG of a 512 px tile costs
+ * about a quarter as much in grey as in RGBA.
+ */
+export function hillshadeImage(win: DemWindow, options: HillshadeOptions = {}): HillshadeImage {
+  const grey = (options.mode ?? HILLSHADE_DEFAULTS.mode) === 'grey';
+  const channels: HillshadeChannels = grey
+    ? innerHasHole(win)
+      ? 2
+      : 1
+    : [options.shadow ?? HILLSHADE_DEFAULTS.shadow, options.highlight ?? HILLSHADE_DEFAULTS.highlight, options.accent ?? HILLSHADE_DEFAULTS.accent].every(isGrey)
+      ? 2
+      : 4;
+  return shade(win, options, channels);
+}
+
+function shade(win: DemWindow, options: HillshadeOptions, channels: HillshadeChannels): HillshadeImage {
   const opts: Required<HillshadeOptions> = { ...HILLSHADE_DEFAULTS };
   for (const [k, v] of Object.entries(options)) if (v !== undefined) (opts as Record<string, unknown>)[k] = v;
   const { size, border, data } = win;
@@ -387,13 +453,16 @@ export function hillshade(win: DemWindow, options: HillshadeOptions = {}): Uint8
   if (data.length !== w * w) throw new RangeError(`DEM window of ${size}+2*${border} px needs ${w * w} values, got ${data.length}`);
 
   const grey = opts.mode === 'grey';
-  const kernel = grey ? greyKernel(opts.method, opts.azimuth, opts.altitude) : colorKernel(opts.method, opts);
+  const kernel = grey ? greyKernel(opts.method, opts.azimuth, opts.altitude, channels) : colorKernel(opts.method, opts, channels);
   // Grey: slopes times gdaldem's z-factor. Colour: slopes times MapLibre's zoom relief, clamped as its byte
   // storage clamps them (the exaggeration is the shader's business there).
   const factor = grey ? opts.exaggeration : maplibreZoomRelief(win.z);
   const mercatorPixel = tileSpan(win.z) / size;
+  // With a border every pixel of the tile has its eight neighbours, and without holes none needs replacing: the
+  // common case gets a loop without those checks.
+  const complete = border >= 1 && !hasHole(data);
 
-  const out = new Uint8Array(size * size * 4);
+  const out = new Uint8Array(size * size * channels);
   const pixels = new Uint8ClampedArray(out.buffer);
   const ps = new Float64Array(size);
   const qs = new Float64Array(size);
@@ -405,51 +474,82 @@ export function hillshade(win: DemWindow, options: HillshadeOptions = {}): Uint8
     const secant = mercatorPixel / ground;
     const lo = grey ? -Infinity : STORED_SLOPE_MIN * secant;
     const hi = grey ? Infinity : STORED_SLOPE_MAX * secant;
-    const up = wr > 0 ? (wr - 1) * w : -1;
-    const mid = wr * w;
-    const down = wr + 1 < w ? (wr + 1) * w : -1;
-    for (let col = 0; col < size; col++) {
-      const wc = col + border;
-      const e = data[mid + wc];
-      if (e !== e) {
-        ps[col] = NaN; // no data: the kernel leaves the pixel transparent (the array starts zeroed)
-        continue;
-      }
-      const hasLeft = wc > 0;
-      const hasRight = wc + 1 < w;
-      let a = e, b = e, c = e, d = e, f = e, g = e, h = e, i = e;
-      if (up >= 0) {
-        if (hasLeft) a = data[up + wc - 1];
-        b = data[up + wc];
-        if (hasRight) c = data[up + wc + 1];
-      }
-      if (hasLeft) d = data[mid + wc - 1];
-      if (hasRight) f = data[mid + wc + 1];
-      if (down >= 0) {
-        if (hasLeft) g = data[down + wc - 1];
-        h = data[down + wc];
-        if (hasRight) i = data[down + wc + 1];
-      }
-      if (a !== a) a = e;
-      if (b !== b) b = e;
-      if (c !== c) c = e;
-      if (d !== d) d = e;
-      if (f !== f) f = e;
-      if (g !== g) g = e;
-      if (h !== h) h = e;
-      if (i !== i) i = e;
-      let p = (c + 2 * f + i - (a + 2 * d + g)) * k;
-      let q = (g + 2 * h + i - (a + 2 * b + c)) * k;
-      if (p < lo) p = lo;
-      else if (p > hi) p = hi;
-      if (q < lo) q = lo;
-      else if (q > hi) q = hi;
-      ps[col] = p;
-      qs[col] = q;
-    }
-    kernel(ps, qs, size, pixels, row * size * 4);
+    if (complete) slopesComplete(data, w, wr, border, size, k, lo, hi, ps, qs);
+    else slopesWithHoles(data, w, wr, border, size, k, lo, hi, ps, qs);
+    kernel(ps, qs, size, pixels, row * size * channels);
   }
-  return out;
+  return { pixels: out, channels };
+}
+
+/** Horn's slopes of one row of a window with a border and no hole. */
+function slopesComplete(data: Float32Array, w: number, wr: number, border: number, size: number, k: number, lo: number, hi: number, ps: Float64Array, qs: Float64Array): void {
+  const up = (wr - 1) * w + border;
+  const mid = wr * w + border;
+  const down = (wr + 1) * w + border;
+  for (let col = 0; col < size; col++) {
+    const a = data[up + col - 1];
+    const b = data[up + col];
+    const c = data[up + col + 1];
+    const d = data[mid + col - 1];
+    const f = data[mid + col + 1];
+    const g = data[down + col - 1];
+    const h = data[down + col];
+    const i = data[down + col + 1];
+    let p = (c + 2 * f + i - (a + 2 * d + g)) * k;
+    let q = (g + 2 * h + i - (a + 2 * b + c)) * k;
+    if (p < lo) p = lo;
+    else if (p > hi) p = hi;
+    if (q < lo) q = lo;
+    else if (q > hi) q = hi;
+    ps[col] = p;
+    qs[col] = q;
+  }
+}
+
+/** Horn's slopes of one row where pixels may lack data or neighbours (see the file's comment on no data). */
+function slopesWithHoles(data: Float32Array, w: number, wr: number, border: number, size: number, k: number, lo: number, hi: number, ps: Float64Array, qs: Float64Array): void {
+  const up = wr > 0 ? (wr - 1) * w : -1;
+  const mid = wr * w;
+  const down = wr + 1 < w ? (wr + 1) * w : -1;
+  for (let col = 0; col < size; col++) {
+    const wc = col + border;
+    const e = data[mid + wc];
+    if (e !== e) {
+      ps[col] = NaN; // no data: the kernel leaves the pixel transparent
+      continue;
+    }
+    const hasLeft = wc > 0;
+    const hasRight = wc + 1 < w;
+    let a = e, b = e, c = e, d = e, f = e, g = e, h = e, i = e;
+    if (up >= 0) {
+      if (hasLeft) a = data[up + wc - 1];
+      b = data[up + wc];
+      if (hasRight) c = data[up + wc + 1];
+    }
+    if (hasLeft) d = data[mid + wc - 1];
+    if (hasRight) f = data[mid + wc + 1];
+    if (down >= 0) {
+      if (hasLeft) g = data[down + wc - 1];
+      h = data[down + wc];
+      if (hasRight) i = data[down + wc + 1];
+    }
+    if (a !== a) a = e;
+    if (b !== b) b = e;
+    if (c !== c) c = e;
+    if (d !== d) d = e;
+    if (f !== f) f = e;
+    if (g !== g) g = e;
+    if (h !== h) h = e;
+    if (i !== i) i = e;
+    let p = (c + 2 * f + i - (a + 2 * d + g)) * k;
+    let q = (g + 2 * h + i - (a + 2 * b + c)) * k;
+    if (p < lo) p = lo;
+    else if (p > hi) p = hi;
+    if (q < lo) q = lo;
+    else if (q > hi) q = hi;
+    ps[col] = p;
+    qs[col] = q;
+  }
 }
 
 export type HillshadeQuery = { ok: true; options: Required<HillshadeOptions> } | { ok: false; problem: string };

@@ -42,102 +42,122 @@ function sourceExtent(plan: MosaicPlan) {
   return { scale, first, firstRow, minU: Math.floor(first), maxU: Math.floor(last) + 1, minV: Math.floor(firstRow), maxV: Math.floor(lastRow) + 1 };
 }
 
-/** Where one axis of the window samples the archive: for each sample, its two neighbours' tiles, offsets and weight. */
-interface AxisSamples {
-  /** Tile index (column or row of the archive level) of the lower and upper neighbour. */
-  tileA: Int32Array;
-  tileB: Int32Array;
-  /** Pixel offset inside those tiles. */
-  offA: Int32Array;
-  offB: Int32Array;
-  /** Weight of the upper neighbour (the lower one gets 1 - weight). */
-  weight: Float64Array;
-}
-
-/** Samples along one axis: `first + k * scale` for k < count, in archive pixels (centres at integers). */
-function axisSamples(first: number, scale: number, count: number, T: number, worldPixels: number, wrap: boolean): AxisSamples {
-  const out: AxisSamples = { tileA: new Int32Array(count), tileB: new Int32Array(count), offA: new Int32Array(count), offB: new Int32Array(count), weight: new Float64Array(count) };
-  const place = (p: number): number => (wrap ? ((p % worldPixels) + worldPixels) % worldPixels : Math.min(worldPixels - 1, Math.max(0, p)));
-  for (let k = 0; k < count; k++) {
-    // Rows above the first pixel centre of the world take the first row (and likewise at the bottom); columns wrap.
-    const at = wrap ? first + k * scale : Math.min(worldPixels - 1, Math.max(0, first + k * scale));
-    const i0 = Math.floor(at);
-    const a = place(i0);
-    const b = place(i0 + 1);
-    out.tileA[k] = Math.floor(a / T);
-    out.tileB[k] = Math.floor(b / T);
-    out.offA[k] = a % T;
-    out.offB[k] = b % T;
-    out.weight[k] = at - i0;
-  }
-  return out;
-}
-
 /**
  * The window sampled from decoded archive tiles (`tiles` by `${x}/${y}` at `sourceZoom`, metres, NaN without data;
- * a tile the archive lacks is simply absent). Undefined when no sample has data. Where the tile of each sample lies
- * is worked out once per column and once per row, so the loop over pixels does no lookups by key.
+ * a tile the archive lacks is simply absent). Undefined when no sample has data.
+ *
+ * The archive pixels the window touches are first copied row by row into one contiguous region (columns wrap around
+ * the antimeridian, rows stop at the world's edges), so the loop over the window's pixels reads one array with
+ * indices worked out once per column and once per row. Where the region has no hole the samples are plain bilinear
+ * blends; otherwise each blends only its neighbours with data, weighted as they are.
  */
 export function assembleWindow(plan: MosaicPlan, tiles: ReadonlyMap<string, Float32Array>): DemWindow | undefined {
-  const { scale, first, firstRow } = sourceExtent(plan);
+  const { scale, first, firstRow, minU, maxU, minV, maxV } = sourceExtent(plan);
   const T = plan.sourceSize;
   const worldPixels = 2 ** plan.sourceZoom * T;
   const side = plan.size + 2 * plan.border;
-  const cols = axisSamples(first, scale, side, T, worldPixels, true);
-  const rows = axisSamples(firstRow, scale, side, T, worldPixels, false);
-  // The few tile columns the window touches, numbered 0..k-1 so that a row can hold its tiles in a small array.
-  const tileColumns = [...new Set([...cols.tileA, ...cols.tileB])];
-  const slotA = Int32Array.from(cols.tileA, (t) => tileColumns.indexOf(t));
-  const slotB = Int32Array.from(cols.tileB, (t) => tileColumns.indexOf(t));
-  const rowTiles = (ty: number) => tileColumns.map((tx) => tiles.get(`${tx}/${ty}`));
-  const data = new Float32Array(side * side);
-  let any = false;
-  let upperRow = -1;
-  let lowerRow = -1;
-  let upperTiles: (Float32Array | undefined)[] = [];
-  let lowerTiles: (Float32Array | undefined)[] = [];
+  // Region rows: the world's rows from top to bottom of the window, clamped to the world (samples above the first
+  // pixel centre of the world take the first row, as map clients do at the poles' edge).
+  const top = Math.min(worldPixels - 1, Math.max(0, minV));
+  const bottom = Math.min(worldPixels - 1, Math.max(0, maxV));
+  const width = maxU - minU + 1;
+  const height = bottom - top + 1;
+  const region = new Float32Array(width * height);
+  let holes = false;
+  for (let v = top; v <= bottom; v++) {
+    const ty = Math.floor(v / T);
+    const rowInTile = (v % T) * T;
+    const o = (v - top) * width;
+    for (let u = minU; u <= maxU; ) {
+      const g = ((u % worldPixels) + worldPixels) % worldPixels;
+      const tx = Math.floor(g / T);
+      const off = g % T;
+      // The run of columns inside this tile.
+      const run = Math.min(T - off, maxU - u + 1);
+      const tile = tiles.get(`${tx}/${ty}`);
+      const at = o + (u - minU);
+      if (tile) region.set(tile.subarray(rowInTile + off, rowInTile + off + run), at);
+      else {
+        region.fill(Number.NaN, at, at + run);
+        holes = true;
+      }
+      u += run;
+    }
+  }
+  if (!holes) for (let i = 0; i < region.length; i++) if (region[i] !== region[i]) { holes = true; break; }
+
+  // Per column and per row: the region index of the lower neighbour and the weight of the upper one.
+  const colA = new Int32Array(side);
+  const colW = new Float64Array(side);
+  for (let c = 0; c < side; c++) {
+    const at = first + c * scale;
+    const i0 = Math.floor(at);
+    colA[c] = i0 - minU;
+    colW[c] = at - i0;
+  }
+  const rowA = new Int32Array(side);
+  const rowB = new Int32Array(side);
+  const rowW = new Float64Array(side);
   for (let r = 0; r < side; r++) {
-    if (rows.tileA[r] !== upperRow) upperTiles = rowTiles((upperRow = rows.tileA[r]));
-    if (rows.tileB[r] !== lowerRow) lowerTiles = rowTiles((lowerRow = rows.tileB[r]));
-    const fy = rows.weight[r];
-    const baseA = rows.offA[r] * T;
-    const baseB = rows.offB[r] * T;
+    const at = Math.min(worldPixels - 1, Math.max(0, firstRow + r * scale));
+    const i0 = Math.floor(at);
+    rowA[r] = (i0 - top) * width;
+    rowB[r] = (Math.min(worldPixels - 1, i0 + 1) - top) * width;
+    rowW[r] = at - i0;
+  }
+
+  const data = new Float32Array(side * side);
+  if (!holes) {
+    for (let r = 0; r < side; r++) {
+      const a = rowA[r];
+      const b = rowB[r];
+      const fy = rowW[r];
+      const o = r * side;
+      for (let c = 0; c < side; c++) {
+        const i = colA[c];
+        const fx = colW[c];
+        const upper = region[a + i] + (region[a + i + 1] - region[a + i]) * fx;
+        const lower = region[b + i] + (region[b + i + 1] - region[b + i]) * fx;
+        data[o + c] = upper + (lower - upper) * fy;
+      }
+    }
+    return { z: plan.z, x: plan.x, y: plan.y, size: plan.size, border: plan.border, data };
+  }
+
+  let any = false;
+  for (let r = 0; r < side; r++) {
+    const a = rowA[r];
+    const b = rowB[r];
+    const fy = rowW[r];
     for (let c = 0; c < side; c++) {
-      const fx = cols.weight[c];
+      const i = colA[c];
+      const fx = colW[c];
       let sum = 0;
       let weights = 0;
-      // The four neighbours: (A, A), (B, A), (A, B), (B, B) as (column, row); zero weights and missing data skipped.
+      // The four neighbours; zero weights and missing data are skipped.
       const w00 = (1 - fx) * (1 - fy);
       const w10 = fx * (1 - fy);
       const w01 = (1 - fx) * fy;
       const w11 = fx * fy;
-      if (w00 > 0) {
-        const v = upperTiles[slotA[c]]?.[baseA + cols.offA[c]];
-        if (v !== undefined && v === v) {
-          sum += w00 * v;
-          weights += w00;
-        }
+      const v00 = region[a + i];
+      const v10 = region[a + i + 1];
+      const v01 = region[b + i];
+      const v11 = region[b + i + 1];
+      if (w00 > 0 && v00 === v00) {
+        sum += w00 * v00;
+        weights += w00;
       }
-      if (w10 > 0) {
-        const v = upperTiles[slotB[c]]?.[baseA + cols.offB[c]];
-        if (v !== undefined && v === v) {
-          sum += w10 * v;
-          weights += w10;
-        }
+      if (w10 > 0 && v10 === v10) {
+        sum += w10 * v10;
+        weights += w10;
       }
-      if (w01 > 0) {
-        const v = lowerTiles[slotA[c]]?.[baseB + cols.offA[c]];
-        if (v !== undefined && v === v) {
-          sum += w01 * v;
-          weights += w01;
-        }
+      if (w01 > 0 && v01 === v01) {
+        sum += w01 * v01;
+        weights += w01;
       }
-      if (w11 > 0) {
-        const v = lowerTiles[slotB[c]]?.[baseB + cols.offB[c]];
-        if (v !== undefined && v === v) {
-          sum += w11 * v;
-          weights += w11;
-        }
+      if (w11 > 0 && v11 === v11) {
+        sum += w11 * v11;
+        weights += w11;
       }
       if (weights > 0) {
         data[r * side + c] = sum / weights;

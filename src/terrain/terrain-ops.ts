@@ -6,7 +6,8 @@ import { LRUCache } from 'lru-cache';
 import sharp from 'sharp';
 import type { DemWindow } from './dem-window.js';
 import { decodeDem, encodeDem, type DemEncoding } from './dem-encoding.js';
-import { hillshade, type HillshadeOptions } from './hillshade.js';
+import { hillshadeImage, type HillshadeOptions } from './hillshade.js';
+import { encodePng } from './png-writer.js';
 import { contourLayer, type ContourOptions } from './contours.js';
 import { assembleWindow, type MosaicPlan } from './mosaic.js';
 import { encode, type CompressionLevels, type ContentEncoding } from '../tiles/encoding.js';
@@ -15,12 +16,27 @@ import { encodeMlt } from '../tiles/mlt-codec.js';
 
 export type TerrainImageFormat = 'png' | 'webp';
 
+/** An archive's encoded DEM tiles around a window, and where the window lies among them. */
+export interface ArchiveTiles {
+  plan: MosaicPlan;
+  encoding: DemEncoding;
+  tiles: { key: string; x: number; y: number; bytes: Uint8Array }[];
+}
+
+/**
+ * What a product is made from: a window already read (a raster source's, warped by GDAL), or an archive's tiles to
+ * assemble one from in the same thread, so that the window (a megabyte for a 512 px tile) never travels between
+ * threads.
+ */
+export type WindowInput = { window: DemWindow } | { archive: ArchiveTiles };
+
 export type TerrainTask =
-  | { op: 'archive-window'; plan: MosaicPlan; encoding: DemEncoding; tiles: { key: string; x: number; y: number; bytes: Uint8Array }[] }
+  | ({ op: 'archive-window' } & ArchiveTiles)
   | { op: 'encode-dem'; window: DemWindow; encoding: DemEncoding; format: TerrainImageFormat; pngLevel: number }
-  | { op: 'hillshade'; window: DemWindow; options: HillshadeOptions; format: TerrainImageFormat; pngLevel: number; webpQuality: number }
+  | { op: 'hillshade'; input: WindowInput; options: HillshadeOptions; format: TerrainImageFormat; pngLevel: number; webpQuality: number }
   | { op: 'contours'; window: DemWindow; options: ContourOptions; format: 'pbf' | 'mlt'; encoding: ContentEncoding; levels: CompressionLevels };
 
+/** An empty answer (no bytes) means the window had no data at all. */
 export type TerrainTaskResult<T extends TerrainTask> = T extends { op: 'archive-window' } ? DemWindow | undefined : Uint8Array;
 
 /**
@@ -36,9 +52,9 @@ async function decodeTile(bytes: Uint8Array, encoding: DemEncoding, size: number
 }
 
 /** Elevations as an image: lossless always (a lossy WebP would move every elevation). */
-async function encodeImage(rgba: Uint8Array, size: number, format: TerrainImageFormat, pngLevel: number, lossless: boolean, webpQuality = 90): Promise<Uint8Array> {
+async function encodeElevations(rgba: Uint8Array, size: number, format: TerrainImageFormat, pngLevel: number): Promise<Uint8Array> {
   const image = sharp(rgba, { raw: { width: size, height: size, channels: 4 } });
-  const out = format === 'png' ? image.png({ compressionLevel: pngLevel }) : lossless ? image.webp({ lossless: true, exact: true }) : image.webp({ quality: webpQuality, alphaQuality: 100 });
+  const out = format === 'png' ? image.png({ compressionLevel: pngLevel }) : image.webp({ lossless: true, exact: true });
   return new Uint8Array(await out.toBuffer());
 }
 
@@ -51,27 +67,35 @@ function inner(win: DemWindow): Float32Array {
   return out;
 }
 
+/** The window of an archive's tiles, their decoded elevations kept for the neighbouring windows. */
+async function archiveWindow(a: ArchiveTiles): Promise<DemWindow | undefined> {
+  const tiles = new Map<string, Float32Array>();
+  for (const t of a.tiles) {
+    let grid = decoded.get(t.key);
+    if (!grid) {
+      grid = await decodeTile(t.bytes, a.encoding, a.plan.sourceSize);
+      decoded.set(t.key, grid);
+    }
+    tiles.set(`${t.x}/${t.y}`, grid);
+  }
+  return assembleWindow(a.plan, tiles);
+}
+
 export async function runTerrainTask<T extends TerrainTask>(task: T): Promise<TerrainTaskResult<T>> {
   switch (task.op) {
-    case 'archive-window': {
-      const tiles = new Map<string, Float32Array>();
-      for (const t of task.tiles) {
-        let grid = decoded.get(t.key);
-        if (!grid) {
-          grid = await decodeTile(t.bytes, task.encoding, task.plan.sourceSize);
-          decoded.set(t.key, grid);
-        }
-        tiles.set(`${t.x}/${t.y}`, grid);
-      }
-      return assembleWindow(task.plan, tiles) as TerrainTaskResult<T>;
-    }
+    case 'archive-window':
+      return (await archiveWindow(task)) as TerrainTaskResult<T>;
     case 'encode-dem': {
       const rgba = encodeDem(inner(task.window), task.encoding);
-      return (await encodeImage(rgba, task.window.size, task.format, task.pngLevel, true)) as TerrainTaskResult<T>;
+      return (await encodeElevations(rgba, task.window.size, task.format, task.pngLevel)) as TerrainTaskResult<T>;
     }
     case 'hillshade': {
-      const rgba = hillshade(task.window, task.options);
-      return (await encodeImage(rgba, task.window.size, task.format, task.pngLevel, false, task.webpQuality)) as TerrainTaskResult<T>;
+      const window = 'window' in task.input ? task.input.window : await archiveWindow(task.input.archive);
+      if (!window) return new Uint8Array(0) as TerrainTaskResult<T>;
+      const { pixels, channels } = hillshadeImage(window, task.options);
+      if (task.format === 'png') return encodePng(pixels, window.size, window.size, channels, task.pngLevel) as TerrainTaskResult<T>;
+      const webp = sharp(pixels, { raw: { width: window.size, height: window.size, channels } }).webp({ quality: task.webpQuality, alphaQuality: 100 });
+      return new Uint8Array(await webp.toBuffer()) as TerrainTaskResult<T>;
     }
     case 'contours': {
       const layer = contourLayer(task.window, task.options);

@@ -27,10 +27,13 @@ function getPool(config: Config): Piscina {
   return pool;
 }
 
-/** Runs a terrain task in the pool. Throws HttpProblem 503 when the pool's queue is full. */
-export async function runTerrain<T extends TerrainTask>(task: T, config: Config): Promise<TerrainTaskResult<T>> {
+/**
+ * Runs a terrain task in the pool. Throws HttpProblem 503 when the pool's queue is full. Buffers in `transfer` move
+ * to the thread instead of being copied, and are unusable here afterwards.
+ */
+export async function runTerrain<T extends TerrainTask>(task: T, config: Config, transfer: ArrayBuffer[] = []): Promise<TerrainTaskResult<T>> {
   try {
-    return (await getPool(config).run(task)) as TerrainTaskResult<T>;
+    return (await getPool(config).run(task, { transferList: transfer })) as TerrainTaskResult<T>;
   } catch (err) {
     if ((err as Error).message === 'Task queue is at limit') {
       throw new HttpProblem(503, 'Busy', 'the terrain queue is full; retry shortly', {}, { 'Retry-After': '1' });
