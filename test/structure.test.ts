@@ -105,7 +105,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['config'],
   ['log-format', 'version', 'runtime'],
   ['log', 'problem'],
-  ['tiles'],
+  ['tiles', 'grid'],
   ['raster', 'terrain'],
   ['sources'],
   ['styles'],

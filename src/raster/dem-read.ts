@@ -3,6 +3,7 @@
 // contour lines join across tile edges), and single points at the file's own resolution (its pixels, not a tile's).
 import gdal from 'gdal-async';
 import { dataset, useStorageOptions, type GdalOptions } from './warp-tile.js';
+import { hasNaN, sampleGrid } from '../grid/bilinear.js';
 
 const HALF_WORLD = 20037508.342789244;
 
@@ -36,9 +37,13 @@ export async function readDemWindow(task: DemWindowTask): Promise<Float32Array |
   const minx = -HALF_WORLD + x * span - border * pixel;
   const maxy = HALF_WORLD - y * span + border * pixel;
   const side = size + 2 * border;
+  const single = task.files.length === 1;
+  if (single) {
+    const direct = await readMercatorWindow(sources[0], minx, maxy, pixel, side);
+    if (direct !== 'warp') return direct;
+  }
   // One file: straight into memory (MEM, measured 2 ms a window cheaper); several: through a /vsimem GTiff, as
   // tile warps do, since the MEM driver mishandled several sources there (warp-tile.ts).
-  const single = task.files.length === 1;
   const args = ['-of', single ? 'MEM' : 'GTiff', '-t_srs', 'EPSG:3857', '-te', String(minx), String(maxy - side * pixel), String(minx + side * pixel), String(maxy), '-ts', String(side), String(side)];
   // NaN marks "no data" in the window: it survives bilinear weights (a pixel next to a hole stays a number only
   // where gdalwarp found data) and cannot be mistaken for an elevation.
@@ -55,6 +60,91 @@ export async function readDemWindow(task: DemWindowTask): Promise<Float32Array |
     out.close();
     if (!single) gdal.vsimem.release(scratch);
   }
+}
+
+/** How a file in EPSG:3857 without rotation maps to its pixels, or undefined for any other file. */
+interface MercatorGrid {
+  /** Geotransform: X = gt0 + col * gt1, Y = gt3 + row * gt5 (pixel edges). */
+  gt: number[];
+  width: number;
+  height: number;
+  nodata: number | null;
+}
+
+const mercatorGrids = new WeakMap<gdal.Dataset, MercatorGrid | null>();
+const WEB_MERCATOR = gdal.SpatialReference.fromEPSG(3857);
+
+function mercatorGrid(ds: gdal.Dataset): MercatorGrid | undefined {
+  let g = mercatorGrids.get(ds);
+  if (g === undefined) {
+    const gt = ds.geoTransform;
+    const band = ds.bands.get(1);
+    // A mask other than the nodata value (an alpha band, a per-dataset mask) is GDAL's to apply.
+    // GDAL's mask flags: GMF_ALL_VALID 0x01, GMF_PER_DATASET 0x02, GMF_ALPHA 0x04, GMF_NODATA 0x08.
+    const flags = band.getMaskFlags();
+    const maskIsNodata = flags === 0x01 || flags === 0x08;
+    g = gt && ds.srs?.isSame(WEB_MERCATOR) && gt[2] === 0 && gt[4] === 0 && gt[1] > 0 && gt[5] < 0 && maskIsNodata ? { gt, width: ds.rasterSize.x, height: ds.rasterSize.y, nodata: band.noDataValue } : null;
+    mercatorGrids.set(ds, g);
+  }
+  return g ?? undefined;
+}
+
+/**
+ * A window from a file that is already a web-mercator grid, at or below the file's own pixel size: the file's
+ * pixels under the window read as they are (RasterIO, no resampling) and sampled bilinearly at the window's pixel
+ * centres (src/grid/bilinear.ts), which is what gdalwarp's bilinear does for such a file, at a tenth of its cost
+ * (its general kernel with no-data masks costs about 12 ms a 514 px window). Window pixels whose centre lies
+ * outside the file have no data, as in gdalwarp. 'warp' when the file is not such a grid, or when the window's
+ * pixels are larger than the file's (gdalwarp then widens its kernel and reads overviews).
+ */
+async function readMercatorWindow(ds: gdal.Dataset, minx: number, maxy: number, pixel: number, side: number): Promise<Float32Array | undefined | 'warp'> {
+  const g = mercatorGrid(ds);
+  if (!g || pixel > g.gt[1] * 1.000001 || pixel > -g.gt[5] * 1.000001) return 'warp';
+  const cols = new Float64Array(side);
+  const rows = new Float64Array(side);
+  // File pixel positions of the window's pixel centres (file pixel centres at integers).
+  let c0 = Infinity;
+  let c1 = -Infinity;
+  for (let i = 0; i < side; i++) {
+    const u = (minx + (i + 0.5) * pixel - g.gt[0]) / g.gt[1] - 0.5;
+    if (u < -0.5 || u > g.width - 0.5) cols[i] = Number.NaN;
+    else {
+      cols[i] = u;
+      c0 = Math.min(c0, Math.floor(u));
+      c1 = Math.max(c1, Math.floor(u) + 1);
+    }
+  }
+  let r0 = Infinity;
+  let r1 = -Infinity;
+  for (let i = 0; i < side; i++) {
+    const v = (maxy - (i + 0.5) * pixel - g.gt[3]) / g.gt[5] - 0.5;
+    if (v < -0.5 || v > g.height - 0.5) rows[i] = Number.NaN;
+    else {
+      rows[i] = v;
+      r0 = Math.min(r0, Math.floor(v));
+      r1 = Math.max(r1, Math.floor(v) + 1);
+    }
+  }
+  if (c0 > c1 || r0 > r1) return undefined;
+  c0 = Math.max(0, c0);
+  r0 = Math.max(0, r0);
+  c1 = Math.min(g.width - 1, c1);
+  r1 = Math.min(g.height - 1, r1);
+  const width = c1 - c0 + 1;
+  const height = r1 - r0 + 1;
+  const grid = new Float32Array(width * height);
+  const band = await ds.bands.getAsync(1);
+  await band.pixels.readAsync(c0, r0, width, height, grid);
+  if (g.nodata !== null) {
+    const nodata = Math.fround(g.nodata);
+    for (let i = 0; i < grid.length; i++) if (grid[i] === nodata) grid[i] = Number.NaN;
+  }
+  for (let i = 0; i < side; i++) {
+    cols[i] -= c0;
+    rows[i] -= r0;
+  }
+  const { data, any } = sampleGrid(grid, width, height, cols, rows, hasNaN(grid), true);
+  return any ? data : undefined;
 }
 
 export interface DemPointsTask {

@@ -4,6 +4,7 @@
 // samples fall on pixel centres and the window is an exact copy; deeper, it is the overzoomed surface a map client
 // would draw from the same tiles.
 import type { DemWindow } from './dem-window.js';
+import { hasNaN, sampleGrid } from '../grid/bilinear.js';
 
 /** Where a window lies and which archive level feeds it. */
 export interface MosaicPlan {
@@ -47,9 +48,8 @@ function sourceExtent(plan: MosaicPlan) {
  * a tile the archive lacks is simply absent). Undefined when no sample has data.
  *
  * The archive pixels the window touches are first copied row by row into one contiguous region (columns wrap around
- * the antimeridian, rows stop at the world's edges), so the loop over the window's pixels reads one array with
- * indices worked out once per column and once per row. Where the region has no hole the samples are plain bilinear
- * blends; otherwise each blends only its neighbours with data, weighted as they are.
+ * the antimeridian, rows stop at the world's edges), which is then resampled (src/grid/bilinear.ts): each window
+ * pixel blends the four region pixels around its centre, or those of them with data.
  */
 export function assembleWindow(plan: MosaicPlan, tiles: ReadonlyMap<string, Float32Array>): DemWindow | undefined {
   const { scale, first, firstRow, minU, maxU, minV, maxV } = sourceExtent(plan);
@@ -84,87 +84,13 @@ export function assembleWindow(plan: MosaicPlan, tiles: ReadonlyMap<string, Floa
       u += run;
     }
   }
-  if (!holes) for (let i = 0; i < region.length; i++) if (region[i] !== region[i]) { holes = true; break; }
-
-  // Per column and per row: the region index of the lower neighbour and the weight of the upper one.
-  const colA = new Int32Array(side);
-  const colW = new Float64Array(side);
-  for (let c = 0; c < side; c++) {
-    const at = first + c * scale;
-    const i0 = Math.floor(at);
-    colA[c] = i0 - minU;
-    colW[c] = at - i0;
-  }
-  const rowA = new Int32Array(side);
-  const rowB = new Int32Array(side);
-  const rowW = new Float64Array(side);
-  for (let r = 0; r < side; r++) {
-    const at = Math.min(worldPixels - 1, Math.max(0, firstRow + r * scale));
-    const i0 = Math.floor(at);
-    rowA[r] = (i0 - top) * width;
-    rowB[r] = (Math.min(worldPixels - 1, i0 + 1) - top) * width;
-    rowW[r] = at - i0;
-  }
-
-  const data = new Float32Array(side * side);
-  if (!holes) {
-    for (let r = 0; r < side; r++) {
-      const a = rowA[r];
-      const b = rowB[r];
-      const fy = rowW[r];
-      const o = r * side;
-      for (let c = 0; c < side; c++) {
-        const i = colA[c];
-        const fx = colW[c];
-        const upper = region[a + i] + (region[a + i + 1] - region[a + i]) * fx;
-        const lower = region[b + i] + (region[b + i + 1] - region[b + i]) * fx;
-        data[o + c] = upper + (lower - upper) * fy;
-      }
-    }
-    return { z: plan.z, x: plan.x, y: plan.y, size: plan.size, border: plan.border, data };
-  }
-
-  let any = false;
-  for (let r = 0; r < side; r++) {
-    const a = rowA[r];
-    const b = rowB[r];
-    const fy = rowW[r];
-    for (let c = 0; c < side; c++) {
-      const i = colA[c];
-      const fx = colW[c];
-      let sum = 0;
-      let weights = 0;
-      // The four neighbours; zero weights and missing data are skipped.
-      const w00 = (1 - fx) * (1 - fy);
-      const w10 = fx * (1 - fy);
-      const w01 = (1 - fx) * fy;
-      const w11 = fx * fy;
-      const v00 = region[a + i];
-      const v10 = region[a + i + 1];
-      const v01 = region[b + i];
-      const v11 = region[b + i + 1];
-      if (w00 > 0 && v00 === v00) {
-        sum += w00 * v00;
-        weights += w00;
-      }
-      if (w10 > 0 && v10 === v10) {
-        sum += w10 * v10;
-        weights += w10;
-      }
-      if (w01 > 0 && v01 === v01) {
-        sum += w01 * v01;
-        weights += w01;
-      }
-      if (w11 > 0 && v11 === v11) {
-        sum += w11 * v11;
-        weights += w11;
-      }
-      if (weights > 0) {
-        data[r * side + c] = sum / weights;
-        any = true;
-      } else data[r * side + c] = Number.NaN;
-    }
-  }
+  if (!holes) holes = hasNaN(region);
+  // Window pixel centres in region pixels: columns unwrapped from minU, rows clamped to the world then from top.
+  const cols = new Float64Array(side);
+  for (let c = 0; c < side; c++) cols[c] = first + c * scale - minU;
+  const rows = new Float64Array(side);
+  for (let r = 0; r < side; r++) rows[r] = Math.min(worldPixels - 1, Math.max(0, firstRow + r * scale)) - top;
+  const { data, any } = sampleGrid(region, width, height, cols, rows, holes);
   return any ? { z: plan.z, x: plan.x, y: plan.y, size: plan.size, border: plan.border, data } : undefined;
 }
 
