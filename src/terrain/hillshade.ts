@@ -63,6 +63,7 @@ const MULTIDIRECTIONAL_AZIMUTHS = [225, 270, 315, 360];
 const DEG = Math.PI / 180;
 const HALF_PI = Math.PI / 2;
 const INV_QUARTER_PI_SQUARED = 4 / (Math.PI * Math.PI);
+const INV_PI = 1 / Math.PI;
 const COS_225 = Math.cos(225 * DEG);
 // MapLibre's prepare pass stores each slope component as slope/8 + 128/255 in one byte, so what its shader
 // reads back is clamped to this range (before its division by cos(latitude)).
@@ -241,14 +242,14 @@ function writeColor(out: Uint8ClampedArray, o: number, r: number, g: number, b: 
   out[o + 3] = a * 255;
 }
 
-/** Entries of the standard method's slope table, over t = s / (1 + s) for s = 0.625 * |slope| in [0, 1). */
+/** Entries of the standard method's slope table, over |slope| from 0 to the tile's steepest possible slope. */
 const STANDARD_TABLE_SIZE = 4096;
 
 /**
  * MapLibre's hillshade.fragment.glsl on the CPU. p and q arrive as the slopes its prepare pass delivers (ground
  * slope times the zoom relief, not yet times the exaggeration), east- and south-positive like its `deriv`.
  */
-function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>, channels: HillshadeChannels): RowKernel {
+function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>, channels: HillshadeChannels, maxSlope: number): RowKernel {
   const [sr, sg, sb, sa] = premultiplied(opts.shadow, 'shadow');
   const [hr, hg, hb, ha] = premultiplied(opts.highlight, 'highlight');
   const [ar, ag, ab, aa] = premultiplied(opts.accent, 'accent');
@@ -351,11 +352,14 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>, 
       const strength = Math.min(Math.max(intensity * 2, 0), 1);
       // The accent and shade strengths depend on the slope's steepness alone: tabulated once per tile over a
       // bounded variable, they cost a lookup instead of atan, pow, sin and cos per pixel.
-      const accentOf = new Float64Array(STANDARD_TABLE_SIZE + 1);
-      const shadeOf = new Float64Array(STANDARD_TABLE_SIZE + 1);
-      for (let j = 0; j <= STANDARD_TABLE_SIZE; j++) {
-        const t = j / STANDARD_TABLE_SIZE;
-        const slope = t < 1 ? Math.atan(t / (1 - t)) : HALF_PI;
+      const accentOf = new Float64Array(STANDARD_TABLE_SIZE + 2);
+      const shadeOf = new Float64Array(STANDARD_TABLE_SIZE + 2);
+      // Slopes arrive clamped (MapLibre's byte storage), so |slope| never passes maxSlope: the table spans that range
+      // evenly, and its index is one multiplication.
+      const perEntry = maxSlope / STANDARD_TABLE_SIZE;
+      const toIndex = STANDARD_TABLE_SIZE / maxSlope;
+      for (let j = 0; j <= STANDARD_TABLE_SIZE + 1; j++) {
+        const slope = Math.atan(0.625 * j * perEntry);
         const scaled = intensity !== 0.5 ? ((base ** slope - 1) / scaleDenominator) * HALF_PI : slope;
         accentOf[j] = (1 - Math.cos(scaled)) * strength;
         shadeOf[j] = Math.sin(scaled) * strength;
@@ -366,14 +370,13 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>, 
           const q = qs[i];
           if (p !== p) continue;
           const length = Math.sqrt(p * p + q * q);
-          const s = 0.625 * length;
-          const x = (s / (1 + s)) * STANDARD_TABLE_SIZE;
+          const x = length * toIndex;
           const j = x | 0;
           const f = x - j;
           const accent = accentOf[j] + (accentOf[j + 1] - accentOf[j]) * f;
           const k = shadeOf[j] + (shadeOf[j + 1] - shadeOf[j]) * f;
           // facing(), with the length already at hand.
-          const shade = length === 0 ? 0.5 : fastAcos((q * cosAz - p * sinAz) / length) / Math.PI;
+          const shade = length === 0 ? 0.5 : fastAcos((q * cosAz - p * sinAz) / length) * INV_PI;
           const shadowAlpha = (sa + (ha - sa) * shade) * k;
           const keep = accent * (1 - shadowAlpha);
           writeColor(
@@ -453,11 +456,14 @@ function shade(win: DemWindow, options: HillshadeOptions, channels: HillshadeCha
   if (data.length !== w * w) throw new RangeError(`DEM window of ${size}+2*${border} px needs ${w * w} values, got ${data.length}`);
 
   const grey = opts.mode === 'grey';
-  const kernel = grey ? greyKernel(opts.method, opts.azimuth, opts.altitude, channels) : colorKernel(opts.method, opts, channels);
+  const mercatorPixel = tileSpan(win.z) / size;
+  // Colour mode clamps slopes to the storage range times the row's secant: the steepest row is the one nearest a pole.
+  const maxSecant = Math.max(mercatorPixel / pixelGroundSize(win, border), mercatorPixel / pixelGroundSize(win, border + size - 1));
+  const maxSlope = Math.SQRT2 * Math.max(-STORED_SLOPE_MIN, STORED_SLOPE_MAX) * maxSecant;
+  const kernel = grey ? greyKernel(opts.method, opts.azimuth, opts.altitude, channels) : colorKernel(opts.method, opts, channels, maxSlope);
   // Grey: slopes times gdaldem's z-factor. Colour: slopes times MapLibre's zoom relief, clamped as its byte
   // storage clamps them (the exaggeration is the shader's business there).
   const factor = grey ? opts.exaggeration : maplibreZoomRelief(win.z);
-  const mercatorPixel = tileSpan(win.z) / size;
   // With a border every pixel of the tile has its eight neighbours, and without holes none needs replacing: the
   // common case gets a loop without those checks.
   const complete = border >= 1 && !hasHole(data);
