@@ -94,7 +94,10 @@ function spread<T>(list: T[], n: number): T[] {
   return Array.from({ length: n }, (_, i) => list[Math.floor((i * list.length) / n)]);
 }
 
-/** The extent of a tile's window as src/raster/dem-read.ts asks gdalwarp for it. */
+/**
+ * The extent of a tile's window as src/raster/dem-read.ts defines it (it reads the hill, a web-mercator file,
+ * directly and samples it as gdalwarp would; other files it gives to gdalwarp with these arguments).
+ */
 function windowExtent(t: Tile, size: number, border: number): { te: number[]; side: number } {
   const span = (2 * HALF_WORLD) / 2 ** t.z;
   const pixel = span / size;
@@ -369,7 +372,8 @@ function peer(dir: string, tiles: Tile[]): PeerRow[] {
   };
   const warpArgs = (t: Tile, size: number, border: number, out: string) => {
     const { te, side } = windowExtent(t, size, border);
-    // The server's warp (src/raster/dem-read.ts), written to a file as a user's would be.
+    // The window src/raster/dem-read.ts makes (gdalwarp's arguments for files it does not read directly), written
+    // to a file as a user's would be.
     return ['-q', '-overwrite', '-of', 'GTiff', '-t_srs', 'EPSG:3857', '-te', ...te.map(String), '-ts', String(side), String(side), '-r', 'bilinear', '-ot', 'Float32', '-dstnodata', 'nan', '-wo', 'NUM_THREADS=1', HILL, out];
   };
   // Files and libraries in the page cache first, as they are for the warm server.
@@ -553,7 +557,7 @@ async function main(): Promise<void> {
     const peerTiles = spread(tiles, PEER_TILES);
     const peerRows = peer(dir, peerTiles);
     process.stdout.write(
-      `\n3. the peer: GDAL's command-line tools on the server's windows (${peerTiles.length} tiles; warp from hill.cog.tif as the server's COG source does;\n` +
+      `\n3. the peer: GDAL's command-line tools on the server's windows (${peerTiles.length} tiles; gdalwarp from hill.cog.tif gives the window the server's COG source reads;\n` +
         `   ${TILE_SIZE + 2 * HILLSHADE_BORDER} px window -> PNG hillshade, ${CONTOUR_GRID + 2 * CONTOUR_BORDER} px window -> GeoJSON contours); CPU of the reaped processes, mean per tile\n`,
     );
     const serverCog = (product: string) => warmCpu('hill-cog', product);
@@ -575,7 +579,7 @@ async function main(): Promise<void> {
     );
     process.stdout.write(
       "  each GDAL step is a process of its own: the last row is what starting one costs before any work. The server's CPU per tile covers\n" +
-        '  its whole tile (warp, shading or tracing, encoding, HTTP), so "alone" rows compare part of the peer\'s work with all of ours\n',
+        '  its whole tile (window, shading or tracing, encoding, HTTP), so "alone" rows compare part of the peer\'s work with all of ours\n',
     );
 
     const pts = points();
