@@ -11,6 +11,7 @@ import { ConfigError } from './errors.js';
 import { didYouMean } from './suggest.js';
 import { unknownKeys, type UnknownKey } from './unknown-keys.js';
 import { compositeConfigProblems } from './composites.js';
+import { resolveAuth } from './auth-files.js';
 
 export { ConfigError };
 
@@ -63,7 +64,7 @@ function unknownKeyWarning(label: string, u: UnknownKey): string {
 }
 
 /** Validates an already-parsed TOML document. `label` names the file in messages. */
-export function validateConfig(raw: unknown, label: string, baseDir: string, env: NodeJS.ProcessEnv = process.env): { config: Config; warnings: string[] } {
+export function validateConfig(raw: unknown, label: string, baseDir: string, env: NodeJS.ProcessEnv = process.env): { config: Config; warnings: string[]; authDigest: string } {
   const expanded = expandEnv(raw, env, label);
   const unknown = unknownKeys(ConfigSchema, expanded);
   const root = expanded as Record<string, unknown>;
@@ -71,7 +72,14 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
   const result = v.safeParse(ConfigSchema, expanded);
   if (!result.success) lines.push(...result.issues.map((issue) => `${label}: ${issuePath(issue)}: ${issueMessage(issue)}`));
   if (lines.length || !result.success) throw new ConfigError(lines.join('\n'));
-  const config = resolvePaths(result.output, baseDir);
+  let config = resolvePaths(result.output, baseDir);
+  // The files [auth] names are read now: a broken one fails here, and their bytes count in the hash (auth-files.ts).
+  let authDigest = '';
+  if (config.auth) {
+    const resolved = resolveAuth(config.auth, baseDir, label, env);
+    config = { ...config, auth: resolved.auth };
+    authDigest = resolved.digest;
+  }
   const seen = new Set<string>();
   for (const [i, s] of config.sources.entries()) {
     if (seen.has(s.id)) throw new ConfigError(`${label}: sources: duplicate source id "${s.id}"`);
@@ -98,7 +106,7 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
   if (mcp.oauth.enabled && mcp.oauth.consent_secret === undefined)
     throw new ConfigError(`${label}: mcp.oauth.consent_secret: required when [mcp.oauth] is enabled (the operator's answer on the consent page)`);
   const warnings = unknown.filter((u) => !u.topLevel).map((u) => unknownKeyWarning(label, u));
-  return { config, warnings };
+  return { config, warnings, authDigest };
 }
 
 export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
@@ -115,8 +123,11 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   } catch (err) {
     throw new ConfigError(tomlSyntaxLine(file, err));
   }
-  const { config, warnings } = validateConfig(raw, file, path.dirname(abs), env);
-  return { config, hash: createHash('sha256').update(bytes).digest('hex'), file: abs, warnings };
+  const { config, warnings, authDigest } = validateConfig(raw, file, path.dirname(abs), env);
+  // A keys file or JWKS file changed with the configuration file unchanged is a new configuration too.
+  const hash = createHash('sha256').update(bytes);
+  if (authDigest) hash.update(`\0auth:${authDigest}`);
+  return { config, hash: hash.digest('hex'), file: abs, warnings };
 }
 
 /**
