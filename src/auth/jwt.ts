@@ -7,7 +7,6 @@
 // costs no more.
 import { LRUCache } from 'lru-cache';
 import type { AuthJwtConfig, JWT_ALGORITHMS } from '../config/schema.js';
-import { jwksOfFile } from '../config/auth-files.js';
 import { compileMatcher, patternList, type Matcher } from './patterns.js';
 
 type Jose = typeof import('jose');
@@ -66,8 +65,7 @@ export class JwtVerifier {
       }
       return set;
     }
-    const set = cfg.jwks_file !== undefined ? jwksOfFile(cfg.jwks_file) : undefined;
-    return jose.createLocalJWKSet((set ?? { keys: [] }) as Parameters<Jose['createLocalJWKSet']>[0]) as KeyInput;
+    return jose.createLocalJWKSet((cfg.jwks ?? { keys: [] }) as Parameters<Jose['createLocalJWKSet']>[0]) as KeyInput;
   }
 
   /** The token's subject and scope, or a refusal. Never throws. */

@@ -73,8 +73,8 @@ export function resolveAuth(auth: AuthConfig, baseDir: string, label: string, en
   }
   let jwt = auth.jwt;
   if (jwt) {
-    const sources = [jwt.jwks_file, jwt.jwks_url, jwt.secret_env].filter((x) => x !== undefined).length;
-    if (sources !== 1) throw new ConfigError(`${label}: auth.jwt: set exactly one of jwks_file, jwks_url and secret_env (where the keys that sign tokens come from)`);
+    const sources = [jwt.jwks_file, jwt.jwks, jwt.jwks_url, jwt.secret_env].filter((x) => x !== undefined).length;
+    if (sources !== 1) throw new ConfigError(`${label}: auth.jwt: set exactly one of jwks_file, jwks, jwks_url and secret_env (where the keys that sign tokens come from)`);
     if (jwt.secret_env !== undefined) {
       const secret = env[jwt.secret_env];
       if (secret === undefined || secret === '') throw new ConfigError(`${label}: auth.jwt.secret_env: the environment variable ${jwt.secret_env} is not set`);
@@ -83,6 +83,7 @@ export function resolveAuth(auth: AuthConfig, baseDir: string, label: string, en
     } else if (jwt.algorithms?.some((a) => a.startsWith('HS'))) {
       throw new ConfigError(`${label}: auth.jwt.algorithms: HS256/384/512 need a shared secret (secret_env), not a key set`);
     }
+    if (jwt.jwks !== undefined) checkKeySet(jwt.jwks, `${label}: auth.jwt.jwks`);
     if (jwt.jwks_file !== undefined) {
       const file = path.resolve(baseDir, jwt.jwks_file);
       const bytes = read(file, `${label}: auth.jwt.jwks_file`);
@@ -94,22 +95,18 @@ export function resolveAuth(auth: AuthConfig, baseDir: string, label: string, en
       } catch (err) {
         throw new ConfigError(`${label}: auth.jwt.jwks_file: ${file} is not JSON: ${(err as Error).message}`);
       }
-      const ks = (set as { keys?: unknown } | null)?.keys;
-      if (!Array.isArray(ks) || ks.length === 0 || ks.some((k) => k === null || typeof k !== 'object' || typeof (k as { kty?: unknown }).kty !== 'string'))
-        throw new ConfigError(`${label}: auth.jwt.jwks_file: ${file} is not a JSON Web Key Set ({"keys": [{"kty": ...}, ...]})`);
-      if (ks.some((k) => 'd' in (k as object) || 'k' in (k as object)))
-        throw new ConfigError(`${label}: auth.jwt.jwks_file: ${file} holds private or symmetric key material; give the public keys only`);
-      jwt = { ...jwt, jwks_file: file };
-      jwksByFile.set(file, set as { keys: Record<string, unknown>[] });
+      checkKeySet(set, `${label}: auth.jwt.jwks_file: ${file}`);
+      // Carried in the configuration itself: cluster workers get their configuration as JSON from the primary.
+      jwt = { ...jwt, jwks_file: file, jwks: set as { keys: Record<string, unknown>[] } };
     }
   }
   return { auth: { ...auth, keys, ...(keysFile === undefined ? {} : { keys_file: keysFile }), ...(jwt ? { jwt } : {}) }, digest: readAny ? hash.digest('hex') : '' };
 }
 
-/** The key sets read by the last `resolveAuth` of each file, for the access gate (src/auth/). */
-const jwksByFile = new Map<string, { keys: Record<string, unknown>[] }>();
-
-/** The JSON Web Key Set last read from `file` with the configuration. */
-export function jwksOfFile(file: string): { keys: Record<string, unknown>[] } | undefined {
-  return jwksByFile.get(file);
+/** Throws unless `set` is a JSON Web Key Set of public keys. */
+function checkKeySet(set: unknown, where: string): void {
+  const ks = (set as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(ks) || ks.length === 0 || ks.some((k) => k === null || typeof k !== 'object' || typeof (k as { kty?: unknown }).kty !== 'string'))
+    throw new ConfigError(`${where}: not a JSON Web Key Set ({"keys": [{"kty": ...}, ...]})`);
+  if (ks.some((k) => 'd' in (k as object) || 'k' in (k as object))) throw new ConfigError(`${where}: holds private or symmetric key material; give the public keys only`);
 }

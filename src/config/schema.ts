@@ -453,6 +453,8 @@ export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS5
 export const AuthJwtSchema = v.object({
   /** A JSON Web Key Set file (read at start and on every reload). */
   jwks_file: v.optional(nonEmpty),
+  /** A JSON Web Key Set written inline (`[[auth.jwt.jwks.keys]]`); `jwks_file` is read into it. Public keys only. */
+  jwks: v.optional(v.object({ keys: v.pipe(v.array(v.record(v.string(), v.unknown())), v.minLength(1, 'a key set needs at least one key')) })),
   /** A JSON Web Key Set URL, fetched when a token names a key not yet known, cached and refreshed. */
   jwks_url: v.optional(v.pipe(v.string(), v.url('an absolute http(s) URL'), v.regex(/^https?:\/\//, 'an http(s) URL'))),
   /** The name of the environment variable holding an HMAC secret (HS256/384/512); never the secret itself. */
