@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as jose from 'jose';
 import { fixture, freePort, startServer, type TestServer } from './helpers/server.js';
-import { request, type RawResponse } from './helpers/foundation.js';
+import { request, waitFor, type RawResponse } from './helpers/foundation.js';
 import { postJson } from './helpers/reload-load.js';
 import { newKey } from '../src/auth/keys.js';
 
@@ -87,6 +87,8 @@ path = "${path.join(dir, 'ne-style.json')}"
 id = "ne-hidden"
 path = "${path.join(dir, 'ne-style.json')}"
 access = "closed"
+[mcp]
+enabled = true
 [auth]
 keys_file = "${path.join(dir, 'keys.toml')}"
 [[auth.keys]]
@@ -115,6 +117,8 @@ audience = "tiles"
 clock_skew_s = 30
 `;
     svc = await startServer({ toml, workers: 2, env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' } });
+    // Both workers serving: /ready needs no credentials either.
+    await waitFor('both workers ready', async () => ((await request(svc.url, '/ready')).status === 200 ? true : undefined));
   });
   after(async () => {
     await svc?.stop();
@@ -143,6 +147,40 @@ clock_skew_s = 30
     assert.equal((await get(`/data/openmaptiles/0/0/0.pbf?key=${OMT.key}`)).status, 200);
     assert.equal((await get('/data/openmaptiles/0/0/0.pbf', { authorization: `Bearer ${OMT.key}` })).status, 200);
     assert.equal((await get('/data/openmaptiles/0/0/0.pbf', { authorization: `Bearer ${OMT.key}` })).status, 200, 'a second time, from the cache');
+  });
+
+  test('what a key opened is not for shared caches: Cache-Control private; public answers stay public', async () => {
+    const open = await get('/data/natural_earth/0/0/0.png');
+    assert.match(String(open.headers['cache-control']), /^public/);
+    for (const p of ['/data/openmaptiles/0/0/0.pbf', '/data/openmaptiles.json', '/styles/osm-liberty/style.json']) {
+      const r = await get(p, { authorization: `Bearer ${OMT.key}` });
+      assert.equal(r.status, 200, p);
+      assert.doesNotMatch(String(r.headers['cache-control']), /public/, p);
+    }
+    const tile = await get('/data/openmaptiles/0/0/0.pbf', { authorization: `Bearer ${OMT.key}` });
+    assert.match(String(tile.headers['cache-control']), /^private/);
+  });
+
+  test('MCP tools see what the key given to /mcp allows, no more', async () => {
+    const call = async (name: string, args: Record<string, unknown>, query = '') => {
+      const res = await fetch(`${svc.url}/mcp${query}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      assert.equal(res.status, 200);
+      const out = (await res.json()) as { result: { content: { text: string }[]; isError?: boolean } };
+      return out.result;
+    };
+    const ids = (r: { content: { text: string }[] }) => (JSON.parse(r.content[0].text) as { id: string }[]).map((d) => d.id).sort();
+    assert.deepEqual(ids(await call('list_sources', {})), ['natural_earth']);
+    assert.deepEqual(ids(await call('list_sources', {}, `?key=${OMT.key}`)), ['natural_earth', 'openmaptiles']);
+    const refused = await call('get_tilejson', { source: 'openmaptiles' });
+    assert.equal(refused.isError, true);
+    assert.match(refused.content[0].text, /401/);
+    assert.equal((await call('get_tilejson', { source: 'openmaptiles' }, `?key=${OMT.key}`)).isError, undefined);
+    assert.match((await call('get_tilejson', { source: 'cities' }, `?key=${OMT.key}`)).content[0].text, /404/);
   });
 
   test('a wrong, expired or malformed key is 401 invalid_token; a key for another source 403', async () => {

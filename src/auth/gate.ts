@@ -35,10 +35,12 @@ export interface Refusal {
   challenge?: string;
 }
 
-export type Verdict = { ok: true } | Refusal;
+/** `protected`: the request reads something only a key or token opens (its answer must not be cached for everybody). */
+export type Verdict = { ok: true; protected?: boolean } | Refusal;
 
 export const REALM = 'tileserver-ts';
 const PASS: Verdict = { ok: true };
+const PASS_PROTECTED: Verdict = { ok: true, protected: true };
 const MISSING: Refusal = {
   ok: false,
   status: 401,
@@ -103,12 +105,14 @@ function allows(grant: Grant, t: Target): boolean {
 /** The verdict on `targets` for a request with `grant` (or none): closed -> 404, key without a grant -> `noGrant`. */
 function verdictOn(judged: readonly Judged[], grant: Grant | undefined, noGrant: Refusal): Verdict {
   for (const j of judged) if (j.level === 'closed') return notFound(j.target);
+  let guarded = false;
   for (const j of judged) {
     if (j.level !== 'key') continue;
     if (!grant) return noGrant;
     if (!allows(grant, j.target)) return FORBIDDEN;
+    guarded = true;
   }
-  return PASS;
+  return guarded ? PASS_PROTECTED : PASS;
 }
 
 /** The origin a browser request comes from: `Origin`, else the origin of `Referer`; undefined for other clients. */

@@ -14,6 +14,37 @@ import { simpleCorsHeaders } from './cors.js';
 import { noteRoute } from './access-log.js';
 import { problem } from './problem.js';
 
+/** `public` in a Cache-Control value made `private`; other values as they are. */
+export function privateCacheControl(value: string): string {
+  return /\bpublic\b/i.test(value) ? value.replace(/\bpublic\b/gi, 'private') : value;
+}
+
+/**
+ * An answer a key or token opened must not be kept by a shared cache for everybody (RFC 9111 3.5: `public` lets a
+ * CDN store an answer to a request with Authorization). Its `Cache-Control: public` (server.tile_cache_control)
+ * becomes `private` however the route writes its head (setHeader, or writeHead with an object or a list).
+ */
+function keepPrivate(res: ServerResponse): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+    const set = this.getHeader('cache-control');
+    if (typeof set === 'string') this.setHeader('cache-control', privateCacheControl(set));
+    const headers = args.find((a, i) => i > 0 && a !== null && typeof a === 'object');
+    if (Array.isArray(headers)) {
+      // A flat [name, value, name, value, ...] list, or a list of pairs.
+      for (let i = 0; i < headers.length; i++) {
+        const h = headers[i] as unknown;
+        if (Array.isArray(h) && String(h[0]).toLowerCase() === 'cache-control') h[1] = privateCacheControl(String(h[1]));
+        else if (typeof h === 'string' && i % 2 === 0 && h.toLowerCase() === 'cache-control' && typeof headers[i + 1] === 'string') headers[i + 1] = privateCacheControl(headers[i + 1] as string);
+      }
+    } else if (headers) {
+      const o = headers as Record<string, unknown>;
+      for (const k of Object.keys(o)) if (k.toLowerCase() === 'cache-control' && typeof o[k] === 'string') o[k] = privateCacheControl(o[k] as string);
+    }
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as typeof res.writeHead;
+}
+
 function refusalHeaders(r: Refusal): Record<string, string> {
   const h: Record<string, string> = { 'cache-control': 'no-store' };
   if (r.challenge) h['www-authenticate'] = r.challenge;
@@ -49,11 +80,16 @@ export function accessGate(ctx: ServerContext, next: RequestListener): RequestLi
       // The gate never throws on what a client sends; should it throw on anything else, nothing is let through.
       verdict = { ok: false, status: 401, title: 'Unauthorized', detail: 'the credentials could not be checked' };
     }
-    if (!(verdict instanceof Promise)) return verdict.ok ? next(req, res) : refuse(req, res, verdict);
+    const go = (v: Verdict) => {
+      if (!v.ok) return refuse(req, res, v);
+      if (v.protected) keepPrivate(res);
+      next(req, res);
+    };
+    if (!(verdict instanceof Promise)) return go(verdict);
     verdict.then(
-      (v) => (v.ok ? next(req, res) : refuse(req, res, v)),
+      go,
       () => refuse(req, res, { ok: false, status: 401, title: 'Unauthorized', detail: 'the credentials could not be checked' }),
-    );
+    ).catch((err: Error) => res.destroy(err));
   };
 }
 
