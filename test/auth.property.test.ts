@@ -275,3 +275,35 @@ test('checkRequest answers a verdict for any target and headers, and never throw
     { numRuns: 1000 },
   );
 });
+
+test('no spelling of a path reaches a key-level source without a key (dot segments, percent-encoding, the tile shortcut)', async () => {
+  const { config } = validateConfig(
+    { sources: [{ id: 'osm', type: 'pmtiles', path: 'a.pmtiles' }, { id: 'priv', type: 'pmtiles', path: 'b.pmtiles', access: 'key' }], auth: {} },
+    't.toml',
+    '/tmp',
+    {},
+  );
+  const state = { config, styles: new Map(), sources: new Map(), composites: new Map() } as unknown as AppState;
+  const seg = fc.constantFrom('data', 'osm', 'priv', '..', '.', '%2e%2e', '%2E', '%70riv', 'pri%76', '', 'x', '0', '0.pbf', 'osm+priv', 'osm%2Bpriv');
+  /** How the router reads a path: URL's dot-segment resolution, then each segment percent-decoded. */
+  const routed = (url: string) => {
+    const segs = new URL(`http://h${url}`).pathname.split('/');
+    return segs.map((s) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        return s;
+      }
+    });
+  };
+  await fc.assert(
+    fc.asyncProperty(fc.array(seg, { minLength: 1, maxLength: 7 }), async (parts) => {
+      const url = `/${parts.join('/')}`;
+      const segs = routed(url);
+      const touchesPriv = segs[1] === 'data' && segs[2] !== undefined && segs[2].split(/[+,]/).includes('priv');
+      const v = await checkRequest(state, { url, method: 'GET', headers: {} } as unknown as IncomingMessage);
+      if (touchesPriv) assert.equal(v.ok, false, url);
+    }),
+    { numRuns: 5000 },
+  );
+});

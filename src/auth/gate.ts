@@ -158,6 +158,23 @@ function conclude(req: IncomingMessage, judged: readonly Judged[], checked: Chec
 }
 
 /**
+ * The tile traffic's shortcut: `/data/{id}/...` of a public source, spelt plainly (no `%`, no dot segment, no
+ * composite), with no credential to record. Measured: it halves what the general path costs such a request
+ * (about 1 µs), which the cached tile's whole answer would otherwise notice.
+ */
+function publicTile(policy: Policy, url: string, req: IncomingMessage): boolean {
+  if (!url.startsWith('/data/') || req.headers.authorization !== undefined) return false;
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (q >= 0 && (url.includes('key', q) || url.includes('%', q))) return false;
+  if (path.includes('%') || path.includes('/.')) return false;
+  const end = path.indexOf('/', 6);
+  if (end <= 6) return false;
+  const id = path.slice(6, end);
+  return !id.includes('+') && !id.includes(',') && policy.sourceLevel(id) === 'public';
+}
+
+/**
  * The gate's verdict on `req` under `state`: synchronous unless the request carries a JWT not verified yet.
  * Records the principal and the grant of a request whose credentials are valid.
  */
@@ -165,6 +182,7 @@ export function checkRequest(state: AppState, req: IncomingMessage): Verdict | P
   const policy = policyOf(state);
   if (policy.open || req.method === 'OPTIONS') return PASS;
   const url = req.url ?? '';
+  if (publicTile(policy, url, req)) return PASS;
   const where = pathTargets(url);
   const judged = where.targets.length ? judge(policy, where.targets) : [];
   const cred: Credential | undefined = credentialOf(url, req.headers.authorization, where.bearer);

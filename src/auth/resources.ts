@@ -50,7 +50,8 @@ export function pathSegments(url: string): string[] | undefined {
     path = raw;
   } else {
     try {
-      path = raw.startsWith('/') ? new URL(raw, 'http://h').pathname : new URL(raw).pathname;
+      // As @hono/node-server builds it: the scheme and host, then the target as sent.
+      path = raw.startsWith('/') ? new URL(`http://h${raw}`).pathname : new URL(raw).pathname;
     } catch {
       return undefined;
     }
