@@ -3,6 +3,9 @@
 // encoded), the keys file and the key table, the JWT scope claim, and the gate as a whole: whatever a client
 // sends, it answers a verdict and never throws.
 import { test } from 'node:test';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import * as jose from 'jose';
@@ -205,9 +208,9 @@ test('the JWT verifier refuses alg none, garbage and foreign signatures without 
   const { publicKey, privateKey } = await jose.generateKeyPair('ES256');
   const other = await jose.generateKeyPair('ES256');
   const jwk = { ...(await jose.exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
-  const dir = (await import('node:fs')).mkdtempSync((await import('node:path')).join((await import('node:os')).tmpdir(), 'tsts-auth-'));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-auth-'));
   const file = `${dir}/jwks.json`;
-  (await import('node:fs')).writeFileSync(file, JSON.stringify({ keys: [jwk] }));
+  writeFileSync(file, JSON.stringify({ keys: [jwk] }));
   const { config } = validateConfig({ auth: { jwt: { jwks_file: file, issuer: 'iss', audience: 'aud' } } }, 't.toml', dir, {});
   const v = new JwtVerifier(config.auth!.jwt!);
   const claims = { sub: 'alice', tiles: { sources: ['*'] } };
@@ -306,4 +309,31 @@ test('no spelling of a path reaches a key-level source without a key (dot segmen
     }),
     { numRuns: 5000 },
   );
+});
+
+test('[auth] configuration errors name the setting: files, key sets, secrets, duplicate keys', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-auth-cfg-'));
+  const h = hashKey('k');
+  const bad = (auth: unknown, env: NodeJS.ProcessEnv, pattern: RegExp) =>
+    assert.throws(() => validateConfig({ auth }, 't.toml', dir, env), (err: Error) => err instanceof ConfigError && pattern.test(err.message));
+  bad({ keys_file: 'missing.toml' }, {}, /auth\.keys_file: cannot read/);
+  writeFileSync(`${dir}/bad.json`, '{"keys": [{"name": "a"}]}');
+  bad({ keys_file: 'bad.json' }, {}, /bad\.json: keys\[0\]\.hash/);
+  bad({ keys: [{ name: 'a', hash: h }, { name: 'b', hash: h }] }, {}, /hash of another key/);
+  bad({ keys: [{ name: 'a', hash: h }, { name: 'a', hash: hashKey('j') }] }, {}, /name "a" is used by two keys/);
+  bad({ keys: [{ name: 'a', hash: 'abc' }] }, {}, /auth\.keys\[0\]\.hash/);
+  bad({ keys: [{ name: 'a', hash: h, expires: 'tomorrow' }] }, {}, /RFC 3339/);
+  bad({ jwt: {} }, {}, /exactly one of/);
+  bad({ jwt: { jwks_url: 'https://idp/jwks', secret_env: 'S' } }, { S: 'x'.repeat(40) }, /exactly one of/);
+  bad({ jwt: { secret_env: 'S' } }, {}, /S is not set/);
+  bad({ jwt: { secret_env: 'S' } }, { S: 'short' }, /shorter than 32 bytes/);
+  bad({ jwt: { secret_env: 'S', algorithms: ['RS256'] } }, { S: 'x'.repeat(40) }, /HS256, HS384 or HS512 only/);
+  bad({ jwt: { jwks_url: 'https://idp/jwks', algorithms: ['none'] } }, {}, /"none" is never accepted/);
+  writeFileSync(`${dir}/private.json`, JSON.stringify({ keys: [{ kty: 'EC', crv: 'P-256', x: 'a', y: 'b', d: 'secret' }] }));
+  bad({ jwt: { jwks_file: 'private.json' } }, {}, /private or symmetric key material/);
+  bad({ default_access: 'secret' }, {}, /auth\.default_access/);
+  assert.throws(() => validateConfig({ sources: [{ id: 'a', type: 'pmtiles', path: 'a.pmtiles', access: 'private' }] }, 't.toml', dir, {}), /sources\[0\]\.access/);
+  // The defaults: [auth] absent, or empty, changes nothing.
+  assert.equal(validateConfig({}, 't.toml', dir, {}).config.auth, undefined);
+  assert.equal(validateConfig({ auth: {} }, 't.toml', dir, {}).config.auth?.default_access, 'public');
 });

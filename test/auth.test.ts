@@ -11,10 +11,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as jose from 'jose';
-import { fixture, freePort, startServer, type TestServer } from './helpers/server.js';
+import { fixture, freePort, runCli, startServer, type TestServer } from './helpers/server.js';
 import { request, waitFor, type RawResponse } from './helpers/foundation.js';
 import { postJson } from './helpers/reload-load.js';
-import { newKey } from '../src/auth/keys.js';
+import { hashKey, newKey } from '../src/auth/keys.js';
 
 const OMT = newKey();
 const CITIES = newKey();
@@ -385,4 +385,15 @@ rate_class_claim = "plan"
     assertRefused(await get('/data/natural_earth/0/0/0.png', { authorization: `Bearer ${forged}` }), 401, 'claims changed after signing');
     assert.ok(p);
   });
+});
+
+test('tileserver-ts key new prints a key and the [[auth.keys]] entry with its hash', async () => {
+  const r = await runCli(['key', 'new', '--name', 'web-app']);
+  assert.equal(r.code, 0, r.stderr);
+  const key = /^key: (tsk_[A-Za-z0-9_-]{43})$/m.exec(r.stdout)?.[1];
+  assert.ok(key, r.stdout);
+  assert.match(r.stdout, /^\[\[auth\.keys\]\]\nname = "web-app"\nhash = "([0-9a-f]{64})"$/m);
+  assert.equal(/hash = "([0-9a-f]{64})"/.exec(r.stdout)?.[1], hashKey(key));
+  const bad = await runCli(['key', 'new', '--name', 'no spaces']);
+  assert.equal(bad.code, 2);
 });
