@@ -72,24 +72,28 @@ export function accessGate(ctx: ServerContext, next: RequestListener): RequestLi
     res.writeHead(r.status, headers);
     res.end(req.method === 'HEAD' ? undefined : body);
   };
+  const unchecked: Refusal = { ok: false, status: 401, title: 'Unauthorized', detail: 'the credentials could not be checked' };
+  const go = (req: IncomingMessage, res: ServerResponse, v: Verdict) => {
+    if (!v.ok) return refuse(req, res, v);
+    if (v.protected) keepPrivate(res);
+    next(req, res);
+  };
   return (req, res) => {
     let verdict: Verdict | Promise<Verdict>;
     try {
       verdict = checkRequest(ctx.holder.current, req);
     } catch {
       // The gate never throws on what a client sends; should it throw on anything else, nothing is let through.
-      verdict = { ok: false, status: 401, title: 'Unauthorized', detail: 'the credentials could not be checked' };
+      verdict = unchecked;
     }
-    const go = (v: Verdict) => {
-      if (!v.ok) return refuse(req, res, v);
-      if (v.protected) keepPrivate(res);
-      next(req, res);
-    };
-    if (!(verdict instanceof Promise)) return go(verdict);
-    verdict.then(
-      go,
-      () => refuse(req, res, { ok: false, status: 401, title: 'Unauthorized', detail: 'the credentials could not be checked' }),
-    ).catch((err: Error) => res.destroy(err));
+    // The usual case, synchronous (no JWT to verify): no closure, no promise.
+    if (!(verdict instanceof Promise)) return go(req, res, verdict);
+    verdict
+      .then(
+        (v) => go(req, res, v),
+        () => refuse(req, res, unchecked),
+      )
+      .catch((err: Error) => res.destroy(err));
   };
 }
 
