@@ -201,6 +201,16 @@ clock_skew_s = 30
     assertRefused(await get(`/data/secret-cities/0/0/0.pbf?key=${OMT.key}`), 403, 'omt key on secret-cities');
   });
 
+  test('POST /api/spatial/query: the source named in the body is checked by the route', async () => {
+    const body = JSON.stringify({ source: 'openmaptiles', zoom: 0, limit: 1 });
+    const post = (q: string, source = 'openmaptiles') =>
+      request(svc.url, `/api/spatial/query${q}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body.replace('openmaptiles', source) });
+    assertRefused(await post(''), 401, 'spatial query without a key');
+    assertRefused(await post(`?key=${CITIES.key}`), 403, 'spatial query with a key for other sources');
+    assertRefused(await post(`?key=${OMT.key}`, 'cities'), 404, 'spatial query of a closed source');
+    assert.equal((await post(`?key=${OMT.key}`)).status, 200);
+  });
+
   test('closed sources and styles are 404 to everybody, as if they did not exist', async () => {
     for (const p of ['/data/cities/0/0/0.pbf', '/data/cities.json', `/data/cities.json?key=${OMT.key}`, '/styles/ne-hidden/style.json', `/styles/ne-hidden/style.json?key=${WEB.key}`, '/ogc/collections/cities']) {
       assertRefused(await get(p), 404, p);
