@@ -152,7 +152,7 @@ clock_skew_s = 30
   test('what a key opened is not for shared caches: Cache-Control private; public answers stay public', async () => {
     const open = await get('/data/natural_earth/0/0/0.png');
     assert.match(String(open.headers['cache-control']), /^public/);
-    for (const p of ['/data/openmaptiles/0/0/0.pbf', '/data/openmaptiles.json', '/styles/osm-liberty/style.json']) {
+    for (const p of ['/data/openmaptiles/0/0/0.pbf', '/data/openmaptiles.json', '/styles/osm-liberty/style.json', '/data.json', '/index.json']) {
       const r = await get(p, { authorization: `Bearer ${OMT.key}` });
       assert.equal(r.status, 200, p);
       assert.doesNotMatch(String(r.headers['cache-control']), /public/, p);

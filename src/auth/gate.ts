@@ -147,11 +147,13 @@ async function jwtGrant(policy: Policy, token: string): Promise<Checked> {
   return { principal: { name: v.name, via: 'jwt', rateClass: v.rateClass }, sources: v.sources, styles: v.styles };
 }
 
-function conclude(req: IncomingMessage, judged: readonly Judged[], checked: Checked): Verdict {
+function conclude(req: IncomingMessage, judged: readonly Judged[], checked: Checked, listing: boolean): Verdict {
   if (typeof checked !== 'string') {
     grants.set(req, checked);
     setPrincipal(req, checked.principal);
-    return verdictOn(judged, checked, FORBIDDEN);
+    const v = verdictOn(judged, checked, FORBIDDEN);
+    // A listing shown to a credential may name key-level things: not one for a shared cache either.
+    return listing && v.ok ? PASS_PROTECTED : v;
   }
   // Credentials that do not hold are no credentials for a public resource or a listing; a protected one refuses.
   return verdictOn(judged, undefined, checked === 'origin' ? FORBIDDEN : INVALID);
@@ -188,9 +190,9 @@ export function checkRequest(state: AppState, req: IncomingMessage): Verdict | P
   const cred: Credential | undefined = credentialOf(url, req.headers.authorization, where.bearer);
   if (!cred) return verdictOn(judged, undefined, MISSING);
   if (cred.kind === 'malformed') return verdictOn(judged, undefined, INVALID);
-  if (cred.kind === 'key') return conclude(req, judged, keyGrant(policy, req, cred.value));
+  if (cred.kind === 'key') return conclude(req, judged, keyGrant(policy, req, cred.value), where.listing);
   return jwtGrant(policy, cred.value).then(
-    (checked) => conclude(req, judged, checked),
+    (checked) => conclude(req, judged, checked, where.listing),
     () => verdictOn(judged, undefined, INVALID),
   );
 }

@@ -43,8 +43,10 @@ function card(index: number, viewer: string, name: string, id: string, facts: st
 </li>`;
 }
 
-/** `rendering`: the raster tile, static image, raster TileJSON and WMTS routes are mounted. */
-/** `see`: whether the page may show a style or source to this request (src/http/access-gate.ts `visibleTo`). */
+/**
+ * `rendering`: the raster tile, static image, raster TileJSON and WMTS routes are mounted. `see`: whether
+ * the page may show a style or source to this request (src/http/access-gate.ts `visibleTo`).
+ */
 export function homePage(state: AppState, u: UrlContext, rendering: boolean, see: (kind: 'source' | 'style', id: string) => boolean = () => true): HomePage {
   const previews: (string | StyleSpecification)[] = [];
   const styles: StyleSpecification[] = [];
