@@ -313,6 +313,13 @@ clock_skew_s = 30
     // New connections land on either worker: all refuse it now.
     for (let i = 0; i < 8; i++) assertRefused(await get(tile), 401, `after the reload (${i})`);
     assert.equal((await get(`/data/openmaptiles/0/0/0.pbf?key=${OMT.key}`)).status, 200, 'other keys still work');
+    // A broken keys file fails the reload, naming the file, and the running keys stay.
+    writeFileSync(path.join(dir, 'keys.toml'), '[[keys]\nname = ');
+    const failed = await postJson(`http://127.0.0.1:${adminPort}/__admin/reload`);
+    assert.equal(failed.status, 500);
+    assert.match(String(failed.json.error), /keys\.toml/);
+    assert.equal((await get(`/data/openmaptiles/0/0/0.pbf?key=${OMT.key}`)).status, 200, 'the running keys after a failed reload');
+    writeFileSync(path.join(dir, 'keys.toml'), keysToml(false));
   });
 
   test('no key or token is ever written to the log', async () => {
