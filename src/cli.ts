@@ -8,6 +8,7 @@ import { ConfigError } from './config/errors.js';
 import { loadConfigFile, type LoadedConfig } from './config/load.js';
 import { runMcpStdio } from './cli/mcp-stdio.js';
 import { runSeedCommand } from './cli/seed.js';
+import { runKeyCommand } from './cli/key.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './config/sizing.js';
@@ -33,6 +34,7 @@ const USAGE = `Usage:
   tileserver-ts                        serve ${AUTO_CONFIG_FILES.join(' or ')} from the working directory
   tileserver-ts mcp-stdio [--config FILE | PATH|URL ...]
                                        the MCP tools over stdin/stdout for a local agent (docs/mcp.md)
+  tileserver-ts key new [--name NAME]  a new API key and the [[auth.keys]] entry with its hash (docs/access.md)
   tileserver-ts seed --config FILE ...  render or copy the tiles of an area into a PMTiles/MBTiles archive
                                        or into the caches (tileserver-ts seed --help; docs/seeding.md)
 Options:
@@ -60,6 +62,10 @@ async function main(): Promise<void> {
     const code = await runSeedCommand(argv.slice(1));
     // Exits once stdout has taken the last progress line (a pipe may still hold it); handles a closed renderer
     // pool or cache client leave behind must not keep the command alive.
+    return void process.stdout.write('', () => process.exit(code));
+  }
+  if (argv[0] === 'key') {
+    const code = await runKeyCommand(argv.slice(1));
     return void process.stdout.write('', () => process.exit(code));
   }
   const stdio = argv[0] === 'mcp-stdio';

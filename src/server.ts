@@ -4,13 +4,15 @@ import { serve, type ServerType } from '@hono/node-server';
 import { createServer as createHttpServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
 import { loadConfigFile, type LoadedConfig } from './config/load.js';
 import { keepRestartOnly, restartOnlyChanges } from './config/restart-only.js';
-import { accessLog } from './http/access-log.js';
+import { accessLog, targetPath } from './http/access-log.js';
 import { createApp } from './http/app.js';
 import type { ServerContext } from './http/context.js';
 import { initCodecs } from './tiles/encoding.js';
 import { answerConnect, front, requireHost } from './http/front.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { tileFastLane } from './http/tile-fast-lane.js';
+import { accessGate } from './http/access-gate.js';
+import { policyOf } from './auth/policy.js';
 import { log } from './log.js';
 import type { RuntimeStatus } from './runtime.js';
 import { sharedCache } from './shared-cache/client.js';
@@ -60,6 +62,8 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   }
   const uploads = new Uploads(registry, log, options.uploadPeers);
   const holder = new StateHolder(await buildAppState(loaded, { uploads: registry }));
+  // The access rules of a state are compiled before its first request (auth/policy.ts), not by it.
+  policyOf(holder.current);
   const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: scrapeListenerActive() };
   // Rendering: the pool starts in the background (browsers take seconds) and follows every reload.
   const render = new RenderService(runtime, log);
@@ -85,8 +89,8 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   const { host, port } = loaded.config.server;
 
   const server: ServerType = await new Promise((resolve, reject) => {
-    // Every request is seen by the access log first, then by the metrics (telemetry/http.ts); tile requests go
-    // through the fast lane in front of Hono (http/tile-fast-lane.ts); the rest through the front's checks (http/front.ts) to Hono. The CORS list and
+    // Every request is seen by the access log first, then by the metrics (telemetry/http.ts), then by the access
+    // gate (http/access-gate.ts: keys, tokens, what each may read); tile requests go through the fast lane in front of Hono (http/tile-fast-lane.ts); the rest through the front's checks (http/front.ts) to Hono. The CORS list and
     // the body timeout are not reloadable: read from the configuration the process started with.
     const { cors_origins: corsOrigins, request_timeout_ms: bodyTimeoutMs, max_header_bytes: maxHeaderSize } = loaded.config.server;
     const createServer = ((options: ServerOptions, honoListener: RequestListener) =>
@@ -94,7 +98,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
         // requireHostHeader off: node:http's bare 400 for an HTTP/1.1 request without Host becomes requireHost's
         // problem JSON (http/front.ts).
         { ...options, maxHeaderSize, requireHostHeader: false },
-        holdState(holder, accessLog(log, instrumentListener(telemetry, requireHost(corsOrigins, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener)))))),
+        holdState(holder, accessLog(log, instrumentListener(telemetry, requireHost(corsOrigins, accessGate(ctx, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener))))))),
       )) as typeof createHttpServer;
     const s = serve({ fetch: app.fetch, hostname: host, port, createServer }, () => resolve(s));
     s.once('error', reject);
@@ -104,7 +108,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   // Node's own whole-request limit stays a backstop behind the front's body timeout, never in front of it.
   http.requestTimeout = Math.max(http.requestTimeout, loaded.config.server.request_timeout_ms + 5_000);
   answerConnect(http, loaded.config.server.cors_origins, (req, id, status, bytes) =>
-    log.info({ method: req.method, path: req.url, route: null, status, bytes, duration_ms: 0, req_id: id }, 'request'),
+    log.info({ method: req.method, path: targetPath(req.url), route: null, status, bytes, duration_ms: 0, req_id: id }, 'request'),
   );
   answerClientErrors(http, loaded.config.server.cors_origins, loaded.config.server.max_header_bytes, (a) =>
     log.info({ method: null, path: null, route: null, status: a.status, bytes: a.bytes, duration_ms: 0, req_id: a.reqId, refused: a.code }, 'request'),
@@ -121,6 +125,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
         return { reloaded: false, figures: stateFigures(holder.current, runtime.rendererEnabled) };
       }
       const state = await buildAppState(next, { previous: holder.current, flush, uploads: registry });
+      policyOf(state);
       holder.swap(state);
       render.onState(state);
       sharedCache.configure(state.config.cache, log);

@@ -11,6 +11,7 @@ import { ConfigError } from './errors.js';
 import { didYouMean } from './suggest.js';
 import { unknownKeys, type UnknownKey } from './unknown-keys.js';
 import { compositeConfigProblems } from './composites.js';
+import { resolveAuth } from './auth-files.js';
 
 export { ConfigError };
 
@@ -63,15 +64,27 @@ function unknownKeyWarning(label: string, u: UnknownKey): string {
 }
 
 /** Validates an already-parsed TOML document. `label` names the file in messages. */
-export function validateConfig(raw: unknown, label: string, baseDir: string, env: NodeJS.ProcessEnv = process.env): { config: Config; warnings: string[] } {
+export function validateConfig(raw: unknown, label: string, baseDir: string, env: NodeJS.ProcessEnv = process.env): { config: Config; warnings: string[]; authDigest: string } {
   const expanded = expandEnv(raw, env, label);
   const unknown = unknownKeys(ConfigSchema, expanded);
   const root = expanded as Record<string, unknown>;
   const lines = unknown.filter((u) => u.topLevel).map((u) => unknownTopLevelLine(label, u, root[u.key]));
+  // In [auth] a misspelt key is an error, not a warning: `defualt_access` or a key's `source` ignored would
+  // silently leave open what was meant to be protected (docs/access.md).
+  // So is a misspelt `access` on a source or style (`acess = "closed"` ignored would publish it).
+  const guarded = (u: UnknownKey) => !u.topLevel && (u.path.startsWith('auth.') || didYouMean(u.key, u.known) === 'access');
+  lines.push(...unknown.filter(guarded).map((u) => unknownKeyWarning(label, u).replace('(ignored', '(an error: access control')));
   const result = v.safeParse(ConfigSchema, expanded);
   if (!result.success) lines.push(...result.issues.map((issue) => `${label}: ${issuePath(issue)}: ${issueMessage(issue)}`));
   if (lines.length || !result.success) throw new ConfigError(lines.join('\n'));
-  const config = resolvePaths(result.output, baseDir);
+  let config = resolvePaths(result.output, baseDir);
+  // The files [auth] names are read now: a broken one fails here, and their bytes count in the hash (auth-files.ts).
+  let authDigest = '';
+  if (config.auth) {
+    const resolved = resolveAuth(config.auth, baseDir, label, env);
+    config = { ...config, auth: resolved.auth };
+    authDigest = resolved.digest;
+  }
   const seen = new Set<string>();
   for (const [i, s] of config.sources.entries()) {
     if (seen.has(s.id)) throw new ConfigError(`${label}: sources: duplicate source id "${s.id}"`);
@@ -97,8 +110,8 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
     throw new ConfigError(`${label}: mcp.auth_token: a static token and [mcp.oauth] enabled cannot both be set; choose one way to authenticate /mcp`);
   if (mcp.oauth.enabled && mcp.oauth.consent_secret === undefined)
     throw new ConfigError(`${label}: mcp.oauth.consent_secret: required when [mcp.oauth] is enabled (the operator's answer on the consent page)`);
-  const warnings = unknown.filter((u) => !u.topLevel).map((u) => unknownKeyWarning(label, u));
-  return { config, warnings };
+  const warnings = unknown.filter((u) => !u.topLevel && !guarded(u)).map((u) => unknownKeyWarning(label, u));
+  return { config, warnings, authDigest };
 }
 
 export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
@@ -115,8 +128,11 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   } catch (err) {
     throw new ConfigError(tomlSyntaxLine(file, err));
   }
-  const { config, warnings } = validateConfig(raw, file, path.dirname(abs), env);
-  return { config, hash: createHash('sha256').update(bytes).digest('hex'), file: abs, warnings };
+  const { config, warnings, authDigest } = validateConfig(raw, file, path.dirname(abs), env);
+  // A keys file or JWKS file changed with the configuration file unchanged is a new configuration too.
+  const hash = createHash('sha256').update(bytes);
+  if (authDigest) hash.update(`\0auth:${authDigest}`);
+  return { config, hash: hash.digest('hex'), file: abs, warnings };
 }
 
 /**

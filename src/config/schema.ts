@@ -13,6 +13,10 @@ const id = v.pipe(
   v.regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/, 'an id of letters, digits, "_", "-" and "." (not starting with "." or "-")'),
 );
 
+/** Who may read a source or style (docs/access.md): anyone, a request with a valid key or JWT allowed it, or nobody over HTTP. */
+export const ACCESS_LEVELS = ['public', 'key', 'closed'] as const;
+const access = v.picklist(ACCESS_LEVELS, 'one of "public", "key", "closed"');
+
 export const ServerSchema = v.object({
   host: v.optional(nonEmpty, '0.0.0.0'),
   port: v.optional(port, 8080),
@@ -132,6 +136,8 @@ export const SourceSchema = v.pipe(
      * DEM tiles. Its tiles are served in this encoding, and hillshade, contours and the elevation API come with it.
      */
     dem: v.optional(DemSchema),
+    /** Who may read it (docs/access.md); default: auth.default_access. */
+    access: v.optional(access),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed) return;
@@ -161,6 +167,8 @@ export const StyleSchema = v.pipe(
     sprite_dir: v.optional(nonEmpty),
     /** Build the sheets of `sprite_dir` as signed distance fields, so `icon-color` recolours the icons. */
     sdf: v.optional(v.boolean()),
+    /** Who may read it and its renderings (docs/access.md); default: auth.default_access, or stricter when a source it uses is. */
+    access: v.optional(access),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed || !dataset.value.sdf || dataset.value.sprite_dir !== undefined) return;
@@ -172,6 +180,8 @@ export const StyleSchema = v.pipe(
 export const CompositeSchema = v.object({
   id,
   sources: v.pipe(v.array(id), v.minLength(1, 'a composite needs at least one source')),
+  /** Who may read it (docs/access.md); default: the strictest of auth.default_access and its members' access. */
+  access: v.optional(access),
 });
 
 export const CacheSchema = v.object({
@@ -301,6 +311,8 @@ export const PgTableSchema = v.object({
   name: v.optional(v.string()),
   attribution: v.optional(v.string()),
   description: v.optional(v.string()),
+  /** Who may read it (docs/access.md); default: auth.default_access. */
+  access: v.optional(access),
 });
 
 /** What every source served by a database function has: where the function is and the tiles it covers. */
@@ -312,6 +324,8 @@ const functionSourceEntries = {
   minzoom: v.optional(zoom, 0),
   maxzoom: v.optional(zoom, 22),
   bounds: v.optional(bounds),
+  /** Who may read it (docs/access.md); default: auth.default_access. */
+  access: v.optional(access),
 };
 
 /** `[[postgres.functions]]`: a function of (z, x, y) or (z, x, y, query json) returning an MVT bytea. */
@@ -407,6 +421,70 @@ export const McpSchema = v.object({
   oauth: v.optional(McpOAuthSchema, {}),
 });
 
+/** Glob patterns of ids (`*` any run of characters): `"osm-*"`, `"*"`. */
+const patterns = v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(256)));
+
+/** One API key of `[[auth.keys]]` or of `auth.keys_file`: its SHA-256 and what it may read (docs/access.md). */
+export const AuthKeySchema = v.object({
+  /** Safe to log and to label metrics with: never the key. */
+  name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.:@-]{1,64}$/, 'a name of 1 to 64 letters, digits, "_", ".", ":", "@" or "-"')),
+  /** SHA-256 of the key, hex (`tileserver-ts key new` makes both). */
+  hash: v.pipe(v.string(), v.regex(/^[0-9a-fA-F]{64}$/, 'the SHA-256 of the key as 64 hex digits'), v.toLowerCase()),
+  /** Sources (and composites) it may read; default every one. */
+  sources: v.optional(patterns, ['*']),
+  /** Styles it may read (their style.json, sprites, renderings); default every one. */
+  styles: v.optional(patterns, ['*']),
+  /** Origins (`https://app.example.com`, `https://*.example.com`) a browser may use it from; absent: any. */
+  origins: v.optional(patterns),
+  /** Rate class of the requests it makes (`[rate_limits.classes]`); absent: the default class. */
+  rate_class: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64))),
+  /** RFC 3339 time from which it is refused. */
+  expires: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/, 'an RFC 3339 time such as 2027-01-31T00:00:00Z'),
+      v.check((s) => !Number.isNaN(Date.parse(s)), 'an RFC 3339 time such as 2027-01-31T00:00:00Z'),
+    ),
+  ),
+});
+
+/** JWS algorithms a token may be signed with; `none` is not among them. */
+export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'HS256', 'HS384', 'HS512'] as const;
+
+/** `[auth.jwt]`: bearer tokens signed by an identity provider (a JWKS) or with a shared secret (docs/access.md). */
+export const AuthJwtSchema = v.object({
+  /** A JSON Web Key Set file (read at start and on every reload). */
+  jwks_file: v.optional(nonEmpty),
+  /** A JSON Web Key Set written inline (`[[auth.jwt.jwks.keys]]`); `jwks_file` is read into it. Public keys only. */
+  jwks: v.optional(v.object({ keys: v.pipe(v.array(v.record(v.string(), v.unknown())), v.minLength(1, 'a key set needs at least one key')) })),
+  /** A JSON Web Key Set URL, fetched when a token names a key not yet known, cached and refreshed. */
+  jwks_url: v.optional(v.pipe(v.string(), v.url('an absolute http(s) URL'), v.regex(/^https?:\/\//, 'an http(s) URL'))),
+  /** The name of the environment variable holding an HMAC secret (HS256/384/512); never the secret itself. */
+  secret_env: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'))),
+  /** The `iss` every token must carry. */
+  issuer: v.optional(nonEmpty),
+  /** The `aud` every token must carry (one of them, when several are given). */
+  audience: v.optional(v.union([nonEmpty, v.pipe(v.array(nonEmpty), v.minLength(1))])),
+  /** Algorithms accepted; default the asymmetric ones with a JWKS, HS256 with a secret. */
+  algorithms: v.optional(v.pipe(v.array(v.picklist(JWT_ALGORITHMS, `one of ${JWT_ALGORITHMS.join(', ')} ("none" is never accepted)`)), v.minLength(1))),
+  /** Leeway for `exp` and `nbf`, in seconds. */
+  clock_skew_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(3600)), 30),
+  /** The claim holding what the token may read: `{sources: [...], styles: [...]}` (arrays or space-separated patterns). */
+  scope_claim: v.optional(nonEmpty, 'tiles'),
+  /** The claim holding the token's rate class. */
+  rate_class_claim: v.optional(nonEmpty, 'rate_class'),
+});
+
+/** `[auth]`: who may read what is served (docs/access.md). Absent: everything is public, as before. */
+export const AuthSchema = v.object({
+  /** Access of every source and style that does not set its own. */
+  default_access: v.optional(access, 'public'),
+  keys: v.optional(v.array(AuthKeySchema), []),
+  /** More keys: a TOML file of `[[keys]]` or a JSON file `{"keys": [...]}` (or a bare array), re-read on every reload. */
+  keys_file: v.optional(nonEmpty),
+  jwt: v.optional(AuthJwtSchema),
+});
+
 export const ConfigSchema = v.object({
   fonts: v.optional(nonEmpty),
   files: v.optional(nonEmpty),
@@ -423,6 +501,7 @@ export const ConfigSchema = v.object({
   storage: v.optional(StorageSchema, {}),
   terrain: v.optional(TerrainSchema, {}),
   mcp: v.optional(McpSchema, {}),
+  auth: v.optional(AuthSchema),
 });
 
 export type Config = v.InferOutput<typeof ConfigSchema>;
@@ -445,5 +524,9 @@ export type TerrainConfig = v.InferOutput<typeof TerrainSchema>;
 export type DemConfig = v.InferOutput<typeof DemSchema>;
 export type DemEncodingName = (typeof DEM_ENCODINGS)[number];
 export type McpConfig = v.InferOutput<typeof McpSchema>;
+export type AuthConfig = v.InferOutput<typeof AuthSchema>;
+export type AuthKeyConfig = v.InferOutput<typeof AuthKeySchema>;
+export type AuthJwtConfig = v.InferOutput<typeof AuthJwtSchema>;
+export type AccessLevel = (typeof ACCESS_LEVELS)[number];
 export type McpOAuthConfig = v.InferOutput<typeof McpOAuthSchema>;
 export type Resampling = (typeof RESAMPLING)[number];

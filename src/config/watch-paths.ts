@@ -33,6 +33,9 @@ export function watchTargets(config: Config): WatchTarget[] {
   // A tree replaces a folder's file list: it covers every file in it anyway.
   for (const s of config.styles) if (s.sprite_dir) tree(s.sprite_dir);
   if (config.fonts) tree(config.fonts);
+  // Keys and key sets apply on reload (docs/access.md): a watched server applies an edited keys file at once.
+  if (config.auth?.keys_file) file(config.auth.keys_file);
+  if (config.auth?.jwt?.jwks_file) file(config.auth.jwt.jwks_file);
   return [...byDir.values()];
 }
 

@@ -4,6 +4,7 @@ import { Hono } from 'hono';
 import { clientGone, requestIdOf } from './access-log.js';
 import type { ServerContext } from './context.js';
 import { corsMiddleware } from './cors.js';
+import { inProcessAccess } from './access-gate.js';
 import { headContentLength } from './head.js';
 import { problem } from './problem.js';
 import { HttpProblem } from '../problem.js';
@@ -30,6 +31,8 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   const origins = ctx.holder.current.config.server.cors_origins;
   app.use('*', corsMiddleware(origins));
   app.use('*', headContentLength());
+  // Client requests passed the access gate on node:http (server.ts); the MCP tools' in-process calls are checked here.
+  app.use('*', inProcessAccess(ctx));
 
   app.onError((err, c) => {
     if (err instanceof HttpProblem) {

@@ -109,7 +109,7 @@ export function openApiDocument(docs: readonly RouteDoc[], version: string): Rec
 }
 
 /** Query-parameter doc shared by every metadata route that forwards an API key into its URLs. */
-export const KEY_QUERY = { key: { schema: v.string(), description: 'API key forwarded into every URL of the response (not validated here).' } };
+export const KEY_QUERY = { key: { schema: v.string(), description: 'API key: checked when `[auth]` protects what the route serves (docs/access.md), and forwarded into every URL of the response.' } };
 
 /** A path parameter the route pattern guarantees (Hono's untyped Context cannot know that). */
 export function param(c: Context, name: string): string {

@@ -169,8 +169,9 @@ export function collection(h: Hrefs, s: TileSource): Record<string, unknown> {
   return doc;
 }
 
-export function collections(h: Hrefs, state: AppState): Record<string, unknown> {
-  return { links: selfLinks(h, '/collections', 'collections'), collections: collectionSources(state).map((s) => collection(h, s)) };
+/** `keep`: which sources the request may see (access control, docs/access.md); default all. */
+export function collections(h: Hrefs, state: AppState, keep: (s: TileSource) => boolean = () => true): Record<string, unknown> {
+  return { links: selfLinks(h, '/collections', 'collections'), collections: collectionSources(state).filter(keep).map((s) => collection(h, s)) };
 }
 
 /** The tile matrix limits of a source: its zoom range, cut to its bounds unless its tiles exist everywhere. */

@@ -43,14 +43,18 @@ function card(index: number, viewer: string, name: string, id: string, facts: st
 </li>`;
 }
 
-/** `rendering`: the raster tile, static image, raster TileJSON and WMTS routes are mounted. */
-export function homePage(state: AppState, u: UrlContext, rendering: boolean): HomePage {
+/**
+ * `rendering`: the raster tile, static image, raster TileJSON and WMTS routes are mounted. `see`: whether
+ * the page may show a style or source to this request (src/http/access-gate.ts `visibleTo`).
+ */
+export function homePage(state: AppState, u: UrlContext, rendering: boolean, see: (kind: 'source' | 'style', id: string) => boolean = () => true): HomePage {
   const previews: (string | StyleSpecification)[] = [];
   const styles: StyleSpecification[] = [];
   const k = (path: string) => withKey(path, u.key);
 
   const styleCards: string[] = [];
   for (const id of state.styles.keys()) {
+    if (!see('style', id)) continue;
     const s = pageStyle(state, id, u);
     if (!s) continue;
     const [lng, lat] = styleCenter(s.style);
@@ -75,6 +79,7 @@ export function homePage(state: AppState, u: UrlContext, rendering: boolean): Ho
 
   const dataCards: string[] = [];
   for (const [id, source] of state.sources) {
+    if (!see('source', id)) continue;
     const { info } = source;
     const e = enc(id);
     const vector = isVector(info.format);

@@ -14,6 +14,7 @@ import { productTileJson } from '../../serve/terrain-tiles.js';
 import { elevationSources } from '../../serve/elevation.js';
 import { acceptedEncodings } from '../../tiles/encoding.js';
 import { isRenderRequest, urlContext, type ServerContext } from '../context.js';
+import { visibleTo } from '../access-gate.js';
 import { problem } from '../problem.js';
 import { sendJson } from '../respond.js';
 import { tileAnswer } from '../tile-fast-lane.js';
@@ -37,7 +38,8 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const u = urlContext(c, state);
-      return sendJson(c, state, [...state.sources.values(), ...state.composites.values()].map((s) => sourceTileJson(s.info, u, true)));
+      const see = visibleTo(c, state);
+      return sendJson(c, state, [...state.sources.values(), ...state.composites.values()].filter((s) => see('source', s.info.id)).map((s) => sourceTileJson(s.info, u, true)));
     },
   );
 
@@ -54,10 +56,12 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const u = urlContext(c, state);
-      const docs: TileJson[] = [...state.sources.values(), ...state.composites.values()].map((s) => sourceTileJson(s.info, u, true));
+      // Only what the request may read is listed (docs/access.md).
+      const see = visibleTo(c, state);
+      const docs: TileJson[] = [...state.sources.values(), ...state.composites.values()].filter((s) => see('source', s.info.id)).map((s) => sourceTileJson(s.info, u, true));
       // An elevation source's hillshade and contour tiles are tile sets of their own, listed after it.
-      for (const e of elevationSources(state)) for (const product of ['hillshade', 'contours'] as const) docs.push({ ...productTileJson(state, u, e, product), id: `${e.id}/${product}` });
-      if (rasterStylesOffered(state)) for (const style of state.styles.values()) docs.push(styleTileJson(state, style, u, true));
+      for (const e of elevationSources(state)) if (see('source', e.id)) for (const product of ['hillshade', 'contours'] as const) docs.push({ ...productTileJson(state, u, e, product), id: `${e.id}/${product}` });
+      if (rasterStylesOffered(state)) for (const style of state.styles.values()) if (see('style', style.id)) docs.push(styleTileJson(state, style, u, true));
       return sendJson(c, state, docs);
     },
   );

@@ -7,6 +7,7 @@ import type { Context } from 'hono';
 import { isVector } from '../../tiles/format.js';
 import type { AppState } from '../../state/app-state.js';
 import { urlContext, type ServerContext } from '../context.js';
+import { visibleTo } from '../access-gate.js';
 import { pageStyle, sourceStyle, styleCenter } from '../pages/catalog.js';
 import { escapeHtml, styleOrigins, workerRef } from '../pages/html.js';
 import { homePage } from '../pages/home-page.js';
@@ -44,7 +45,7 @@ export function registerPageRoutes(r: Router, ctx: ServerContext): void {
       const state = ctx.holder.current;
       const u = urlContext(c, state);
       const mode = state.config.server.embed_assets;
-      const home = homePage(state, u, rendering(ctx, state));
+      const home = homePage(state, u, rendering(ctx, state), visibleTo(c, state));
       return renderPage(c, {
         title: 'tileserver-ts',
         base: u.base,

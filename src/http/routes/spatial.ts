@@ -6,6 +6,7 @@ import { spatialSchema, spatialStats } from '../../spatial/describe.js';
 import { runQuery } from '../../spatial/query.js';
 import { parseQueryBody, QueryBodySchema } from '../../spatial/query-body.js';
 import type { ServerContext } from '../context.js';
+import { refuseSources } from '../access-gate.js';
 import { problem } from '../problem.js';
 import { readBoundedText } from '../body.js';
 import { sendJson } from '../respond.js';
@@ -113,6 +114,9 @@ export function registerSpatialRoutes(r: Router, ctx: ServerContext): void {
       }
       const parsed = parseQueryBody(raw);
       if (!parsed.ok) return problem(c, 400, 'Invalid query', parsed.problems.join('; '), { errors: parsed.problems });
+      // The source is named in the body, where the access gate on node:http cannot see it.
+      const refused = refuseSources(c, state, [parsed.body.source]);
+      if (refused) return refused;
       const result = await runQuery(state, parsed.body);
       if ('kind' in result) return problem(c, result.status, result.title, result.detail);
       return sendJson(c, state, result, NO_STORE);

@@ -9,6 +9,7 @@ import { styleTileJson } from '../../serve/style-tilejson.js';
 import { wmtsCapabilities } from '../../serve/wmts.js';
 import { isVector } from '../../tiles/format.js';
 import { urlContext, type ServerContext } from '../context.js';
+import { visibleTo } from '../access-gate.js';
 import { problem } from '../problem.js';
 import { METADATA_CACHE_CONTROL, sendBytes, sendJson } from '../respond.js';
 import { KEY_QUERY, param, type Router } from '../router.js';
@@ -37,7 +38,8 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const u = urlContext(c, state);
-      return sendJson(c, state, [...state.styles.values()].map((s) => ({ id: s.id, name: s.name, url: styleJsonUrl(s.id, u) })));
+      const see = visibleTo(c, state);
+      return sendJson(c, state, [...state.styles.values()].filter((s) => see('style', s.id)).map((s) => ({ id: s.id, name: s.name, url: styleJsonUrl(s.id, u) })));
     },
   );
 

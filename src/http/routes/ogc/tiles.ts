@@ -9,6 +9,7 @@ import type { TileSource } from '../../../sources/source.js';
 import type { AppState } from '../../../state/app-state.js';
 import { MAX_ZOOM, type TileCoord } from '../../../tiles/coords.js';
 import { urlContext, type ServerContext } from '../../context.js';
+import { visibleTo } from '../../access-gate.js';
 import { problem } from '../../problem.js';
 import { param, type Router } from '../../router.js';
 import { answerSourceTile, sendTileResult } from '../data.js';
@@ -60,7 +61,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     { method: 'get', path: '/ogc/collections', hono: '/ogc/collections', summary: 'Collections: every source', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the collections'), 400: DOC_ERRORS[400] } },
     (c) => {
       const state = ctx.holder.current;
-      return sendDoc(c, state, 'Collections', collections(new Hrefs(urlContext(c, state)), state));
+      const see = visibleTo(c, state);
+      return sendDoc(c, state, 'Collections', collections(new Hrefs(urlContext(c, state)), state, (s) => see('source', s.info.id)));
     },
     ogcAbsence,
   );
@@ -153,7 +155,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     { method: 'get', path: '/ogc/styles', hono: '/ogc/styles', summary: 'Styles whose rendered map tiles are offered', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the styles'), 400: DOC_ERRORS[400] } },
     (c) => {
       const state = ctx.holder.current;
-      return sendDoc(c, state, 'Styles', stylesList(new Hrefs(urlContext(c, state)), mapStyles(state, true)));
+      const see = visibleTo(c, state);
+      return sendDoc(c, state, 'Styles', stylesList(new Hrefs(urlContext(c, state)), mapStyles(state, true).filter((s) => see('style', s.id))));
     },
     ogcMapAbsence,
   );
@@ -161,7 +164,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     { method: 'get', path: '/ogc/map/tiles', hono: '/ogc/map/tiles', summary: 'Map tilesets of the dataset: the rendered tileset of every style', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the tileset list'), 400: DOC_ERRORS[400] } },
     (c) => {
       const state = ctx.holder.current;
-      const styles = mapStyles(state, true).map((style) => ({ kind: 'style' as const, style, minzoom: 0, maxzoom: MAX_ZOOM }));
+      const see = visibleTo(c, state);
+      const styles = mapStyles(state, true).filter((s) => see('style', s.id)).map((style) => ({ kind: 'style' as const, style, minzoom: 0, maxzoom: MAX_ZOOM }));
       return sendDoc(c, state, 'Map tilesets', datasetMapTilesets(new Hrefs(urlContext(c, state)), styles));
     },
     ogcMapAbsence,
