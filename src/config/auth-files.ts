@@ -33,13 +33,6 @@ export function parseKeysFile(text: string, file: string): AuthKeyConfig[] {
   }
   const list = Array.isArray(doc) ? doc : (doc as { keys?: unknown } | null)?.keys;
   if (!Array.isArray(list)) throw new ConfigError(`${file}: expected a list of keys ([[keys]] in TOML, {"keys": [...]} or [...] in JSON)`);
-  // As in [auth]: a misspelt field (`source` for `sources`) is an error, never a key that opens everything.
-  const known = new Set(Object.keys(AuthKeySchema.entries));
-  for (const [i, entry] of list.entries()) {
-    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) continue;
-    const stray = Object.keys(entry).find((k) => !known.has(k));
-    if (stray !== undefined) throw new ConfigError(`${file}: keys[${i}].${stray}: unknown key (expected ${[...known].join(', ')})`);
-  }
   const parsed = v.safeParse(KeyListSchema, list);
   if (!parsed.success) throw new ConfigError(parsed.issues.map((i) => `${file}: keys${issueWhere(i)}: ${i.message}`).join('\n'));
   return parsed.output;

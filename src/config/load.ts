@@ -69,9 +69,6 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
   const unknown = unknownKeys(ConfigSchema, expanded);
   const root = expanded as Record<string, unknown>;
   const lines = unknown.filter((u) => u.topLevel).map((u) => unknownTopLevelLine(label, u, root[u.key]));
-  // In [auth] a misspelt key is an error, not a warning: `defualt_access` or a key's `source` ignored would
-  // silently leave open what was meant to be protected (docs/access.md).
-  lines.push(...unknown.filter((u) => !u.topLevel && u.path.startsWith('auth.')).map((u) => unknownKeyWarning(label, u).replace('(ignored', '(an error in [auth]')));
   const result = v.safeParse(ConfigSchema, expanded);
   if (!result.success) lines.push(...result.issues.map((issue) => `${label}: ${issuePath(issue)}: ${issueMessage(issue)}`));
   if (lines.length || !result.success) throw new ConfigError(lines.join('\n'));
@@ -108,7 +105,7 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
     throw new ConfigError(`${label}: mcp.auth_token: a static token and [mcp.oauth] enabled cannot both be set; choose one way to authenticate /mcp`);
   if (mcp.oauth.enabled && mcp.oauth.consent_secret === undefined)
     throw new ConfigError(`${label}: mcp.oauth.consent_secret: required when [mcp.oauth] is enabled (the operator's answer on the consent page)`);
-  const warnings = unknown.filter((u) => !u.topLevel && !u.path.startsWith('auth.')).map((u) => unknownKeyWarning(label, u));
+  const warnings = unknown.filter((u) => !u.topLevel).map((u) => unknownKeyWarning(label, u));
   return { config, warnings, authDigest };
 }
 
