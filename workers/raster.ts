@@ -3,13 +3,17 @@
 import { closeGeneration, describeRaster, warpTile } from '../src/raster/warp-tile.js';
 import { readDemPoints, readDemWindow } from '../src/raster/dem-read.js';
 import type { RasterJob } from '../src/raster/job.js';
+import { move } from 'piscina';
 
 export default async function run(job: RasterJob) {
   switch (job.op) {
     case 'tile':
       return warpTile(job.task);
-    case 'dem-window':
-      return readDemWindow(job.task);
+    case 'dem-window': {
+      // A megabyte per 512 px window: handed over to the main thread rather than copied.
+      const data = await readDemWindow(job.task);
+      return data && move(data);
+    }
     case 'dem-points':
       return readDemPoints(job.task);
     case 'describe':

@@ -10,10 +10,10 @@
  * position gives a NaN sample. Where neighbours lack data the others' weights are renormalised; where none has
  * data the sample is NaN. With `gdalMask`, a sample is also NaN when the grid pixel it lies in has no data, as
  * gdalwarp's kernels skip such pixels (so a hole does not shrink by half a pixel). `holes` false promises the grid
- * has no NaN, for a loop without those checks. Returns the samples (cols.length x rows.length) and whether any has
- * data.
+ * has no NaN, for a loop without those checks. Returns the samples (cols.length x rows.length, in `into` when it is
+ * given and that long) and whether any has data.
  */
-export function sampleGrid(grid: Float32Array, width: number, height: number, cols: Float64Array, rows: Float64Array, holes: boolean, gdalMask = false): { data: Float32Array; any: boolean } {
+export function sampleGrid(grid: Float32Array, width: number, height: number, cols: Float64Array, rows: Float64Array, holes: boolean, gdalMask = false, into?: Float32Array): { data: Float32Array; any: boolean } {
   const w = cols.length;
   const colA = new Int32Array(w);
   const colB = new Int32Array(w);
@@ -48,7 +48,7 @@ export function sampleGrid(grid: Float32Array, width: number, height: number, co
     rowW[r] = at - i0;
   }
 
-  const data = new Float32Array(w * h);
+  const data = into && into.length === w * h ? into : new Float32Array(w * h);
   if (!holes && !outside) {
     for (let r = 0; r < h; r++) {
       const a = rowA[r];

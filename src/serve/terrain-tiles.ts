@@ -15,7 +15,7 @@ import { chooseEncoding, type ContentEncoding } from '../tiles/encoding.js';
 import { CONTENT_TYPES } from '../tiles/format.js';
 import { sharedCache } from '../shared-cache/client.js';
 import { sourceIdentity } from '../shared-cache/identity.js';
-import { elevationSource, elevationSources, type Elevation } from './elevation.js';
+import { elevationSource, elevationSources, keepDecodedTiles, type Elevation } from './elevation.js';
 import type { SourceInfo, TileSource } from '../sources/source.js';
 import { parseHillshadeQuery } from '../terrain/hillshade.js';
 import { contourLimitProblem, parseContourQuery, type ContourOptions } from '../terrain/contours.js';
@@ -119,11 +119,12 @@ async function produce(state: AppState, elevation: Elevation, req: TerrainTileRe
       // A window read by GDAL is not needed here again: its megabyte moves to the thread rather than being copied.
       const data = 'window' in input ? input.window.data : undefined;
       const transfer = data && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer ? [data.buffer] : [];
-      const tile = await runTerrain(
+      const { value: tile, decoded } = await runTerrain(
         { op: 'hillshade', input, options, format: req.format === 'webp' ? 'webp' : 'png', pngLevel: config.terrain.png_compression, webpQuality: config.render.webp_quality },
         config,
         transfer,
       );
+      keepDecodedTiles(decoded);
       // No bytes: the archive had tiles there, but none with data in the window.
       if (tile.byteLength > 0) body = tile;
     }

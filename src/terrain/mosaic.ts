@@ -6,6 +6,24 @@
 import type { DemWindow } from './dem-window.js';
 import { hasNaN, sampleGrid } from '../grid/bilinear.js';
 
+/**
+ * Buffers a thread reuses from one window to the next, for windows consumed before the next is assembled (a
+ * hillshade tile's): a 512 px window is a megabyte, and allocating one per tile kept the garbage collector busy.
+ * Every value of a buffer handed out is overwritten by the assembly.
+ */
+export class WindowScratch {
+  private regionBuffer = new Float32Array(0);
+  private windowBuffer = new Float32Array(0);
+  region(length: number): Float32Array {
+    if (this.regionBuffer.length < length) this.regionBuffer = new Float32Array(length);
+    return this.regionBuffer.subarray(0, length);
+  }
+  window(length: number): Float32Array {
+    if (this.windowBuffer.length < length) this.windowBuffer = new Float32Array(length);
+    return this.windowBuffer.subarray(0, length);
+  }
+}
+
 /** Where a window lies and which archive level feeds it. */
 export interface MosaicPlan {
   z: number;
@@ -51,7 +69,7 @@ function sourceExtent(plan: MosaicPlan) {
  * the antimeridian, rows stop at the world's edges), which is then resampled (src/grid/bilinear.ts): each window
  * pixel blends the four region pixels around its centre, or those of them with data.
  */
-export function assembleWindow(plan: MosaicPlan, tiles: ReadonlyMap<string, Float32Array>): DemWindow | undefined {
+export function assembleWindow(plan: MosaicPlan, tiles: ReadonlyMap<string, Float32Array>, scratch?: WindowScratch): DemWindow | undefined {
   const { scale, first, firstRow, minU, maxU, minV, maxV } = sourceExtent(plan);
   const T = plan.sourceSize;
   const worldPixels = 2 ** plan.sourceZoom * T;
@@ -62,7 +80,7 @@ export function assembleWindow(plan: MosaicPlan, tiles: ReadonlyMap<string, Floa
   const bottom = Math.min(worldPixels - 1, Math.max(0, maxV));
   const width = maxU - minU + 1;
   const height = bottom - top + 1;
-  const region = new Float32Array(width * height);
+  const region = scratch ? scratch.region(width * height) : new Float32Array(width * height);
   let holes = false;
   for (let v = top; v <= bottom; v++) {
     const ty = Math.floor(v / T);
@@ -90,7 +108,7 @@ export function assembleWindow(plan: MosaicPlan, tiles: ReadonlyMap<string, Floa
   for (let c = 0; c < side; c++) cols[c] = first + c * scale - minU;
   const rows = new Float64Array(side);
   for (let r = 0; r < side; r++) rows[r] = Math.min(worldPixels - 1, Math.max(0, firstRow + r * scale)) - top;
-  const { data, any } = sampleGrid(region, width, height, cols, rows, holes);
+  const { data, any } = sampleGrid(region, width, height, cols, rows, holes, false, scratch?.window(side * side));
   return any ? { z: plan.z, x: plan.x, y: plan.y, size: plan.size, border: plan.border, data } : undefined;
 }
 

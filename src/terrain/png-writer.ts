@@ -31,6 +31,14 @@ function tableCrc32(data: Uint8Array, start: number): number {
   return ~c >>> 0;
 }
 
+/** The filtered rows of the last image, reused: deflate reads them synchronously, before the next image. */
+let filteredScratch = new Uint8Array(0);
+
+function filteredBuffer(length: number): Uint8Array {
+  if (filteredScratch.length < length) filteredScratch = new Uint8Array(length);
+  return filteredScratch.subarray(0, length);
+}
+
 function chunk(type: string, data: Uint8Array): Uint8Array {
   const out = new Uint8Array(12 + data.length);
   const view = new DataView(out.buffer);
@@ -48,8 +56,9 @@ function chunk(type: string, data: Uint8Array): Uint8Array {
 export function encodePng(pixels: Uint8Array, width: number, height: number, channels: 1 | 2 | 4, level: number): Uint8Array {
   const stride = width * channels;
   if (pixels.length !== stride * height) throw new RangeError(`${width}x${height} pixels of ${channels} bytes need ${stride * height} bytes, got ${pixels.length}`);
-  const filtered = new Uint8Array((stride + 1) * height);
+  const filtered = filteredBuffer((stride + 1) * height);
   // Row 0: filter type 0 (none); the others: type 2 (up).
+  filtered[0] = 0;
   filtered.set(pixels.subarray(0, stride), 1);
   for (let y = 1; y < height; y++) {
     const o = y * (stride + 1);

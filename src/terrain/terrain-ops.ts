@@ -2,25 +2,36 @@
 // src/terrain/work.ts): decoding an archive's DEM tiles into a window, encoding elevations as terrain tiles,
 // shading a hillshade tile and tracing a contour tile. Images are encoded with sharp (libvips), vector tiles with
 // this server's MVT and MLT encoders.
-import { LRUCache } from 'lru-cache';
 import sharp from 'sharp';
 import type { DemWindow } from './dem-window.js';
 import { decodeDem, encodeDem, type DemEncoding } from './dem-encoding.js';
 import { hillshadeImage, type HillshadeOptions } from './hillshade.js';
 import { encodePng } from './png-writer.js';
 import { contourLayer, type ContourOptions } from './contours.js';
-import { assembleWindow, type MosaicPlan } from './mosaic.js';
+import { assembleWindow, WindowScratch, type MosaicPlan } from './mosaic.js';
 import { encode, type CompressionLevels, type ContentEncoding } from '../tiles/encoding.js';
 import { encodeMvt } from '../tiles/mvt-encode.js';
 import { encodeMlt } from '../tiles/mlt-codec.js';
 
 export type TerrainImageFormat = 'png' | 'webp';
 
-/** An archive's encoded DEM tiles around a window, and where the window lies among them. */
+/**
+ * An archive's DEM tiles around a window, and where the window lies among them: each either as the archive holds it
+ * (`bytes`, to decode) or already decoded (`grid`, metres in memory shared between threads).
+ */
 export interface ArchiveTiles {
   plan: MosaicPlan;
   encoding: DemEncoding;
-  tiles: { key: string; x: number; y: number; bytes: Uint8Array }[];
+  tiles: { key: string; x: number; y: number; bytes?: Uint8Array; grid?: Float32Array }[];
+}
+
+/** Tiles a task decoded, in shared memory: the HTTP thread keeps them for the next windows, in whichever thread those run. */
+export type DecodedTiles = { key: string; grid: Float32Array }[];
+
+/** A product made from an archive's tiles, and the tiles decoded on the way. */
+export interface WithDecoded<T> {
+  value: T;
+  decoded: DecodedTiles;
 }
 
 /**
@@ -36,19 +47,21 @@ export type TerrainTask =
   | { op: 'hillshade'; input: WindowInput; options: HillshadeOptions; format: TerrainImageFormat; pngLevel: number; webpQuality: number }
   | { op: 'contours'; window: DemWindow; options: ContourOptions; format: 'pbf' | 'mlt'; encoding: ContentEncoding; levels: CompressionLevels };
 
-/** An empty answer (no bytes) means the window had no data at all. */
-export type TerrainTaskResult<T extends TerrainTask> = T extends { op: 'archive-window' } ? DemWindow | undefined : Uint8Array;
+/** An empty hillshade (no bytes) means the window had no data at all. */
+export type TerrainTaskResult<T extends TerrainTask> = T extends { op: 'archive-window' }
+  ? WithDecoded<DemWindow | undefined>
+  : T extends { op: 'hillshade' }
+    ? WithDecoded<Uint8Array>
+    : Uint8Array;
 
-/**
- * Decoded archive tiles, per thread: a window reads the tiles around its own, so each archive tile is asked for by
- * up to nine windows; decoding a 512 px PNG costs more than shading it. 48 tiles of 512 px are 48 MB.
- */
-const decoded = new LRUCache<string, Float32Array>({ maxSize: 48 * 512 * 512, sizeCalculation: (a) => a.length });
-
+/** A DEM tile decoded to metres, in a SharedArrayBuffer so that passing it to another thread copies nothing. */
 async function decodeTile(bytes: Uint8Array, encoding: DemEncoding, size: number): Promise<Float32Array> {
   const { data, info } = await sharp(bytes).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
   if (info.width !== size || info.height !== size) throw new Error(`a DEM tile of ${info.width}x${info.height} px where ${size} px were expected`);
-  return decodeDem(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), encoding);
+  const metres = decodeDem(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), encoding);
+  const shared = new Float32Array(new SharedArrayBuffer(metres.byteLength));
+  shared.set(metres);
+  return shared;
 }
 
 /** Elevations as an image: lossless always (a lossy WebP would move every elevation). */
@@ -67,35 +80,46 @@ function inner(win: DemWindow): Float32Array {
   return out;
 }
 
-/** The window of an archive's tiles, their decoded elevations kept for the neighbouring windows. */
-async function archiveWindow(a: ArchiveTiles): Promise<DemWindow | undefined> {
+/** The thread's buffers for windows it shades and forgets (hillshade tiles). */
+const scratch = new WindowScratch();
+
+/**
+ * The window of an archive's tiles (those not yet decoded decoded here, and listed in `decoded`); in the thread's
+ * scratch buffers when `reuse` (the window must then be consumed before the next one is made).
+ */
+async function archiveWindow(a: ArchiveTiles, decoded: DecodedTiles, reuse = false): Promise<DemWindow | undefined> {
   const tiles = new Map<string, Float32Array>();
   for (const t of a.tiles) {
-    let grid = decoded.get(t.key);
+    let grid = t.grid;
     if (!grid) {
+      if (!t.bytes) continue;
       grid = await decodeTile(t.bytes, a.encoding, a.plan.sourceSize);
-      decoded.set(t.key, grid);
+      decoded.push({ key: t.key, grid });
     }
     tiles.set(`${t.x}/${t.y}`, grid);
   }
-  return assembleWindow(a.plan, tiles);
+  return assembleWindow(a.plan, tiles, reuse ? scratch : undefined);
 }
 
 export async function runTerrainTask<T extends TerrainTask>(task: T): Promise<TerrainTaskResult<T>> {
   switch (task.op) {
-    case 'archive-window':
-      return (await archiveWindow(task)) as TerrainTaskResult<T>;
+    case 'archive-window': {
+      const decoded: DecodedTiles = [];
+      return { value: await archiveWindow(task, decoded), decoded } as TerrainTaskResult<T>;
+    }
     case 'encode-dem': {
       const rgba = encodeDem(inner(task.window), task.encoding);
       return (await encodeElevations(rgba, task.window.size, task.format, task.pngLevel)) as TerrainTaskResult<T>;
     }
     case 'hillshade': {
-      const window = 'window' in task.input ? task.input.window : await archiveWindow(task.input.archive);
-      if (!window) return new Uint8Array(0) as TerrainTaskResult<T>;
+      const decoded: DecodedTiles = [];
+      const done = (value: Uint8Array) => ({ value, decoded }) as TerrainTaskResult<T>;
+      const window = 'window' in task.input ? task.input.window : await archiveWindow(task.input.archive, decoded, true);
+      if (!window) return done(new Uint8Array(0));
       const { pixels, channels } = hillshadeImage(window, task.options);
-      if (task.format === 'png') return encodePng(pixels, window.size, window.size, channels, task.pngLevel) as TerrainTaskResult<T>;
+      if (task.format === 'png') return done(encodePng(pixels, window.size, window.size, channels, task.pngLevel));
       const webp = sharp(pixels, { raw: { width: window.size, height: window.size, channels } }).webp({ quality: task.webpQuality, alphaQuality: 100 });
-      return new Uint8Array(await webp.toBuffer()) as TerrainTaskResult<T>;
+      return done(new Uint8Array(await webp.toBuffer()));
     }
     case 'contours': {
       const layer = contourLayer(task.window, task.options);
