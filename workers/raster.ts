@@ -1,7 +1,7 @@
 // Piscina worker entry of the raster pool (src/raster/pool.ts): every GDAL call of the service runs here, off
 // the HTTP process's event loop. Bundled to dist/workers/raster.js.
 import { closeGeneration, describeRaster, warpTile } from '../src/raster/warp-tile.js';
-import { readDemPoints, readDemWindow } from '../src/raster/dem-read.js';
+import { readDemGrid, readDemPoints, readDemWindow } from '../src/raster/dem-read.js';
 import type { RasterJob } from '../src/raster/job.js';
 import { move } from 'piscina';
 
@@ -13,6 +13,10 @@ export default async function run(job: RasterJob) {
       // A megabyte per 512 px window: handed over to the main thread rather than copied.
       const data = await readDemWindow(job.task);
       return data && move(data);
+    }
+    case 'dem-grid': {
+      const read = await readDemGrid(job.task);
+      return read instanceof Float32Array ? move(read) : read;
     }
     case 'dem-points':
       return readDemPoints(job.task);

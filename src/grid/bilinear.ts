@@ -129,3 +129,19 @@ export function hasNaN(grid: Float32Array): boolean {
   for (let i = 0; i < grid.length; i++) if (grid[i] !== grid[i]) return true;
   return false;
 }
+
+/** A grid and where a window samples it: what `sampleGrid` needs, as one value that can travel between threads. */
+export interface GridSamples {
+  grid: Float32Array;
+  width: number;
+  height: number;
+  cols: Float64Array;
+  rows: Float64Array;
+  holes: boolean;
+  gdalMask: boolean;
+}
+
+/** `sampleGrid` of a GridSamples. */
+export function sampleGridOf(g: GridSamples, into?: Float32Array): { data: Float32Array; any: boolean } {
+  return sampleGrid(g.grid, g.width, g.height, g.cols, g.rows, g.holes, g.gdalMask, into);
+}

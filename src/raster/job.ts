@@ -5,6 +5,7 @@ import type { GdalOptions, RasterTask } from './warp-tile.js';
 export type RasterJob =
   | { op: 'tile'; task: RasterTask }
   | { op: 'dem-window'; task: DemWindowTask }
+  | { op: 'dem-grid'; task: DemWindowTask }
   | { op: 'dem-points'; task: DemPointsTask }
   | { op: 'describe'; file: string; storage?: GdalOptions }
   | { op: 'close'; generation: number };

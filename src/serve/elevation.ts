@@ -69,8 +69,9 @@ class RasterElevation implements Elevation {
     return data && { z, x, y, size, border, data };
   }
   async input(z: number, x: number, y: number, size: number, border: number): Promise<WindowInput | undefined> {
-    const window = await this.window(z, x, y, size, border);
-    return window && { window };
+    const read = await this.pool.demGrid([this.file], z, x, y, size, border);
+    if (read === undefined) return undefined;
+    return read instanceof Float32Array ? { window: { z, x, y, size, border, data: read } } : { samples: read, at: { z, x, y, size, border } };
   }
   points(points: readonly LonLat[]): Promise<Float64Array> {
     const flat = new Float64Array(points.length * 2);

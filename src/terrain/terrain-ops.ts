@@ -9,6 +9,7 @@ import { hillshadeImage, type HillshadeOptions } from './hillshade.js';
 import { encodePng } from './png-writer.js';
 import { contourLayer, type ContourOptions } from './contours.js';
 import { assembleWindow, WindowScratch, type MosaicPlan } from './mosaic.js';
+import { sampleGridOf, type GridSamples } from '../grid/bilinear.js';
 import { encode, type CompressionLevels, type ContentEncoding } from '../tiles/encoding.js';
 import { encodeMvt } from '../tiles/mvt-encode.js';
 import { encodeMlt } from '../tiles/mlt-codec.js';
@@ -35,11 +36,11 @@ export interface WithDecoded<T> {
 }
 
 /**
- * What a product is made from: a window already read (a raster source's, warped by GDAL), or an archive's tiles to
- * assemble one from in the same thread, so that the window (a megabyte for a 512 px tile) never travels between
- * threads.
+ * What a product is made from: a window already read (a raster source's, warped by GDAL), an archive's tiles to
+ * assemble one from, or a file's pixels and where the window samples them (a web-mercator COG read directly), so
+ * that the window (a megabyte for a 512 px tile) is made in the thread that uses it.
  */
-export type WindowInput = { window: DemWindow } | { archive: ArchiveTiles };
+export type WindowInput = { window: DemWindow } | { archive: ArchiveTiles } | { samples: GridSamples; at: Omit<DemWindow, 'data'> };
 
 export type TerrainTask =
   | ({ op: 'archive-window' } & ArchiveTiles)
@@ -101,6 +102,13 @@ async function archiveWindow(a: ArchiveTiles, decoded: DecodedTiles, reuse = fal
   return assembleWindow(a.plan, tiles, reuse ? scratch : undefined);
 }
 
+/** The window a file's pixels give, in the thread's scratch buffer (consumed before the next window); undefined when no sample has data. */
+function sampledWindow(samples: GridSamples, at: Omit<DemWindow, 'data'>): DemWindow | undefined {
+  const side = at.size + 2 * at.border;
+  const { data, any } = sampleGridOf(samples, scratch.window(side * side));
+  return any ? { ...at, data } : undefined;
+}
+
 export async function runTerrainTask<T extends TerrainTask>(task: T): Promise<TerrainTaskResult<T>> {
   switch (task.op) {
     case 'archive-window': {
@@ -114,7 +122,8 @@ export async function runTerrainTask<T extends TerrainTask>(task: T): Promise<Te
     case 'hillshade': {
       const decoded: DecodedTiles = [];
       const done = (value: Uint8Array) => ({ value, decoded }) as TerrainTaskResult<T>;
-      const window = 'window' in task.input ? task.input.window : await archiveWindow(task.input.archive, decoded, true);
+      const input = task.input;
+      const window = 'window' in input ? input.window : 'archive' in input ? await archiveWindow(input.archive, decoded, true) : sampledWindow(input.samples, input.at);
       if (!window) return done(new Uint8Array(0));
       const { pixels, channels } = hillshadeImage(window, task.options);
       if (task.format === 'png') return done(encodePng(pixels, window.size, window.size, channels, task.pngLevel));

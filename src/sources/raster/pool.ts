@@ -20,6 +20,7 @@ import { SourceOpenError, TileUnavailableError } from '../source.js';
 import type { RasterInfo, RasterTask } from '../../raster/warp-tile.js';
 import type { DemPointsTask, DemWindowTask } from '../../raster/dem-read.js';
 import type { RasterJob } from '../../raster/job.js';
+import type { GridSamples } from '../../grid/bilinear.js';
 
 /** A remote raster file GDAL could not read now (its retries and timeout spent): the store's outage, 503. */
 export class RasterStorageUnavailable extends TileUnavailableError {
@@ -92,6 +93,12 @@ export class RasterPool {
   demWindow(files: string[], z: number, x: number, y: number, size: number, border: number): Promise<Float32Array | undefined> {
     const task: DemWindowTask = { files, z, x, y, size, border, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
     return this.run({ op: 'dem-window', task }, files) as Promise<Float32Array | undefined>;
+  }
+
+  /** The same window, or for a file read directly its pixels and where the window samples them (src/raster/dem-read.ts). */
+  demGrid(files: string[], z: number, x: number, y: number, size: number, border: number): Promise<Float32Array | GridSamples | undefined> {
+    const task: DemWindowTask = { files, z, x, y, size, border, generation: this.generation, datasetCache: this.config.raster.dataset_cache, storage: this.storage };
+    return this.run({ op: 'dem-grid', task }, files) as Promise<Float32Array | GridSamples | undefined>;
   }
 
   /** Elevations at lon/lat pairs at the files' own resolution (bilinear; later files over earlier ones; NaN outside them or without data). */
