@@ -16,6 +16,8 @@ import { RateLimits } from '../src/limits/limits.js';
 import { setPrincipal } from '../src/auth/principal.js';
 import type { AppState } from '../src/state/app-state.js';
 import type { CacheConfig } from '../src/config/schema.js';
+import { loadConfigFile } from '../src/config/load.js';
+import { writeTempConfig } from './helpers/server.js';
 
 const v4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((b) => b.join('.'));
 const v6Full = fc.array(fc.nat(0xffff), { minLength: 8, maxLength: 8 }).map((g) => g.map((x) => x.toString(16)).join(':'));
@@ -202,6 +204,16 @@ describe('budgets', () => {
     assert.equal(ok.output.enabled, true);
     assert.equal(ok.output.shared, true);
   });
+});
+
+test('a typo inside a class is warned about with a suggestion, not taken silently as "no limit"', () => {
+  const file = writeTempConfig(`[rate_limits]\nanonymous_class = "anon"\n[rate_limits.classes.anon]\ncheep = { rate = 3 }\nexpensive = { rate = 1, brust = 3 }\n`);
+  const { warnings, config } = loadConfigFile(file, {});
+  assert.ok(warnings.some((w) => /unknown key rate_limits\.classes\.anon\.cheep .*did you mean "cheap"/.test(w)), warnings.join('\n'));
+  assert.ok(warnings.some((w) => /rate_limits\.classes\.anon\.expensive\.brust .*did you mean "burst"/.test(w)), warnings.join('\n'));
+  assert.deepEqual(config.rate_limits?.classes.anon, { expensive: { rate: 1 } });
+  // No section: no rate limits at all.
+  assert.equal(loadConfigFile(writeTempConfig('[server]\nport = 8080\n'), {}).config.rate_limits, undefined);
 });
 
 /** A request as node:http hands it over, enough for the limiter. */
