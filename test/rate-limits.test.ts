@@ -168,8 +168,9 @@ cheap = { rate = 1, burst = 10 }
 `;
   before(async () => {
     redis = await startRedis();
-    [a, b] = await Promise.all([0, 1].map(() => startServer({ toml: toml(limits(redis.url)), env: { LOG_LEVEL: 'info' } })));
-    await until('both servers connected to Redis', () => [a, b].every((s) => /rate limits: Redis connected/.test(s.output())));
+    // b runs two worker processes: while Redis is down its insurance count is the machine's (the primary's).
+    [a, b] = await Promise.all([1, 2].map((workers) => startServer({ toml: toml(limits(redis.url)), workers, env: { LOG_LEVEL: 'info' } })));
+    await until('every process connected to Redis', () => count(a.output(), /rate limits: Redis connected/) === 1 && count(b.output(), /rate limits: Redis connected/) === 2);
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
@@ -184,16 +185,17 @@ cheap = { rate = 1, burst = 10 }
     assert.ok(keys.length >= 1, 'the budget is counted in Redis');
 
     await redis.kill();
-    await until('both servers saw Redis go', () => [a, b].every((s) => /rate limits: Redis unreachable/.test(s.output())));
+    await until('every process saw Redis go', () => count(a.output(), /rate limits: Redis unreachable/) === 1 && count(b.output(), /rate limits: Redis unreachable/) === 2);
     // Each machine alone: its own 10 (its insurance count starts now), and it keeps answering.
     assert.deepEqual(await statuses(a, TILE, from, 11), [...ok(10), 429]);
     assert.deepEqual(await statuses(b, TILE, from, 11), [...ok(10), 429]);
     assert.equal((await get(a, '/health', from)).status, 200);
-    for (const s of [a, b]) assert.equal(count(s.output(), /rate limits: Redis unreachable/), 1, s.output().slice(-3000));
+    // Once per process (each has its own connection): once on a, once in each of b's two workers.
+    assert.equal(count(a.output(), /rate limits: Redis unreachable/), 1, a.output().slice(-3000));
+    assert.equal(count(b.output(), /rate limits: Redis unreachable/), 2, b.output().slice(-3000));
 
     await redis.restart();
-    await until('both servers saw Redis come back', () => [a, b].every((s) => /rate limits: Redis is reachable again/.test(s.output())), 20_000);
-    for (const s of [a, b]) assert.equal(count(s.output(), /rate limits: Redis is reachable again/), 1);
+    await until('every process saw Redis come back', () => count(a.output(), /rate limits: Redis is reachable again/) === 1 && count(b.output(), /rate limits: Redis is reachable again/) === 2, 20_000);
     // The restarted Redis is empty: one new budget of 10, shared by both again.
     const from2 = '127.0.0.22';
     assert.deepEqual(await statuses([a, b], TILE, from2, 12), [...ok(10), 429, 429]);

@@ -12,7 +12,7 @@
 // a request costs one property read and gets no header.
 import cluster from 'node:cluster';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract, type RateLimiterCompatibleAbstract } from 'rate-limiter-flexible';
 import { principalOf, type Principal } from '../auth/principal.js';
 import { parseCidr, type Cidr } from '../config/cidr.js';
 import type { CacheConfig, RateBudgetConfig, RateLimitsConfig } from '../config/schema.js';
@@ -22,6 +22,7 @@ import type { AppState } from '../state/app-state.js';
 import { bucketShape, type BucketShape } from './budget.js';
 import { classify, type Kind } from './classify.js';
 import { addressKey, clientAddress } from './client.js';
+import { MachineBucket } from './cluster.js';
 import { LimitsRedis } from './redis.js';
 import { countUsage, usageCounters, usageLabel } from './usage.js';
 
@@ -34,10 +35,12 @@ const CLUSTER_TIMEOUT_MS = 1_000;
 /** Requests never counted: CORS preflights (answered by the CORS layer, and a 429 to one hides the real answer) and the probes of load balancers and orchestrators. */
 const EXEMPT_PATHS = new Set(['/health', '/ready']);
 
+type Limiter = RateLimiterAbstract | RateLimiterCompatibleAbstract;
+
 interface Bucket {
   kind: Kind;
   shape: BucketShape;
-  limiter: RateLimiterAbstract;
+  limiter: Limiter;
   /** `RateLimit-Policy` value. */
   policy: string;
 }
@@ -63,8 +66,8 @@ export class RateLimits {
   private log: Logger | undefined;
   private readonly redis = new LimitsRedis();
   /** Limiters by key prefix, kept across reloads: an unchanged budget keeps its counts (and, in a worker, its IPC listener). */
-  private readonly locals = new Map<string, RateLimiterAbstract>();
-  private readonly shared = new Map<string, RateLimiterAbstract>();
+  private readonly locals = new Map<string, Limiter>();
+  private readonly shared = new Map<string, Limiter>();
   private sharedGeneration = -1;
   private failing = false;
 
@@ -110,7 +113,7 @@ export class RateLimits {
     let local = this.locals.get(keyPrefix);
     if (!local) {
       const opts = { keyPrefix, points: shape.points, duration: shape.duration };
-      local = cluster.isWorker ? new RateLimiterCluster({ ...opts, timeoutMs: CLUSTER_TIMEOUT_MS }) : new RateLimiterMemory(opts);
+      local = cluster.isWorker ? new MachineBucket({ ...opts, timeoutMs: CLUSTER_TIMEOUT_MS }) : new RateLimiterMemory(opts);
       this.locals.set(keyPrefix, local);
     }
     let limiter = local;
