@@ -12,16 +12,17 @@
 // a request costs one property read and gets no header.
 import cluster from 'node:cluster';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract, type RateLimiterCompatibleAbstract } from 'rate-limiter-flexible';
 import { principalOf, type Principal } from '../auth/principal.js';
-import { parseCidr, type Cidr } from '../config/cidr.js';
+import { parseCidr, parseIp, type Cidr } from '../config/cidr.js';
 import type { CacheConfig, RateBudgetConfig, RateLimitsConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { problemBody } from '../problem.js';
 import type { AppState } from '../state/app-state.js';
 import { bucketShape, type BucketShape } from './budget.js';
 import { classify, type Kind } from './classify.js';
-import { addressKey, clientAddress } from './client.js';
+import { addressKey, clientAddress, isTrusted } from './client.js';
 import { MachineBucket } from './cluster.js';
 import { LimitsRedis } from './redis.js';
 import { countUsage, usageCounters, usageLabel } from './usage.js';
@@ -159,13 +160,12 @@ export class RateLimits {
     const cls = this.classOf(a, principal);
     const bucket = cls?.[kind];
     if (!bucket) return true;
-    let who: string;
+    let who: string | undefined;
     if (principal) who = `${principal.via}:${principal.name}`;
     else {
-      const ip = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], a.trusted);
+      who = clientKey(a, req);
       // A socket closed before its request is read has no address: nothing to answer.
-      if (!ip) return true;
-      who = `ip:${addressKey(ip)}`;
+      if (who === undefined) return true;
     }
     return bucket.limiter.consume(who).then(
       (r) => {
@@ -215,6 +215,26 @@ export class RateLimits {
     this.active = undefined;
     this.redis.disconnect();
   }
+}
+
+/**
+ * The budget key of a request without credentials. A connection's peer does not change between its keep-alive
+ * requests, so whether it is a trusted proxy, and the key of a peer that is not, is read once per connection
+ * (and per configuration); only a trusted proxy's requests read X-Forwarded-For each time.
+ */
+const peers = new WeakMap<Socket, { active: Active; key: string | undefined; trusted: boolean }>();
+
+function clientKey(a: Active, req: IncomingMessage): string | undefined {
+  const socket = req.socket;
+  let peer = peers.get(socket);
+  if (!peer || peer.active !== a) {
+    const ip = parseIp(socket.remoteAddress);
+    peer = { active: a, key: ip && `ip:${addressKey(ip)}`, trusted: ip !== undefined && isTrusted(ip, a.trusted) };
+    if (ip) peers.set(socket, peer);
+  }
+  if (!peer.trusted) return peer.key;
+  const ip = clientAddress(socket.remoteAddress, req.headers['x-forwarded-for'], a.trusted);
+  return ip && `ip:${addressKey(ip)}`;
 }
 
 /** `RateLimit: "cheap";r=42;t=1`: what is left of the budget and the seconds until the window ends. */
