@@ -64,10 +64,10 @@ expensive = { rate = 1, burst = 3 }
 
 const TILE = '/data/omt/0/0/0.pbf';
 
-async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
+async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000, context: () => string = () => ''): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${context()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -166,11 +166,15 @@ anonymous_class = "anon"
 [rate_limits.classes.anon]
 cheap = { rate = 1, burst = 10 }
 `;
+  const logs = () =>
+    [a, b]
+      .map((s, i) => `--- server ${'ab'[i]}:\n${(s?.output() ?? '').split('\n').filter((l) => !l.includes('"msg":"request"')).join('\n').slice(-3000)}`)
+      .join('\n');
   before(async () => {
     redis = await startRedis();
     // b runs two worker processes: while Redis is down its insurance count is the machine's (the primary's).
     [a, b] = await Promise.all([1, 2].map((workers) => startServer({ toml: toml(limits(redis.url)), workers, env: { LOG_LEVEL: 'info' } })));
-    await until('every process connected to Redis', () => count(a.output(), /rate limits: Redis connected/) === 1 && count(b.output(), /rate limits: Redis connected/) === 2);
+    await until('every process connected to Redis', () => count(a.output(), /rate limits: Redis connected/) === 1 && count(b.output(), /rate limits: Redis connected/) === 2, 20_000, logs);
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
@@ -185,7 +189,7 @@ cheap = { rate = 1, burst = 10 }
     assert.ok(keys.length >= 1, 'the budget is counted in Redis');
 
     await redis.kill();
-    await until('every process saw Redis go', () => count(a.output(), /rate limits: Redis unreachable/) === 1 && count(b.output(), /rate limits: Redis unreachable/) === 2);
+    await until('every process saw Redis go', () => count(a.output(), /rate limits: Redis unreachable/) === 1 && count(b.output(), /rate limits: Redis unreachable/) === 2, 15_000, logs);
     // Each machine alone: its own 10 (its insurance count starts now), and it keeps answering.
     assert.deepEqual(await statuses(a, TILE, from, 11), [...ok(10), 429]);
     assert.deepEqual(await statuses(b, TILE, from, 11), [...ok(10), 429]);
@@ -195,7 +199,7 @@ cheap = { rate = 1, burst = 10 }
     assert.equal(count(b.output(), /rate limits: Redis unreachable/), 2, b.output().slice(-3000));
 
     await redis.restart();
-    await until('every process saw Redis come back', () => count(a.output(), /rate limits: Redis is reachable again/) === 1 && count(b.output(), /rate limits: Redis is reachable again/) === 2, 20_000);
+    await until('every process saw Redis come back', () => count(a.output(), /rate limits: Redis is reachable again/) === 1 && count(b.output(), /rate limits: Redis is reachable again/) === 2, 20_000, logs);
     // The restarted Redis is empty: one new budget of 10, shared by both again.
     const from2 = '127.0.0.22';
     assert.deepEqual(await statuses([a, b], TILE, from2, 12), [...ok(10), 429, 429]);

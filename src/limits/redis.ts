@@ -38,6 +38,9 @@ export class LimitsRedis {
       connectTimeout: Math.max(1_000, timeoutMs * 10),
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
+      // The ready check (an INFO after connecting) would be bounded by the per-request timeout above, and on a busy
+      // machine it timed out, counting a healthy Redis as an outage: 'ready' comes with the connection instead.
+      enableReadyCheck: false,
       retryStrategy: (times) => Math.min(100 * times, 2_000),
     });
     client.on('ready', () => this.up());
