@@ -194,12 +194,14 @@ cheap = { rate = 1, burst = 10 }
     assert.deepEqual(await statuses(a, TILE, from, 11), [...ok(10), 429]);
     assert.deepEqual(await statuses(b, TILE, from, 11), [...ok(10), 429]);
     assert.equal((await get(a, '/health', from)).status, 200);
+    assert.deepEqual((JSON.parse((await get(a, '/ping', '127.0.0.29')).body) as { rate_limits: unknown }).rate_limits, { enabled: true, redis: 'down' });
     // Once per process (each has its own connection): once on a, once in each of b's two workers.
     assert.equal(count(a.output(), /rate limits: Redis unreachable/), 1, a.output().slice(-3000));
     assert.equal(count(b.output(), /rate limits: Redis unreachable/), 2, b.output().slice(-3000));
 
     await redis.restart();
     await until('every process saw Redis come back', () => count(a.output(), /rate limits: Redis is reachable again/) === 1 && count(b.output(), /rate limits: Redis is reachable again/) === 2, 20_000, logs);
+    assert.deepEqual((JSON.parse((await get(b, '/ping', '127.0.0.29')).body) as { rate_limits: unknown }).rate_limits, { enabled: true, redis: 'connected' });
     // The restarted Redis is empty: one new budget of 10, shared by both again.
     const from2 = '127.0.0.22';
     assert.deepEqual(await statuses([a, b], TILE, from2, 12), [...ok(10), 429, 429]);

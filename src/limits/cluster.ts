@@ -12,7 +12,14 @@
 // cluster messages. A worker whose message the primary does not answer within `timeoutMs` gets an Error (not a
 // RateLimiterRes) for each consume of it, and the limiter lets those requests through (limits.ts).
 import cluster from 'node:cluster';
-import { RateLimiterCompatibleAbstract, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterCompatibleAbstract, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+
+/** rate-limiter-flexible, loaded on first use: importing it costs a process 50-90 ms, and most never limit. */
+export type Flexible = typeof import('rate-limiter-flexible');
+let flexible: Promise<Flexible> | undefined;
+export function loadFlexible(): Promise<Flexible> {
+  return (flexible ??= import('rate-limiter-flexible'));
+}
 
 const CHANNEL = 'tsts-rate-limits';
 
@@ -38,12 +45,24 @@ export function serveClusterLimits(): void {
   if (served) return;
   served = true;
   const buckets = new Map<string, RateLimiterMemory>();
+  let rlf: Flexible | undefined;
   cluster.on('message', (worker, msg: Ask) => {
     if (msg?.channel !== CHANNEL) return;
+    // The first message waits for the library; messages keep their order (each waits for the same promise).
+    if (!rlf) {
+      void loadFlexible().then((loaded) => {
+        rlf = loaded;
+        answer(worker, msg);
+      });
+      return;
+    }
+    answer(worker, msg);
+  });
+  const answer = (worker: import('node:cluster').Worker, msg: Ask) => {
     const answers = msg.ops.map(([prefix, points, duration, key]) => {
       let limiter = buckets.get(prefix);
       if (!limiter) {
-        limiter = new RateLimiterMemory({ keyPrefix: prefix, points, duration });
+        limiter = new rlf!.RateLimiterMemory({ keyPrefix: prefix, points, duration });
         buckets.set(prefix, limiter);
       }
       return limiter.consume(key).then(
@@ -54,7 +73,7 @@ export function serveClusterLimits(): void {
     void Promise.all(answers).then((a) => {
       if (worker.isConnected()) worker.send({ channel: CHANNEL, id: msg.id, answers: a } satisfies Reply);
     });
-  });
+  };
 }
 
 interface Waiting {
@@ -70,7 +89,10 @@ class Channel {
   private lastId = 0;
   private listening = false;
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly rlf: Flexible,
+  ) {}
 
   consume(op: Op): Promise<RateLimiterRes> {
     if (!this.listening) {
@@ -113,7 +135,7 @@ class Channel {
     this.sent.delete(msg.id);
     clearTimeout(entry.timer);
     msg.answers.forEach(([ok, remaining, ms, consumed], i) => {
-      const res = new RateLimiterRes(remaining, ms, consumed);
+      const res = new this.rlf.RateLimiterRes(remaining, ms, consumed);
       if (ok) entry.waiting[i].resolve(res);
       else entry.waiting[i].reject(res);
     });
@@ -122,56 +144,52 @@ class Channel {
 
 let channel: Channel | undefined;
 
-/**
- * A bucket held by the primary, usable wherever a rate-limiter-flexible limiter is (as RateLimiterRedis's
- * insurance limiter too). Only `consume` is offered: the limits use nothing else.
- */
-export class MachineBucket extends RateLimiterCompatibleAbstract {
-  readonly prefix: string;
-  constructor(
-    readonly opts: { keyPrefix: string; points: number; duration: number; timeoutMs: number },
-  ) {
-    super();
-    this.prefix = opts.keyPrefix;
-    if (!cluster.isWorker) throw new Error('MachineBucket is for cluster workers');
-    channel ??= new Channel(opts.timeoutMs);
-  }
-
-  override consume(key: string | number): Promise<RateLimiterRes> {
-    return channel!.consume([this.prefix, this.opts.points, this.opts.duration, String(key)]);
-  }
-
-  private unsupported(): Promise<never> {
-    return Promise.reject(new Error('MachineBucket offers consume only'));
-  }
-  override penalty(): Promise<RateLimiterRes> {
-    return this.unsupported();
-  }
-  override reward(): Promise<RateLimiterRes> {
-    return this.unsupported();
-  }
-  override get(): Promise<RateLimiterRes | null> {
-    return this.unsupported();
-  }
-  override set(): Promise<RateLimiterRes> {
-    return this.unsupported();
-  }
-  override block(): Promise<RateLimiterRes> {
-    return this.unsupported();
-  }
-  override delete(): Promise<boolean> {
-    return this.unsupported();
-  }
+export interface MachineBucketOptions {
+  keyPrefix: string;
+  points: number;
+  duration: number;
+  timeoutMs: number;
 }
 
-// rate-limiter-flexible's compatible base class has getters that throw until overridden; its types declare them as
-// properties, so the accessors are defined here rather than in the class body.
-Object.defineProperties(MachineBucket.prototype, {
-  keyPrefix: {
-    get(this: MachineBucket) {
-      return this.prefix;
+let machineBucketClass: (new (opts: MachineBucketOptions) => RateLimiterCompatibleAbstract) | undefined;
+
+/**
+ * A bucket held by the primary, usable wherever a rate-limiter-flexible limiter is (as RateLimiterRedis's
+ * insurance limiter too). Only `consume` is offered: the limits use nothing else. For cluster workers only.
+ */
+export function machineBucket(rlf: Flexible, opts: MachineBucketOptions): RateLimiterCompatibleAbstract {
+  if (!cluster.isWorker) throw new Error('a machine bucket is for cluster workers');
+  channel ??= new Channel(opts.timeoutMs, rlf);
+  machineBucketClass ??= defineMachineBucket(rlf);
+  return new machineBucketClass(opts);
+}
+
+function defineMachineBucket(rlf: Flexible): new (opts: MachineBucketOptions) => RateLimiterCompatibleAbstract {
+  const unsupported = () => Promise.reject(new Error('a machine bucket offers consume only'));
+  class MachineBucket extends rlf.RateLimiterCompatibleAbstract {
+    constructor(readonly opts: MachineBucketOptions) {
+      super();
+    }
+    override consume(key: string | number): Promise<RateLimiterRes> {
+      return channel!.consume([this.opts.keyPrefix, this.opts.points, this.opts.duration, String(key)]);
+    }
+    override penalty = unsupported;
+    override reward = unsupported;
+    override get = unsupported;
+    override set = unsupported;
+    override block = unsupported;
+    override delete = unsupported;
+  }
+  // The compatible base class has getters that throw until overridden; its types declare them as properties, so
+  // the accessors are defined here rather than in the class body.
+  Object.defineProperties(MachineBucket.prototype, {
+    keyPrefix: {
+      get(this: MachineBucket) {
+        return this.opts.keyPrefix;
+      },
     },
-  },
-  blockDuration: { get: () => 0, set: () => {} },
-  execEvenly: { get: () => false, set: () => {} },
-});
+    blockDuration: { get: () => 0, set: () => {} },
+    execEvenly: { get: () => false, set: () => {} },
+  });
+  return MachineBucket;
+}

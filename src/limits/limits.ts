@@ -13,7 +13,7 @@
 import cluster from 'node:cluster';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract, type RateLimiterCompatibleAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract, RateLimiterCompatibleAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { principalOf, type Principal } from '../auth/principal.js';
 import { parseCidr, parseIp, type Cidr } from '../config/cidr.js';
 import type { CacheConfig, RateBudgetConfig, RateLimitsConfig } from '../config/schema.js';
@@ -23,8 +23,8 @@ import type { AppState } from '../state/app-state.js';
 import { bucketShape, type BucketShape } from './budget.js';
 import { classify, type Kind } from './classify.js';
 import { addressKey, clientAddress, isTrusted } from './client.js';
-import { MachineBucket } from './cluster.js';
-import { LimitsRedis } from './redis.js';
+import { loadFlexible, machineBucket, type Flexible } from './cluster.js';
+import { LimitsRedis, type LimitsRedisState } from './redis.js';
 import { countUsage, usageCounters, usageLabel } from './usage.js';
 
 /** Answers are counted under keys starting with this (beside the shared cache's `tsts:v1:`). */
@@ -71,6 +71,8 @@ export class RateLimits {
   private readonly shared = new Map<string, Limiter>();
   private sharedGeneration = -1;
   private failing = false;
+  /** rate-limiter-flexible, loaded by the first configuration that enables limits. */
+  private rlf: Flexible | undefined;
 
   /** Follows the configuration (start and every reload): budgets, classes, proxies and the Redis they are counted in. */
   async configure(limits: RateLimitsConfig | undefined, cache: CacheConfig, log: Logger): Promise<void> {
@@ -80,6 +82,7 @@ export class RateLimits {
       await this.redis.configure(undefined, 0, log);
       return;
     }
+    this.rlf ??= await loadFlexible();
     const url = limits.shared ? (limits.redis ?? cache.shared) : undefined;
     await this.redis.configure(url, limits.redis_timeout_ms, log);
     if (this.redis.generation !== this.sharedGeneration) {
@@ -103,18 +106,19 @@ export class RateLimits {
   }
 
   /** For /ping and the tests: whether budgets are shared, and the state of the Redis they are shared through. */
-  get redisState(): string {
+  get redisState(): LimitsRedisState {
     return this.redis.state;
   }
 
   private bucket(className: string, kind: Kind, budget: RateBudgetConfig): Bucket {
+    const rlf = this.rlf!;
     const shape = bucketShape(budget);
     // The shape is in the prefix: a reload that changes a budget starts new counts, one that keeps it keeps them.
     const keyPrefix = `${LIMIT_KEY_PREFIX}${className}:${kind}:${shape.points}:${shape.duration}`;
     let local = this.locals.get(keyPrefix);
     if (!local) {
       const opts = { keyPrefix, points: shape.points, duration: shape.duration };
-      local = cluster.isWorker ? new MachineBucket({ ...opts, timeoutMs: CLUSTER_TIMEOUT_MS }) : new RateLimiterMemory(opts);
+      local = cluster.isWorker ? machineBucket(rlf, { ...opts, timeoutMs: CLUSTER_TIMEOUT_MS }) : new rlf.RateLimiterMemory(opts);
       this.locals.set(keyPrefix, local);
     }
     let limiter = local;
@@ -122,7 +126,7 @@ export class RateLimits {
     if (client) {
       let shared = this.shared.get(keyPrefix);
       if (!shared) {
-        shared = new RateLimiterRedis({ storeClient: client, keyPrefix, points: shape.points, duration: shape.duration, insuranceLimiter: local, rejectIfRedisNotReady: true });
+        shared = new rlf.RateLimiterRedis({ storeClient: client, keyPrefix, points: shape.points, duration: shape.duration, insuranceLimiter: local, rejectIfRedisNotReady: true });
         this.shared.set(keyPrefix, shared);
       }
       limiter = shared;
@@ -175,7 +179,7 @@ export class RateLimits {
         return true;
       },
       (r: unknown) => {
-        if (r instanceof RateLimiterRes) {
+        if (r instanceof this.rlf!.RateLimiterRes) {
           this.answered();
           if (counters) counters.limited.inc({ key: label, budget: kind });
           tooMany(req, res, bucket, r, corsFor);
