@@ -11,7 +11,7 @@
 // first fork, whether or not rate limits are configured (a reload may turn them on); it costs one listener on
 // cluster messages. A worker whose message the primary does not answer within `timeoutMs` gets an Error (not a
 // RateLimiterRes) for each consume of it, and the limiter lets those requests through (limits.ts).
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import type { RateLimiterCompatibleAbstract, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 
 /** rate-limiter-flexible, loaded on first use: importing it costs a process 50-90 ms, and most never limit. */
@@ -23,20 +23,24 @@ export function loadFlexible(): Promise<Flexible> {
 
 const CHANNEL = 'tsts-rate-limits';
 
-/** One consume: key prefix (the bucket), points and window of the bucket, and the client's key. */
-type Op = [prefix: string, points: number, duration: number, key: string];
-/** Its answer: consumed (1) or refused (0), remaining points, ms before the window ends, points consumed. */
-type Answer = [ok: 0 | 1, remaining: number, msBeforeNext: number, consumed: number];
+/** A bucket as the worker names it to the primary once: its number on this worker's channel, key prefix, points, window. */
+type Def = [bucket: number, prefix: string, points: number, duration: number];
 
+/**
+ * A turn's consumes: buckets first named in it, then pairs of (bucket number, client key), flat. The answer holds
+ * three numbers per consume, flat: consumed (1), refused (0) or not counted (2: a bucket the primary does not
+ * know), remaining points, ms before the window ends.
+ */
 interface Ask {
   channel: typeof CHANNEL;
   id: number;
-  ops: Op[];
+  defs?: Def[];
+  ops: (number | string)[];
 }
 interface Reply {
   channel: typeof CHANNEL;
   id: number;
-  answers: Answer[];
+  answers: number[];
 }
 
 let served = false;
@@ -44,7 +48,11 @@ let served = false;
 export function serveClusterLimits(): void {
   if (served) return;
   served = true;
+  /** Buckets by key prefix: every worker that names one spends from the same. */
   const buckets = new Map<string, RateLimiterMemory>();
+  /** Each worker's numbering of them (a replacement worker numbers afresh). */
+  const named = new Map<number, RateLimiterMemory[]>();
+  cluster.on('exit', (worker) => named.delete(worker.id));
   let rlf: Flexible | undefined;
   cluster.on('message', (worker, msg: Ask) => {
     if (msg?.channel !== CHANNEL) return;
@@ -58,20 +66,38 @@ export function serveClusterLimits(): void {
     }
     answer(worker, msg);
   });
-  const answer = (worker: import('node:cluster').Worker, msg: Ask) => {
-    const answers = msg.ops.map(([prefix, points, duration, key]) => {
+  const answer = (worker: Worker, msg: Ask) => {
+    let mine = named.get(worker.id);
+    if (!mine) named.set(worker.id, (mine = []));
+    for (const [n, prefix, points, duration] of msg.defs ?? []) {
       let limiter = buckets.get(prefix);
       if (!limiter) {
         limiter = new rlf!.RateLimiterMemory({ keyPrefix: prefix, points, duration });
         buckets.set(prefix, limiter);
       }
-      return limiter.consume(key).then(
-        (r): Answer => [1, r.remainingPoints, r.msBeforeNext, r.consumedPoints],
-        (r: RateLimiterRes): Answer => [0, r.remainingPoints, r.msBeforeNext, r.consumedPoints],
+      mine[n] = limiter;
+    }
+    const ops = msg.ops;
+    const answers = new Array<number>((ops.length / 2) * 3);
+    const pending: Promise<void>[] = [];
+    for (let i = 0, j = 0; i < ops.length; i += 2, j += 3) {
+      const at = j;
+      const limiter = mine[ops[i] as number];
+      // A bucket this worker never named (its naming message was lost): answered as not counted (2).
+      if (!limiter) {
+        answers[at] = 2;
+        answers[at + 1] = answers[at + 2] = 0;
+        continue;
+      }
+      pending.push(
+        limiter.consume(ops[i + 1] as string).then(
+          (r) => void ((answers[at] = 1), (answers[at + 1] = r.remainingPoints), (answers[at + 2] = r.msBeforeNext)),
+          (r: RateLimiterRes) => void ((answers[at] = 0), (answers[at + 1] = r.remainingPoints), (answers[at + 2] = r.msBeforeNext)),
+        ),
       );
-    });
-    void Promise.all(answers).then((a) => {
-      if (worker.isConnected()) worker.send({ channel: CHANNEL, id: msg.id, answers: a } satisfies Reply);
+    }
+    void Promise.all(pending).then(() => {
+      if (worker.isConnected()) worker.send({ channel: CHANNEL, id: msg.id, answers } satisfies Reply);
     });
   };
 }
@@ -83,8 +109,10 @@ interface Waiting {
 
 /** The worker's end of the channel: consumes queued during a turn of the event loop go to the primary as one message. */
 class Channel {
-  private queue: Op[] = [];
+  private ops: (number | string)[] = [];
+  private defs: Def[] = [];
   private waiting: Waiting[] = [];
+  private readonly numbers = new Map<string, number>();
   private readonly sent = new Map<number, { waiting: Waiting[]; timer: NodeJS.Timeout }>();
   private lastId = 0;
   private listening = false;
@@ -94,37 +122,45 @@ class Channel {
     private readonly rlf: Flexible,
   ) {}
 
-  consume(op: Op): Promise<RateLimiterRes> {
+  consume(prefix: string, points: number, duration: number, key: string): Promise<RateLimiterRes> {
     if (!this.listening) {
       this.listening = true;
       process.on('message', (msg: Reply) => {
         if (msg?.channel === CHANNEL) this.answer(msg);
       });
     }
+    let n = this.numbers.get(prefix);
+    if (n === undefined) {
+      n = this.numbers.size;
+      this.numbers.set(prefix, n);
+      this.defs.push([n, prefix, points, duration]);
+    }
     return new Promise((resolve, reject) => {
-      if (this.queue.length === 0) setImmediate(() => this.flush());
-      this.queue.push(op);
+      if (this.waiting.length === 0) setImmediate(() => this.flush());
+      this.ops.push(n, key);
       this.waiting.push({ resolve, reject });
     });
   }
 
   private flush(): void {
-    const ops = this.queue;
-    const waiting = this.waiting;
-    this.queue = [];
+    const { ops, defs, waiting } = this;
+    this.ops = [];
+    this.defs = [];
     this.waiting = [];
     const id = ++this.lastId;
     const timer = setTimeout(() => {
       this.sent.delete(id);
-      const err = new Error(`the primary process did not count ${ops.length} request(s) within ${this.timeoutMs} ms`);
+      const err = new Error(`the primary process did not count ${waiting.length} request(s) within ${this.timeoutMs} ms`);
       for (const w of waiting) w.reject(err);
     }, this.timeoutMs);
     this.sent.set(id, { waiting, timer });
     try {
-      process.send!({ channel: CHANNEL, id, ops } satisfies Ask);
+      process.send!({ channel: CHANNEL, id, ops, ...(defs.length ? { defs } : {}) } satisfies Ask);
     } catch (err) {
       clearTimeout(timer);
       this.sent.delete(id);
+      // The primary never learnt these numbers: name them again with the next message.
+      for (const d of defs) this.numbers.delete(d[1]);
       for (const w of waiting) w.reject(err as Error);
     }
   }
@@ -134,10 +170,12 @@ class Channel {
     if (!entry) return;
     this.sent.delete(msg.id);
     clearTimeout(entry.timer);
-    msg.answers.forEach(([ok, remaining, ms, consumed], i) => {
-      const res = new this.rlf.RateLimiterRes(remaining, ms, consumed);
-      if (ok) entry.waiting[i].resolve(res);
-      else entry.waiting[i].reject(res);
+    const a = msg.answers;
+    entry.waiting.forEach((w, i) => {
+      if (a[i * 3] === 2) return w.reject(new Error('the primary process does not know this bucket'));
+      const res = new this.rlf.RateLimiterRes(a[i * 3 + 1], a[i * 3 + 2]);
+      if (a[i * 3] === 1) w.resolve(res);
+      else w.reject(res);
     });
   }
 }
@@ -171,7 +209,7 @@ function defineMachineBucket(rlf: Flexible): new (opts: MachineBucketOptions) =>
       super();
     }
     override consume(key: string | number): Promise<RateLimiterRes> {
-      return channel!.consume([this.opts.keyPrefix, this.opts.points, this.opts.duration, String(key)]);
+      return channel!.consume(this.opts.keyPrefix, this.opts.points, this.opts.duration, String(key));
     }
     override penalty = unsupported;
     override reward = unsupported;
