@@ -211,6 +211,10 @@ export class RateLimits {
       if (go === false) return;
       go.then((ok) => {
         if (ok) next(req, res);
+      }).catch((err: Error) => {
+        // What would have been an uncaught exception of the listener is not left as an unhandled rejection.
+        this.log?.error({ err }, 'request failed after its rate limit was counted');
+        res.destroy(err);
       });
     };
   }
