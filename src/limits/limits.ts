@@ -8,8 +8,10 @@
 // the cluster's primary when there are several worker processes (cluster.ts), else in this process.
 //
 // It sits at the node:http level, in front of the tile fast lane and Hono (src/server.ts), because the fast lane
-// answers tiles without Hono and every answer must be counted. Without `[rate_limits]` (or with `enabled = false`)
-// a request costs one property read and gets no header.
+// answers tiles without Hono and every answer must be counted; `rateLimits.listener` wraps the fast lane there and
+// the access gate wraps it in turn, so the principal is known here. Without `[rate_limits]` (or with `enabled =
+// false`) a request costs two property reads and gets no header (with telemetry's registry it is still counted
+// in the usage metrics, usage.ts).
 import cluster from 'node:cluster';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
