@@ -13,6 +13,7 @@ import { RateBudgetSchema, RateLimitsSchema } from '../src/config/schema.js';
 import { addressKey, clientAddress, MAX_HOPS } from '../src/limits/client.js';
 import { bucketShape } from '../src/limits/budget.js';
 import { RateLimits } from '../src/limits/limits.js';
+import { classify } from '../src/limits/classify.js';
 import { setPrincipal } from '../src/auth/principal.js';
 import type { AppState } from '../src/state/app-state.js';
 import type { CacheConfig } from '../src/config/schema.js';
@@ -214,6 +215,97 @@ test('a typo inside a class is warned about with a suggestion, not taken silentl
   assert.deepEqual(config.rate_limits?.classes.anon, { expensive: { rate: 1 } });
   // No section: no rate limits at all.
   assert.equal(loadConfigFile(writeTempConfig('[server]\nport = 8080\n'), {}).config.rate_limits, undefined);
+});
+
+describe('cheap and expensive (the table of docs/rate-limits.md)', () => {
+  const source = (type: string, format: string) => ({ info: { type, format } });
+  const routes = {
+    sources: new Map([
+      ['omt', source('pmtiles', 'pbf')],
+      ['mlt', source('pmtiles', 'mlt')],
+      ['cities', source('mbtiles', 'pbf')],
+      ['sat', source('pmtiles', 'png')],
+      ['cog', source('cog', 'png')],
+      ['pg', source('postgres-table', 'pbf')],
+      ['fn', source('postgres-function', 'pbf')],
+    ]),
+    composites: new Map([['both', {}]]),
+  } as unknown as AppState;
+  const table: [method: string, path: string, kind: 'cheap' | 'expensive'][] = [
+    ['GET', '/data/omt/3/1/2.pbf', 'cheap'],
+    ['GET', '/data/omt/3/1/2.mvt', 'cheap'],
+    ['HEAD', '/data/cities/0/0/0.pbf', 'cheap'],
+    ['GET', '/data/sat/1/0/0.png', 'cheap'],
+    ['GET', '/data/mlt/3/1/2.mlt', 'cheap'],
+    ['GET', '/data/omt/3/1/2.mlt', 'expensive'],
+    ['GET', '/data/mlt/3/1/2.pbf', 'expensive'],
+    ['GET', '/data/omt/3/1/2.geojson', 'expensive'],
+    ['GET', '/data/omt+cities/3/1/2.pbf', 'expensive'],
+    ['GET', '/data/omt%2Bcities/3/1/2.pbf', 'expensive'],
+    ['GET', '/data/both/3/1/2.pbf', 'expensive'],
+    ['GET', '/data/cog/10/500/300.webp', 'expensive'],
+    ['GET', '/data/pg/10/500/300.pbf', 'expensive'],
+    ['GET', '/data/fn/10/500/300.pbf', 'expensive'],
+    ['GET', '/data/nope/3/1/2.pbf', 'cheap'],
+    ['GET', '/data/omt.json', 'cheap'],
+    ['GET', '/data.json', 'cheap'],
+    ['GET', '/data/cog/hillshade/10/500/300.png', 'expensive'],
+    ['GET', '/data/cog/hillshade/10/500/300@2x.webp', 'expensive'],
+    ['GET', '/data/cog/hillshade.json', 'cheap'],
+    ['GET', '/data/cog/hillshade/wmts.xml', 'cheap'],
+    ['GET', '/data/cog/contours/10/500/300.pbf', 'expensive'],
+    ['GET', '/data/cog/contours.json', 'cheap'],
+    ['GET', '/data/cog/elevation/10/500/300', 'cheap'],
+    ['POST', '/data/cog/elevation', 'expensive'],
+    ['GET', '/api/elevation/cog', 'cheap'],
+    ['POST', '/api/elevation/cog', 'expensive'],
+    ['POST', '/api/elevation/cog/profile', 'expensive'],
+    ['POST', '/api/upload', 'expensive'],
+    ['GET', '/api/upload', 'cheap'],
+    ['DELETE', '/api/upload/0f0f', 'cheap'],
+    ['POST', '/api/spatial/query', 'expensive'],
+    ['GET', '/api/spatial/stats/omt', 'expensive'],
+    ['GET', '/api/spatial/schema/omt', 'cheap'],
+    ['GET', '/styles.json', 'cheap'],
+    ['GET', '/styles/osm/style.json', 'cheap'],
+    ['GET', '/styles/osm.json', 'cheap'],
+    ['GET', '/styles/osm/wmts.xml', 'cheap'],
+    ['GET', '/styles/osm/sprite@2x.png', 'cheap'],
+    ['GET', '/styles/osm/sprite.json', 'cheap'],
+    ['GET', '/styles/osm/', 'cheap'],
+    ['GET', '/styles/osm/3/1/2.png', 'expensive'],
+    ['GET', '/styles/osm/3/1/2@2x.webp', 'expensive'],
+    ['GET', '/styles/osm/256/3/1/2.jpg', 'expensive'],
+    ['GET', '/styles/osm/static/10,45,3/300x200.png', 'expensive'],
+    ['POST', '/styles/osm/static/auto/300x200@2x.png', 'expensive'],
+    ['GET', '/og/osm', 'expensive'],
+    ['GET', '/ogc', 'cheap'],
+    ['GET', '/ogc/collections/omt/tiles/WebMercatorQuad/3/2/1', 'cheap'],
+    ['GET', '/ogc/collections/cog/tiles/WebMercatorQuad/3/2/1', 'expensive'],
+    ['GET', '/ogc/collections/omt/tiles/WebMercatorQuad', 'cheap'],
+    ['GET', '/ogc/collections/pg/items', 'expensive'],
+    ['GET', '/ogc/collections/pg/items/17', 'expensive'],
+    ['GET', '/ogc/map/tiles/WebMercatorQuad/3/2/1', 'expensive'],
+    ['GET', '/ogc/styles/osm/map/tiles/WebMercatorQuad/3/2/1', 'expensive'],
+    ['GET', '/ogc/styles/osm/map/tiles', 'cheap'],
+    ['POST', '/mcp', 'expensive'],
+    ['GET', '/fonts/Noto%20Sans%20Regular/0-255.pbf', 'cheap'],
+    ['GET', '/files/a/b.geojson', 'cheap'],
+    ['GET', '/', 'cheap'],
+    ['GET', '/ping', 'cheap'],
+    ['GET', '/openapi.json', 'cheap'],
+    ['GET', '/embed/osm', 'cheap'],
+  ];
+  test('every route family', () => {
+    for (const [method, path, kind] of table) assert.equal(classify(routes, method, path), kind, `${method} ${path}`);
+  });
+  test('any path is classified without throwing', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('GET', 'POST', 'HEAD', 'DELETE'), fc.oneof(fc.string(), fc.webPath(), fc.constantFrom('/data/%E0%A4%A/1/2/3.pbf', '/data//1/2/3.pbf', '/styles//static/', '/ogc/collections/%/tiles/x/1/2/3')), (method, path) => {
+        assert.ok(['cheap', 'expensive'].includes(classify(routes, method, path.startsWith('/') ? path : `/${path}`)));
+      }),
+    );
+  });
 });
 
 /** A request as node:http hands it over, enough for the limiter. */
