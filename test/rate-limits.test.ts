@@ -181,7 +181,7 @@ cheap = { rate = 1, burst = 10 }
     await redis?.stop();
   });
 
-  test('two servers share one budget; with Redis killed each counts alone (logged once) and keeps answering; once Redis is back they share again', async () => {
+  test('two servers share one budget; with Redis killed (or paused) each counts alone (logged once) and keeps answering; once Redis is back they share again', async () => {
     const from = '127.0.0.21';
     // One budget of 10 over both servers.
     assert.deepEqual(await statuses([a, b], TILE, from, 12), [...ok(10), 429, 429]);
@@ -205,6 +205,21 @@ cheap = { rate = 1, burst = 10 }
     // The restarted Redis is empty: one new budget of 10, shared by both again.
     const from2 = '127.0.0.22';
     assert.deepEqual(await statuses([a, b], TILE, from2, 12), [...ok(10), 429, 429]);
+
+    // A paused Redis keeps its connection but answers nothing: once counts have taken the whole timeout for a
+    // second, the server counts it as down (logged once), answers from its own count at once, and finds Redis
+    // back by itself once it answers again.
+    redis.pause();
+    const from3 = '127.0.0.23';
+    await until('a counting a paused Redis as down', async () => (await get(a, TILE, from3)).status > 0 && count(a.output(), /rate limits: Redis unreachable/) === 2, 15_000, logs);
+    assert.match(a.output(), /Redis answered no command within 50 ms/);
+    const started = Date.now();
+    for (let i = 0; i < 5; i++) await get(a, TILE, from3);
+    const perRequest = (Date.now() - started) / 5;
+    redis.resume();
+    await until('a finding the paused Redis back', () => count(a.output(), /rate limits: Redis is reachable again/) === 2, 15_000, logs);
+    assert.equal(count(a.output(), /rate limits: Redis unreachable/), 2);
+    assert.ok(perRequest < 200, `${perRequest} ms per request while Redis was counted as down`);
   });
 });
 

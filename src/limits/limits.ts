@@ -32,6 +32,9 @@ import { countUsage, usageCounters, usageLabel } from './usage.js';
 /** Answers are counted under keys starting with this (beside the shared cache's `tsts:v1:`). */
 export const LIMIT_KEY_PREFIX = 'tsts:v1:rl:';
 
+/** Counts through Redis that all take the whole timeout for this long: Redis is counted as down. */
+const SLOW_FOR_MS = 1_000;
+
 /** How long a worker waits for the primary's count before it lets the request through (logged). */
 const CLUSTER_TIMEOUT_MS = 1_000;
 
@@ -43,7 +46,10 @@ type Limiter = RateLimiterAbstract | RateLimiterCompatibleAbstract;
 interface Bucket {
   kind: Kind;
   shape: BucketShape;
-  limiter: Limiter;
+  /** This machine's count (the cluster's primary, or this process). */
+  local: Limiter;
+  /** The fleet's count in Redis (with `local` as its insurance limiter), when a Redis is configured. */
+  shared: Limiter | undefined;
   /** `RateLimit-Policy` value. */
   policy: string;
 }
@@ -73,6 +79,10 @@ export class RateLimits {
   private readonly shared = new Map<string, Limiter>();
   private sharedGeneration = -1;
   private failing = false;
+  /** `redis_timeout_ms` of the active configuration. */
+  private timeoutMs = 50;
+  /** When counts through Redis began to take the whole timeout. */
+  private slowSince: number | undefined;
   /** rate-limiter-flexible, loaded by the first configuration that enables limits. */
   private rlf: Flexible | undefined;
 
@@ -85,6 +95,7 @@ export class RateLimits {
       return;
     }
     this.rlf ??= await loadFlexible();
+    this.timeoutMs = limits.redis_timeout_ms;
     const url = limits.shared ? (limits.redis ?? cache.shared) : undefined;
     await this.redis.configure(url, limits.redis_timeout_ms, log);
     if (this.redis.generation !== this.sharedGeneration) {
@@ -123,17 +134,16 @@ export class RateLimits {
       local = cluster.isWorker ? machineBucket(rlf, { ...opts, timeoutMs: CLUSTER_TIMEOUT_MS }) : new rlf.RateLimiterMemory(opts);
       this.locals.set(keyPrefix, local);
     }
-    let limiter = local;
+    let shared: Limiter | undefined;
     const client = this.redis.client;
     if (client) {
-      let shared = this.shared.get(keyPrefix);
+      shared = this.shared.get(keyPrefix);
       if (!shared) {
         shared = new rlf.RateLimiterRedis({ storeClient: client, keyPrefix, points: shape.points, duration: shape.duration, insuranceLimiter: local, rejectIfRedisNotReady: true });
         this.shared.set(keyPrefix, shared);
       }
-      limiter = shared;
     }
-    return { kind, shape, limiter, policy: `"${kind}";q=${shape.points};w=${shape.duration}` };
+    return { kind, shape, local, shared, policy: `"${kind}";q=${shape.points};w=${shape.duration}` };
   }
 
   /** The class whose budgets `principal` (or, without one, the client address) spends; undefined: not limited. */
@@ -173,14 +183,19 @@ export class RateLimits {
       // A socket closed before its request is read has no address: nothing to answer.
       if (who === undefined) return true;
     }
-    return bucket.limiter.consume(who).then(
+    // While Redis is down (or counted as down for being slow) the machine's own count answers at once.
+    const viaRedis = bucket.shared !== undefined && this.redis.usable;
+    const started = viaRedis ? performance.now() : 0;
+    return (viaRedis ? bucket.shared! : bucket.local).consume(who).then(
       (r) => {
+        if (viaRedis) this.timed(started);
         this.answered();
         res.setHeader('RateLimit-Policy', bucket.policy);
         res.setHeader('RateLimit', rateLimitValue(bucket.kind, r));
         return true;
       },
       (r: unknown) => {
+        if (viaRedis) this.timed(started);
         if (r instanceof this.rlf!.RateLimiterRes) {
           this.answered();
           if (counters) counters.limited.inc({ key: label, budget: kind });
@@ -202,7 +217,24 @@ export class RateLimits {
       this.failing = false;
       this.log?.info('rate limits: budgets are counted again');
     }
-    this.redis.answered();
+  }
+
+  /**
+   * A count through Redis that took the whole timeout went to the insurance count. When such counts go on for a
+   * second with no quick one between them, Redis is counted as down (a busy event loop can make one count late;
+   * a paused or overloaded Redis makes them all late).
+   */
+  private timed(started: number): void {
+    const now = performance.now();
+    if (now - started < this.timeoutMs) {
+      this.slowSince = undefined;
+      return;
+    }
+    this.slowSince ??= now;
+    if (now - this.slowSince >= SLOW_FOR_MS) {
+      this.slowSince = undefined;
+      this.redis.slow(this.timeoutMs);
+    }
   }
 
   /** Wraps a node:http listener: every request spends its budget first. */

@@ -13,6 +13,7 @@ export class LimitsRedis {
   private key: string | undefined;
   private status: LimitsRedisState = 'off';
   private downSince: Date | undefined;
+  private toldConnecting = false;
   private log: Logger | undefined;
   /** Bumped on every new connection: limiters built on an older one are rebuilt. */
   generation = 0;
@@ -30,6 +31,7 @@ export class LimitsRedis {
     this.disconnect();
     if (url === undefined) return;
     this.status = 'connecting';
+    this.toldConnecting = false;
     // Loaded on first use, as the shared cache does: most servers never set a Redis.
     const { Redis } = await import('ioredis');
     if (key !== this.key) return;
@@ -51,6 +53,7 @@ export class LimitsRedis {
   }
 
   private up(): void {
+    this.stopProbe();
     if (this.status === 'down') this.log?.info({ down_since: this.downSince?.toISOString() }, 'rate limits: Redis is reachable again; budgets are shared by the fleet again');
     else if (this.status === 'connecting') this.log?.info('rate limits: Redis connected; budgets are shared by the fleet');
     this.status = 'connected';
@@ -60,17 +63,52 @@ export class LimitsRedis {
   /** Also called when a command fails on a connection that looked ready (a paused or overloaded server). */
   down(reason: string): void {
     if (this.status === 'off' || this.status === 'down') return;
+    if (this.status === 'connecting') {
+      // Not an outage yet: the first connection (its SELECT is bounded by the per-request timeout too, and timed
+      // out on a busy machine) is retried; said once, and 'connected' follows when it answers.
+      if (!this.toldConnecting) this.log?.warn({ reason }, 'rate limits: cannot reach Redis yet; this machine counts budgets on its own until it answers');
+      this.toldConnecting = true;
+      return;
+    }
     this.status = 'down';
     this.downSince = new Date();
     this.log?.warn({ reason }, 'rate limits: Redis unreachable; this machine counts budgets on its own until it is back');
   }
 
-  /** A command succeeded: a slow server that had been counted as down is back. */
-  answered(): void {
-    if (this.status === 'down' && this.client?.status === 'ready') this.up();
+  /** Whether requests should be counted in Redis now: connected, and not counted as down for being slow. */
+  get usable(): boolean {
+    return this.status === 'connected' && this.client?.status === 'ready';
+  }
+
+  private probe: NodeJS.Timeout | undefined;
+
+  /**
+   * A count took the whole timeout (the server is paused, overloaded or far away; the connection looks fine).
+   * Counted as an outage like a lost connection: requests go to this machine's count at once instead of each
+   * waiting `timeoutMs` first, and a PING every second (bounded by the same timeout) tells when Redis answers again.
+   */
+  slow(timeoutMs: number): void {
+    if (this.status !== 'connected') return;
+    this.down(`Redis answered no command within ${timeoutMs} ms`);
+    const client = this.client;
+    this.probe ??= setInterval(() => {
+      client?.ping().then(
+        () => {
+          if (this.client === client && this.status === 'down') this.up();
+        },
+        () => {},
+      );
+    }, 1_000);
+    this.probe.unref();
+  }
+
+  private stopProbe(): void {
+    if (this.probe) clearInterval(this.probe);
+    this.probe = undefined;
   }
 
   disconnect(): void {
+    this.stopProbe();
     const c = this.client;
     this.client = undefined;
     this.status = 'off';
