@@ -16,7 +16,9 @@
 //   BENCH=auth make bench          (or: node --import tsx bench/auth.bench.ts after a build)
 //
 // Environment: BENCH_DURATION (10 s per overhead run), BENCH_WARMUP (3 s), BENCH_CONNECTIONS (64), BENCH_WORKERS
-// (cores), BENCH_AUTH_ROUNDS (2 off/on pairs), BENCH_AUTH_RATE (200), BENCH_AUTH_ACCURACY_SECONDS (30).
+// (cores), BENCH_AUTH_ROUNDS (2 off/on pairs), BENCH_AUTH_RATE (200), BENCH_AUTH_ACCURACY_SECONDS (30),
+// BENCH_AUTH_REDIS=1 (both sides with a local redis-server as `[cache] shared`: the "on" side counts every request
+// in Redis, as a fleet does).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -35,6 +37,9 @@ const TARGET_RATIO = 0.95;
 const TARGET_ACCURACY = 0.05;
 const ACCEPT_ENCODING = 'gzip, deflate, br, zstd';
 const CLI = path.join(ROOT, 'dist/cli.js');
+const WITH_REDIS = process.env.BENCH_AUTH_REDIS === '1';
+/** `[cache] shared = …` when BENCH_AUTH_REDIS=1 (set once the redis-server runs). */
+let cacheSection = '';
 
 const GENEROUS = `[rate_limits]
 anonymous_class = "generous"
@@ -91,7 +96,7 @@ function wrk(url: string, seconds: number): Wrk {
 async function withServer<T>(name: string, dir: string, limits: string, run: (base: string, server: ChildServer) => Promise<T>): Promise<T> {
   const port = await freePort();
   const config = path.join(dir, `${name}.toml`);
-  writeFileSync(config, `[[sources]]\nid = "world"\ntype = "pmtiles"\npath = "${PMTILES}"\n${limits}`);
+  writeFileSync(config, `[[sources]]\nid = "world"\ntype = "pmtiles"\npath = "${PMTILES}"\n${cacheSection}${limits}`);
   const server = ChildServer.start(name, process.execPath, [CLI, '--config', config, '--host', '127.0.0.1', '--port', String(port), '--workers', String(WORKERS)], { env: { LOG_LEVEL: 'warn' } });
   try {
     const base = `http://127.0.0.1:${port}`;
@@ -136,10 +141,17 @@ async function main(): Promise<void> {
   const list = buildBenchData();
   const tile = `/data/world/${list.hot}.pbf`;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'auth-bench-'));
+  let redis: ChildServer | undefined;
+  if (WITH_REDIS) {
+    const port = await freePort();
+    redis = ChildServer.start('redis-server', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
+    await new Promise((r) => setTimeout(r, 500));
+    cacheSection = `[cache]\nshared = "redis://127.0.0.1:${port}/0"\n`;
+  }
   const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
   process.stdout.write(
     `rate limits (issue 37): hot tile ${list.hot}, ${WORKERS} worker process(es), wrk -t1 -c${CONNECTIONS}, ${DURATION} s per run after ${WARMUP} s of warm-up,\n` +
-      `  ${ROUNDS} rounds of off/on; node ${process.version}, ${cores()} cores, load average before: ${load}\n`,
+      `  ${ROUNDS} rounds of off/on${WITH_REDIS ? ', both with a local redis-server as [cache] shared (the "on" side counts in Redis)' : ', no Redis'}; node ${process.version}, ${cores()} cores, load average before: ${load}\n`,
   );
   try {
     const measured = await overhead(dir, tile);
@@ -177,6 +189,7 @@ async function main(): Promise<void> {
     );
     process.stdout.write(`load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
   } finally {
+    await redis?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

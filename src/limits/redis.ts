@@ -43,6 +43,8 @@ export class LimitsRedis {
       // The ready check (an INFO after connecting) would be bounded by the per-request timeout above, and on a busy
       // machine it timed out, counting a healthy Redis as an outage: 'ready' comes with the connection instead.
       enableReadyCheck: false,
+      // Every request sends one count: the counts of one event-loop turn go out in one write.
+      enableAutoPipelining: true,
       retryStrategy: (times) => Math.min(100 * times, 2_000),
     });
     client.on('ready', () => this.up());
