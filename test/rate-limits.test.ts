@@ -159,10 +159,13 @@ describe('rate limits shared by a fleet through Redis', () => {
   let redis: RedisServer;
   let a: TestServer;
   let b: TestServer;
+  // A generous timeout: on a busy machine (the whole suite on two cores) a count of 50 or 100 ms can go to the
+  // local count, and the test of a shared budget would see more than one budget.
   const limits = (url: string) => `[cache]
 shared = "${url}"
 [rate_limits]
 anonymous_class = "anon"
+redis_timeout_ms = 500
 [rate_limits.classes.anon]
 cheap = { rate = 1, burst = 10 }
 `;
@@ -212,14 +215,14 @@ cheap = { rate = 1, burst = 10 }
     redis.pause();
     const from3 = '127.0.0.23';
     await until('a counting a paused Redis as down', async () => (await get(a, TILE, from3)).status > 0 && count(a.output(), /rate limits: Redis unreachable/) === 2, 15_000, logs);
-    assert.match(a.output(), /Redis answered no command within 50 ms/);
+    assert.match(a.output(), /Redis answered no command within 500 ms/);
     const started = Date.now();
     for (let i = 0; i < 5; i++) await get(a, TILE, from3);
     const perRequest = (Date.now() - started) / 5;
     redis.resume();
     await until('a finding the paused Redis back', () => count(a.output(), /rate limits: Redis is reachable again/) === 2, 15_000, logs);
     assert.equal(count(a.output(), /rate limits: Redis unreachable/), 2);
-    assert.ok(perRequest < 200, `${perRequest} ms per request while Redis was counted as down`);
+    assert.ok(perRequest < 400, `${perRequest} ms per request while Redis was counted as down (a count waits 500 ms for it otherwise)`);
   });
 });
 

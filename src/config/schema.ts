@@ -471,7 +471,7 @@ export const RateLimitsSchema = v.pipe(
       ),
     ),
     /** Longest wait for Redis per request; past it (or with Redis down) the machine counts alone. */
-    redis_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 50),
+    redis_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 100),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed) return;

@@ -80,7 +80,7 @@ export class RateLimits {
   private sharedGeneration = -1;
   private failing = false;
   /** `redis_timeout_ms` of the active configuration. */
-  private timeoutMs = 50;
+  private timeoutMs = 100;
   /** When counts through Redis began to take the whole timeout. */
   private slowSince: number | undefined;
   /** rate-limiter-flexible, loaded by the first configuration that enables limits. */
