@@ -28,6 +28,8 @@ import { telemetry } from './telemetry/recorder.js';
 import { UploadRegistry, type UploadRecord } from './uploads/registry.js';
 import { Uploads, type UploadPeers } from './uploads/service.js';
 import { scrapeListenerActive } from './telemetry/scrape-listener.js';
+import { rateLimits } from './limits/limits.js';
+import { simpleCorsHeaders } from './http/cors.js';
 
 export interface RunningServer {
   ctx: ServerContext;
@@ -75,6 +77,8 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   render.onState(holder.current);
   // The fleet's shared cache (docs/deployment.md): connected in the background, followed on every reload.
   sharedCache.configure(holder.current.config.cache, log);
+  // Rate limits (limits/limits.ts): budgets and the Redis they are shared through follow every reload too.
+  await rateLimits.configure(holder.current.config.rate_limits, holder.current.config.cache, log);
   // In a cluster, tiles are drawn by the process owning their block; the others forward to it (render/peers.ts).
   const link = peerLinkFromEnv();
   let peers: RenderPeers | undefined;
@@ -98,7 +102,22 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
         // requireHostHeader off: node:http's bare 400 for an HTTP/1.1 request without Host becomes requireHost's
         // problem JSON (http/front.ts).
         { ...options, maxHeaderSize, requireHostHeader: false },
-        holdState(holder, accessLog(log, instrumentListener(telemetry, requireHost(corsOrigins, accessGate(ctx, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener))))))),
+        holdState(
+          holder,
+          accessLog(
+            log,
+            instrumentListener(
+              telemetry,
+              requireHost(
+                corsOrigins,
+                // The access gate first (it refuses what the request may not reach, and records its principal), then
+                // the rate limits (per principal, else per client address) before the fast lane, so that tiles
+                // answered without Hono spend their budget too (limits/limits.ts).
+                accessGate(ctx, rateLimits.listener(() => holder.current, simpleCorsHeaders(corsOrigins), tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener)))),
+              ),
+            ),
+          ),
+        ),
       )) as typeof createHttpServer;
     const s = serve({ fetch: app.fetch, hostname: host, port, createServer }, () => resolve(s));
     s.once('error', reject);
@@ -129,6 +148,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
       holder.swap(state);
       render.onState(state);
       sharedCache.configure(state.config.cache, log);
+      await rateLimits.configure(state.config.rate_limits, state.config.cache, log);
       log.info({ config_hash: next.hash, flush }, 'configuration reloaded');
       return { reloaded: true, figures: stateFigures(state, runtime.rendererEnabled) };
     },
@@ -142,7 +162,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
         force.unref();
         http.close(() => {
           clearTimeout(force);
-          void Promise.all([peers?.close(), render.close().finally(() => sharedCache.close()), holder.closeAll(), uploads.close(), telemetry.close()]).finally(resolve);
+          void Promise.all([peers?.close(), render.close().finally(() => sharedCache.close()), rateLimits.close(), holder.closeAll(), uploads.close(), telemetry.close()]).finally(resolve);
         });
         // Idle keep-alive sockets would hold close() open until they time out.
         http.closeIdleConnections();

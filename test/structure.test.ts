@@ -116,6 +116,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['render', 'mcp'],
   ['telemetry'],
   ['auth'],
+  ['limits'],
   ['http'],
   ['server', 'seed'],
   ['cluster'],

@@ -9,6 +9,7 @@ import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
 import { ServiceReloader, type ApplyReload, type ProcessReloaded } from './reloader.js';
 import { UploadRelay } from './upload-relay.js';
 import { PEER_ENV, type PeerLink } from '../render/peers.js';
+import { serveClusterLimits } from '../limits/cluster.js';
 
 /** How long a reload waits for a worker's answer before it gives up on it (a build opens every source). */
 const RELOAD_ANSWER_MS = 120_000;
@@ -207,6 +208,8 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 
+  // The machine's rate-limit buckets live here; it listens before any worker can ask (limits/cluster.ts).
+  serveClusterLimits();
   for (let i = 0; i < count; i++) fork();
 
   // The reloader logs the outcome (and why a failed one failed).

@@ -80,6 +80,14 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
     config = { ...config, auth: resolved.auth };
     authDigest = resolved.digest;
   }
+  // A key's rate class must be one [rate_limits] defines: a misspelt class would silently give the default budget.
+  const classes = config.rate_limits?.classes;
+  if (classes && config.auth) {
+    for (const k of config.auth.keys) {
+      if (k.rate_class !== undefined && !(k.rate_class in classes))
+        throw new ConfigError(`${label}: auth.keys: key "${k.name}" has rate_class "${k.rate_class}", which [rate_limits.classes] does not define (it has ${Object.keys(classes).join(', ') || 'none'})`);
+    }
+  }
   const seen = new Set<string>();
   for (const [i, s] of config.sources.entries()) {
     if (seen.has(s.id)) throw new ConfigError(`${label}: sources: duplicate source id "${s.id}"`);

@@ -3,6 +3,7 @@
 import * as v from 'valibot';
 import { parseBind } from './bind.js';
 import { isRemotePath, parseLocation } from './object-location.js';
+import { invalidCidrs } from './cidr.js';
 
 const port = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535));
 const zoom = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(22));
@@ -484,6 +485,85 @@ export const AuthSchema = v.object({
   keys_file: v.optional(nonEmpty),
   jwt: v.optional(AuthJwtSchema),
 });
+/**
+ * One budget of a rate class: a token bucket refilled at `rate` answers per second that holds at most `burst`.
+ * Served as rate-limiter-flexible's window of `burst / rate` seconds (whole seconds) holding `burst` points; see
+ * docs/rate-limits.md, "How a budget is counted".
+ */
+export const RateBudgetSchema = v.pipe(
+  v.object({
+    rate: v.pipe(v.number(), v.minValue(0.001, 'at least 0.001 per second'), v.maxValue(1_000_000)),
+    /** Default: the rate (one second's worth), at least 1. */
+    burst: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000_000))),
+  }),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const { rate, burst } = dataset.value;
+    if (burst !== undefined && burst < rate) {
+      addIssue({ message: `burst (${burst}) must be at least the rate (${rate}): budgets are counted in windows of whole seconds`, path: [{ type: 'object', origin: 'value', input: dataset.value, key: 'burst', value: burst }] });
+    }
+    if (burst !== undefined && burst / rate > 86_400) {
+      addIssue({ message: `burst / rate is ${Math.round(burst / rate)} s: a bucket must refill within a day (86400 s)`, path: [{ type: 'object', origin: 'value', input: dataset.value, key: 'burst', value: burst }] });
+    }
+  }),
+);
+
+/** A named rate class: what its holders may ask for. A budget left out is not limited. */
+export const RateClassSchema = v.object({
+  /** Stored and cached tiles, TileJSON, styles, fonts, sprites, pages and every other route not listed as expensive. */
+  cheap: v.optional(RateBudgetSchema),
+  /** Renders, static maps, social cards, transcodes, uploads, elevation, hillshade and contours (docs/rate-limits.md). */
+  expensive: v.optional(RateBudgetSchema),
+});
+
+const rateClassName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/, 'a class name of letters, digits, "_", "-" and "."'), v.maxLength(64));
+
+/** `[rate_limits]`: per-client budgets shared by a fleet (docs/rate-limits.md). Absent: no limits and no headers. */
+export const RateLimitsSchema = v.pipe(
+  v.object({
+    enabled: v.optional(v.boolean(), true),
+    classes: v.optional(v.record(rateClassName, RateClassSchema), {}),
+    /** The class of an API key or token that names none; unset: such requests are not limited. */
+    default_class: v.optional(rateClassName),
+    /** The class of requests without credentials, limited per client address; unset: they are not limited. */
+    anonymous_class: v.optional(rateClassName),
+    /** Peers (CIDR ranges or addresses) whose `X-Forwarded-For` is believed: load balancers, CDNs, reverse proxies. */
+    trusted_proxies: v.optional(
+      v.pipe(
+        v.array(v.string()),
+        v.maxLength(1024),
+        v.rawCheck(({ dataset, addIssue }) => {
+          if (!dataset.typed) return;
+          const bad = invalidCidrs(dataset.value);
+          if (bad.length) addIssue({ message: `not an address or CIDR range: ${bad.map((b) => JSON.stringify(b)).join(', ')}` });
+        }),
+      ),
+      [],
+    ),
+    /** Share the budgets through Redis: `[rate_limits] redis`, else `[cache] shared`. false: each machine counts alone. */
+    shared: v.optional(v.boolean(), true),
+    /** The Redis the budgets are counted in; default: the fleet's shared cache (`[cache] shared`). */
+    redis: v.optional(
+      v.pipe(
+        nonEmpty,
+        v.check((s) => /^rediss?:\/\/[^\s]+$/.test(s) && URL.canParse(s), 'a Redis URL such as redis://cache-host:6379/0 (rediss:// for TLS)'),
+      ),
+    ),
+    /** Longest wait for Redis per request; past it (or with Redis down) the machine counts alone. */
+    redis_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 100),
+  }),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const r = dataset.value;
+    for (const key of ['default_class', 'anonymous_class'] as const) {
+      const name = r[key];
+      if (name !== undefined && !Object.hasOwn(r.classes, name)) {
+        const known = Object.keys(r.classes);
+        addIssue({ message: `${key} "${name}" is not a class of [rate_limits.classes] (${known.length ? `classes: ${known.join(', ')}` : 'none is configured'})`, path: [{ type: 'object', origin: 'value', input: r, key, value: name }] });
+      }
+    }
+  }),
+);
 
 export const ConfigSchema = v.object({
   fonts: v.optional(nonEmpty),
@@ -502,6 +582,7 @@ export const ConfigSchema = v.object({
   terrain: v.optional(TerrainSchema, {}),
   mcp: v.optional(McpSchema, {}),
   auth: v.optional(AuthSchema),
+  rate_limits: v.optional(RateLimitsSchema),
 });
 
 export type Config = v.InferOutput<typeof ConfigSchema>;
@@ -528,5 +609,7 @@ export type AuthConfig = v.InferOutput<typeof AuthSchema>;
 export type AuthKeyConfig = v.InferOutput<typeof AuthKeySchema>;
 export type AuthJwtConfig = v.InferOutput<typeof AuthJwtSchema>;
 export type AccessLevel = (typeof ACCESS_LEVELS)[number];
+export type RateLimitsConfig = v.InferOutput<typeof RateLimitsSchema>;
+export type RateBudgetConfig = v.InferOutput<typeof RateBudgetSchema>;
 export type McpOAuthConfig = v.InferOutput<typeof McpOAuthSchema>;
 export type Resampling = (typeof RESAMPLING)[number];

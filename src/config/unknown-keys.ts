@@ -3,7 +3,7 @@
 // hear about it, and one who typos a whole section (`[[source]]`) must not get a server without it.
 import type * as v from 'valibot';
 
-type AnySchema = v.GenericSchema & { type: string; entries?: Record<string, AnySchema>; item?: AnySchema; wrapped?: AnySchema; options?: AnySchema[] };
+type AnySchema = v.GenericSchema & { type: string; entries?: Record<string, AnySchema>; item?: AnySchema; wrapped?: AnySchema; options?: AnySchema[]; value?: AnySchema };
 
 export interface UnknownKey {
   /** Where it is: `sources[0].max_zoom`. */
@@ -44,6 +44,9 @@ export function unknownKeys(schema: v.GenericSchema, value: unknown, keyPath = '
     }
   } else if (s.item && Array.isArray(value)) {
     value.forEach((item, i) => out.push(...unknownKeys(s.item!, item, `${keyPath}[${i}]`)));
+  } else if (s.type === 'record' && s.value && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    // A table of named entries (`[rate_limits.classes.NAME]`): every entry is checked against the entry schema.
+    for (const [k, item] of Object.entries(value)) out.push(...unknownKeys(s.value, item, keyPath ? `${keyPath}.${k}` : k));
   }
   return out;
 }

@@ -6,7 +6,8 @@ import { cors } from 'hono/cors';
 export const CORS_ALLOW_METHODS = ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'];
 // WWW-Authenticate: a browser-based MCP client reads `resource_metadata` from a 401 of /mcp to find where it can get
 // a token (RFC 9728); a header not listed here is hidden from scripts of other origins.
-export const CORS_EXPOSE_HEADERS = ['ETag', 'Content-Encoding', 'Content-Length', 'Retry-After', 'WWW-Authenticate'];
+// RateLimit, RateLimit-Policy: a browser client reads its budget (limits/limits.ts) from any answer, a 429 included.
+export const CORS_EXPOSE_HEADERS = ['ETag', 'Content-Encoding', 'Content-Length', 'Retry-After', 'WWW-Authenticate', 'RateLimit', 'RateLimit-Policy'];
 export const CORS_MAX_AGE = 86400;
 
 export function corsMiddleware(origins: readonly string[]): MiddlewareHandler {

@@ -10,6 +10,7 @@ import { problemBody } from '../../problem.js';
 import type { AppState } from '../../state/app-state.js';
 import { resolvedCacheDir } from '../../config/paths.js';
 import { sharedCache } from '../../shared-cache/client.js';
+import { rateLimits } from '../../limits/limits.js';
 
 export const PingSchema = v.object({
   status: v.literal('ok'),
@@ -58,6 +59,12 @@ export const PingSchema = v.object({
     hits: v.number(),
     misses: v.number(),
     errors: v.number(),
+  }),
+  /** Rate limits (docs/rate-limits.md) as this process sees them: counting or not, and the Redis budgets are shared through. */
+  rate_limits: v.object({
+    enabled: v.boolean(),
+    /** `off`: no Redis (each machine counts alone); `down`: Redis unreachable, this machine counts alone until it is back. */
+    redis: v.picklist(['off', 'connecting', 'connected', 'down']),
   }),
 });
 export type Ping = v.InferOutput<typeof PingSchema>;
@@ -203,6 +210,7 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
         cors_origins: config.server.cors_origins,
         cache_dir: resolvedCacheDir(state),
         shared_cache: { ...sharedCache.state, ...sharedCache.counts },
+        rate_limits: { enabled: rateLimits.enabled, redis: rateLimits.redisState },
       };
       return c.json(body, 200, { 'Cache-Control': 'no-store' });
     },
