@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from './helpers/fast-check.js';
-import { Cql2Error, storableText, type Expr, type Scalar } from '../src/ogc/cql2/ast.js';
-import { parseCql2Json } from '../src/ogc/cql2/json.js';
-import { parseCql2Text } from '../src/ogc/cql2/text.js';
-import { filterSql, type Queryable } from '../src/ogc/cql2/sql.js';
+import { Cql2Error, storableText, type Expr, type Scalar } from '../src/cql2/ast.js';
+import { parseCql2Json } from '../src/cql2/json.js';
+import { parseCql2Text } from '../src/cql2/text.js';
+import { filterSql, type Queryable } from '../src/cql2/sql.js';
 import { prefersHtml } from '../src/http/routes/ogc/negotiate.js';
 
 const QUERYABLES: Queryable[] = [

@@ -105,7 +105,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['config'],
   ['log-format', 'version', 'runtime'],
   ['log', 'problem'],
-  ['tiles', 'grid'],
+  ['tiles', 'grid', 'cql2'],
   ['raster', 'terrain'],
   ['sources'],
   ['styles'],

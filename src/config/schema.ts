@@ -309,6 +309,8 @@ export const PgTableSchema = v.object({
   /** Computed from the data when omitted. */
   bounds: v.optional(bounds),
   max_features: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Whether tile requests may carry `filter` (CQL2) and `properties` (docs/postgres.md, "Filtered tiles"); default true. */
+  allow_filters: v.optional(v.boolean()),
   name: v.optional(v.string()),
   attribution: v.optional(v.string()),
   description: v.optional(v.string()),
@@ -360,6 +362,10 @@ export const PostgresSchema = v.object({
   ssl_root_cert: v.optional(nonEmpty),
   /** Publish every readable table with a geometry column and every function with a tile signature. */
   auto_publish: v.optional(v.boolean(), false),
+  /** Longest `filter` a tile request may carry, in characters (filters of OGC items are capped by the parser alone). */
+  tile_filter_max_length: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16_384)), 2048),
+  /** Most conditions, values and properties one tile filter may hold: each makes every tile's query dearer. */
+  tile_filter_max_terms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 64),
   tables: v.optional(v.array(PgTableSchema), []),
   functions: v.optional(v.array(PgFunctionSchema), []),
   outdb_rasters: v.optional(v.array(OutdbRasterSchema), []),

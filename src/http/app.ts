@@ -39,7 +39,7 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
       return problem(c, err.status, err.title, err.detail, err.extra, err.headers);
     }
     if (err instanceof TileUnavailableError) {
-      return problem(c, err.status, err.title, err.detail, {}, err.retryAfter !== undefined ? { 'Retry-After': String(err.retryAfter) } : {});
+      return problem(c, err.status, err.title, err.detail, err.extra, err.retryAfter !== undefined ? { 'Retry-After': String(err.retryAfter) } : {});
     }
     const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
     // A client that hung up makes its body read fail ("aborted"): not a fault of the server, and its access line

@@ -111,6 +111,14 @@ export function openApiDocument(docs: readonly RouteDoc[], version: string): Rec
 /** Query-parameter doc shared by every metadata route that forwards an API key into its URLs. */
 export const KEY_QUERY = { key: { schema: v.string(), description: 'API key: checked when `[auth]` protects what the route serves (docs/access.md), and forwarded into every URL of the response.' } };
 
+/** The query of routes that serve a PostGIS table's tiles or TileJSON: a filtered view (docs/postgres.md). */
+export const FILTER_QUERY = {
+  ...KEY_QUERY,
+  filter: { schema: v.string(), description: 'CQL2 filter over the table\'s queryables (PostGIS tables only; docs/postgres.md, "Filtered tiles")' },
+  'filter-lang': { schema: v.picklist(['cql2-text', 'cql2-json']), description: 'default cql2-text' },
+  properties: { schema: v.string(), description: 'properties carried by the tile, separated by commas (empty: none)' },
+};
+
 /** A path parameter the route pattern guarantees (Hono's untyped Context cannot know that). */
 export function param(c: Context, name: string): string {
   return c.req.param(name) ?? '';

@@ -23,7 +23,14 @@ import { ifNoneMatchHits } from './respond.js';
 import { telemetry } from '../telemetry/recorder.js';
 import { problemBody } from '../problem.js';
 import { TileUnavailableError } from '../sources/source.js';
+import { FILTER_PARAMS } from '../serve/tile-filter.js';
 
+
+/** Whether a query string names a parameter of filtered tiles (serve/tile-filter.ts), as a URL parser reads the names. */
+function filtered(query: string): boolean {
+  const params = new URLSearchParams(query);
+  return FILTER_PARAMS.some((p) => params.has(p));
+}
 
 /** A tile request's successful answer, without CORS (added by the middleware or the lane). Header names in lower case. */
 export interface TileAnswer {
@@ -82,8 +89,8 @@ export function tileFastLane(ctx: ServerContext, fallback: RequestListener): Req
     const state = ctx.holder.current;
     if (!m) return fallback(req, res);
     const source = state.sources.get(m[1]);
-    // Sources whose tiles depend on the query string get it from the Hono route.
-    if (!source || (q >= 0 && source.info.takesParams)) return fallback(req, res);
+    // Sources whose tiles depend on the query string, and filtered tiles, get it from the Hono route.
+    if (!source || (q >= 0 && (source.info.takesParams || filtered(url.slice(q + 1))))) return fallback(req, res);
     const format = formatFromExtension(m[5]);
     const parsed = format ? parseTileCoord(m[2], m[3], m[4]) : undefined;
     if (!format || !parsed?.ok) return fallback(req, res);

@@ -4,31 +4,14 @@
 import { escapeIdentifier as ident } from 'pg';
 import type { FeatureTable } from '../sources/postgres/table.js';
 import { TileUnavailableError } from '../sources/source.js';
-import { checkBbox, checkString, Cql2Error, storableText, type Expr, type Literal } from './cql2/ast.js';
-import { Cql2Sql, SqlParams, type Queryable, type QueryableKind } from './cql2/sql.js';
+import { checkBbox, checkString, Cql2Error, storableText, type Expr, type Literal } from '../cql2/ast.js';
+import { Cql2Sql, SqlParams, type Queryable, type QueryableKind } from '../cql2/sql.js';
+import { kindOf, queryables } from '../sources/postgres/queryables.js';
+
+export { queryables };
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 10_000;
-
-/** The queryable kind of a column type, or undefined for types a filter cannot use (json, dates, arrays...). */
-function kindOf(pgType: string): QueryableKind | undefined {
-  if (/^(smallint|integer|bigint|real|double precision|numeric)/.test(pgType)) return 'number';
-  if (pgType === 'boolean') return 'boolean';
-  if (/^(text|character varying|character\b|"char"|name)/.test(pgType)) return 'string';
-  if (/^geometry/.test(pgType)) return 'geometry';
-  return undefined;
-}
-
-/** The properties a filter may name: the id, the served properties of a filterable type, and the geometry. */
-export function queryables(t: FeatureTable): Queryable[] {
-  const out: Queryable[] = [];
-  for (const c of [...(t.idColumn ? [t.idColumn] : []), ...t.properties]) {
-    const kind = kindOf(c.type);
-    if (kind && kind !== 'geometry' && !out.some((q) => q.name === c.name)) out.push({ name: c.name, kind });
-  }
-  out.push({ name: t.geometryColumn, kind: 'geometry', srid: t.srid });
-  return out;
-}
 
 const JSON_SCHEMA_TYPE: Record<QueryableKind, Record<string, string>> = {
   number: { type: 'number' },

@@ -2,7 +2,7 @@
 // The HTTP route is a thin shell around `fetchTile`; render workers use the same function for their resources.
 import { createHash } from 'node:crypto';
 import type { AppState } from '../state/app-state.js';
-import type { TileParams, TileSource } from '../sources/source.js';
+import type { TileFilter, TileParams, TileSource } from '../sources/source.js';
 import { chooseEncoding, decodeGzip, encode, type ContentEncoding } from '../tiles/encoding.js';
 import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from '../tiles/format.js';
 import { tileIntersectsBounds, type TileCoord } from '../tiles/coords.js';
@@ -41,6 +41,8 @@ export interface TileRequest {
   accepted: Map<string, number>;
   /** The request's query parameters; they reach sources with `info.takesParams` (database functions). */
   params?: TileParams;
+  /** A CQL2 filter and a choice of properties (`filter`, `properties`): only for sources with `info.filterable`. */
+  filter?: TileFilter;
 }
 
 /** The query parameters as part of a cache key: sorted, so the order in the URL does not matter. */
@@ -83,7 +85,11 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
   const encoding: ContentEncoding = vector
     ? chooseEncoding(req.accepted, info.compression === 'gzip' ? 'gzip' : 'identity', compression.enabled)
     : 'identity';
-  const key = `${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}.${req.format}:${encoding}${info.takesParams ? paramsKey(req.params) : ''}`;
+  if (req.filter && !info.filterable) {
+    const why = info.type === 'postgres-table' ? 'its configuration has allow_filters = false' : 'only PostGIS tables take filter and properties';
+    return { kind: 'problem', status: 400, title: 'Filters not available', detail: `source "${info.id}" does not take filter or properties: ${why}` };
+  }
+  const key = `${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}.${req.format}:${encoding}${info.takesParams ? paramsKey(req.params) : ''}${req.filter ? `|${req.filter.key}` : ''}`;
   const cached = state.tileCache.get(key);
   if (cached) return cached.empty ? { kind: 'empty', cache: 'hit' } : tileResult(cached.body, req.format, encoding, cached.etag, 'hit');
 
@@ -114,7 +120,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
       return { ...tileResult(found, req.format, encoding, etag, 'miss'), fromShared: true };
     }
   }
-  const stored = await source.getTile(z, x, y, source.info.takesParams ? (req.params ?? {}) : undefined, req.format);
+  const stored = await source.getTile(z, x, y, source.info.takesParams ? (req.params ?? {}) : undefined, req.format, req.filter);
   if (!stored) {
     state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
     return { kind: 'empty', cache: 'miss' };

@@ -1,4 +1,5 @@
 // The interface every tile source implements (PMTiles, MBTiles; later PostGIS, COG, uploads, composites).
+import type { Expr } from '../cql2/ast.js';
 import type { StoredCompression, TileFormat } from '../tiles/format.js';
 import type { DemEncodingName } from '../config/schema.js';
 
@@ -44,6 +45,8 @@ export interface SourceInfo {
   formats?: readonly TileFormat[];
   /** Tiles depend on the request's query parameters (database functions): they are part of the cache key. */
   takesParams?: boolean;
+  /** Tile requests may carry a CQL2 `filter` and a `properties` list (PostGIS tables, unless `allow_filters = false`). */
+  filterable?: boolean;
   /** An elevation source (`dem` in its configuration): how its tiles encode metres (docs/terrain.md). */
   dem?: DemEncodingName;
   /** Which version of the data this info describes (a remote archive's ETag); part of the tile cache key. */
@@ -53,14 +56,25 @@ export interface SourceInfo {
 /** The query parameters of a tile request, for sources whose tiles depend on them (database functions). */
 export type TileParams = Readonly<Record<string, string>>;
 
+/** A tile request's own view of a source's features: those a CQL2 filter keeps, with only the properties listed. */
+export interface TileFilter {
+  /** The filter, parsed; undefined when only properties are chosen. */
+  expr?: Expr;
+  /** Properties to carry (in the order asked); undefined for every served property. */
+  properties?: readonly string[];
+  /** The filter and properties in one normalised text, for cache keys: the same request in other words has the same key. */
+  key: string;
+}
+
 export interface TileSource {
   readonly info: SourceInfo;
   /**
    * The stored bytes of a tile, or undefined when the source has none there. Never throws for "not found".
    * `format` is the requested one for sources that produce several (`info.formats`); `params` reaches only
-   * sources with `info.takesParams`. Throws `TileUnavailableError` when the tile cannot be produced now.
+   * sources with `info.takesParams`, `filter` only sources with `info.filterable`. Throws `TileUnavailableError`
+   * when the tile cannot be produced now, or (400) when the filter does not fit the source's properties.
    */
-  getTile(z: number, x: number, y: number, params?: TileParams, format?: TileFormat): Promise<Uint8Array | undefined>;
+  getTile(z: number, x: number, y: number, params?: TileParams, format?: TileFormat, filter?: TileFilter): Promise<Uint8Array | undefined>;
   close(): Promise<void>;
   /** Sources read from a remote store: why the store is unreachable now (readiness names the source), else undefined. */
   storageProblem?(): string | undefined;
@@ -82,6 +96,8 @@ export class TileUnavailableError extends Error {
     readonly detail: string,
     /** Seconds, for 503s. */
     readonly retryAfter?: number,
+    /** More members of the problem body (the query parameter a 400 is about). */
+    readonly extra: Record<string, unknown> = {},
   ) {
     super(detail);
     this.name = 'TileUnavailableError';

@@ -38,14 +38,18 @@ export interface TileJson {
 /** The extension a source's TileJSON advertises for its tiles. */
 export const tileExtension = (format: TileFormat): string => format;
 
-export function sourceTileJson(info: SourceInfo, ctx: UrlContext, withId = false): TileJson {
+/**
+ * The TileJSON of a source. `query` (with its `?`, already checked) goes into the tile URL: a filtered view's
+ * filter and properties (docs/postgres.md).
+ */
+export function sourceTileJson(info: SourceInfo, ctx: UrlContext, withId = false, query = ''): TileJson {
   const ext = tileExtension(info.format);
   const doc: TileJson = {
     tilejson: '3.0.0',
     ...(withId ? { id: info.id } : {}),
     name: info.name,
     // `+` of an ad-hoc composite (`a+b`) stays literal: in a path it means itself.
-    tiles: [withKey(`${ctx.base}/data/${encodeURIComponent(info.id).replace(/%2B/g, '+')}/{z}/{x}/{y}.${ext}`, ctx.key)],
+    tiles: [withKey(`${ctx.base}/data/${encodeURIComponent(info.id).replace(/%2B/g, '+')}/{z}/{x}/{y}.${ext}${query}`, ctx.key)],
     minzoom: info.minzoom,
     maxzoom: info.maxzoom,
     bounds: info.bounds,

@@ -19,7 +19,9 @@ import { problem } from '../problem.js';
 import { sendJson } from '../respond.js';
 import { tileAnswer } from '../tile-fast-lane.js';
 import { telemetry } from '../../telemetry/recorder.js';
-import { KEY_QUERY, param, type Router } from '../router.js';
+import { FILTER_QUERY, KEY_QUERY, param, type Router } from '../router.js';
+import { FILTER_PARAMS, filterQuery, parseTileFilter } from '../../serve/tile-filter.js';
+import type { SourceInfo, TileFilter } from '../../sources/source.js';
 
 const JSON_OK = { description: 'TileJSON 3.0.0', content: { 'application/json': true as const } };
 const PROBLEM = { 'application/problem+json': true as const };
@@ -74,7 +76,7 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
       summary: 'TileJSON of one source',
       tag: 'Metadata',
       params: { source: { schema: v.string(), description: 'source id, composite id, or source ids joined by "+" (ad-hoc composite)' } },
-      query: KEY_QUERY,
+      query: FILTER_QUERY,
       responses: {
         200: JSON_OK,
         400: { description: 'an ad-hoc composite with a raster member or without a common zoom range', content: PROBLEM },
@@ -86,7 +88,14 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
       const id = param(c, 'file').slice(0, -'.json'.length);
       const source = resolveSource(state, id);
       if (isProblem(source)) return problem(c, source.status, source.title, source.detail);
-      return sendJson(c, state, sourceTileJson(source.info, urlContext(c, state)));
+      const query = new URL(c.req.url).searchParams;
+      const filtered = requestFilter(c, state, source.info, query);
+      if (filtered instanceof Response) return filtered;
+      const doc = sourceTileJson(source.info, urlContext(c, state), false, filtered ? filterQuery(query) : '');
+      // A view with chosen properties describes only those.
+      const chosen = filtered?.properties;
+      if (chosen && source.info.vectorLayers) doc.vector_layers = source.info.vectorLayers.map((l) => ({ ...l, fields: Object.fromEntries(Object.entries(l.fields).filter(([k]) => chosen.includes(k))) }));
+      return sendJson(c, state, doc);
     },
   );
 
@@ -101,6 +110,7 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
         'Stored gzip tiles pass through when the client accepts gzip; otherwise the tile is sent in the best encoding the client accepts (br, zstd, gzip) or as identity bytes. ' +
         'Vector tiles are transcoded between MVT (pbf) and MLT on request; `geojson` gives the tile as a GeoJSON FeatureCollection in tile coordinates (each feature with `_layer`). ' +
         'Composites, named or ad hoc (`a+b+c`), serve the merged MVT of their members; 200 with an empty MVT where no member has the tile.',
+      query: FILTER_QUERY,
       params: {
         source: { schema: v.string(), description: 'source id, composite id, or source ids joined by "+" (ad-hoc composite)' },
         z: { schema: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(22)) },
@@ -136,10 +146,31 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
 }
 
 /**
+ * The filter of a request (`filter`, `filter-lang`, `properties`), undefined without one, or the 400 answer: a bad
+ * filter names its parameter; a source that takes none says so.
+ */
+function requestFilter(c: Context, state: AppState, info: SourceInfo | undefined, query: URLSearchParams): TileFilter | undefined | Response {
+  if (!FILTER_PARAMS.some((p) => query.has(p))) return undefined;
+  const pg = state.config.postgres;
+  const parsed = parseTileFilter(query, { maxLength: pg?.tile_filter_max_length ?? 2048, maxTerms: pg?.tile_filter_max_terms ?? 64 });
+  if (!parsed.ok) return problem(c, 400, parsed.title, parsed.detail, { parameter: parsed.parameter });
+  if (parsed.filter && info && !info.filterable) {
+    const why = info.type === 'postgres-table' ? 'its configuration has allow_filters = false' : 'only PostGIS tables take filter and properties';
+    return problem(c, 400, 'Filters not available', `source "${info.id}" does not take filter or properties: ${why}`);
+  }
+  return parsed.filter;
+}
+
+/**
  * The answer for a tile of a source, once the path is parsed: the bytes, headers, 204s and encodings every tile
  * route gives (/data/... and OGC API - Tiles), the same rules as the tile fast lane (http/tile-fast-lane.ts).
  */
 export async function answerSourceTile(c: Context, state: AppState, sourceId: string, coord: TileCoord, format: TileFormat): Promise<Response> {
+  const source = state.sources.get(sourceId);
+  // Only a plain source can take a filter; any other id with filter parameters is refused by the tile service.
+  const filtered = requestFilter(c, state, source?.info, new URL(c.req.url).searchParams);
+  if (filtered instanceof Response) return filtered;
+  const filter = filtered;
   // Tile metrics count client requests; a renderer's own lookups in-process are not tile requests.
   const metered = telemetry.on && !isRenderRequest(c);
   const started = metered ? performance.now() : 0;
@@ -152,6 +183,7 @@ export async function answerSourceTile(c: Context, state: AppState, sourceId: st
       format,
       accepted: acceptedEncodings(c.req.header('accept-encoding')),
       params: queryParams(c.req.url),
+      filter,
     });
   } catch (err) {
     // Only a resolved source gets this far (unknown ids are problems, not exceptions): its id is a bounded label.

@@ -5,7 +5,11 @@
 import { createHash } from 'node:crypto';
 import { escapeIdentifier as ident, escapeLiteral as literal } from 'pg';
 import type { PgTableConfig } from '../../config/schema.js';
-import { defaultCenter, SourceOpenError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileSource } from '../source.js';
+import { defaultCenter, SourceOpenError, TileUnavailableError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileFilter, type TileParams, type TileSource } from '../source.js';
+import type { TileFormat } from '../../tiles/format.js';
+import { Cql2Error } from '../../cql2/ast.js';
+import { filterSql } from '../../cql2/sql.js';
+import { queryables } from './queryables.js';
 import { dataBounds, fieldType, mvtCast, type ColumnInfo, type GeometryTable } from './discover.js';
 import type { PgPool } from './pool.js';
 
@@ -17,12 +21,15 @@ export const statementName = (sql: string) => `tsts_${createHash('sha1').update(
 
 const INTEGER_ID = /^(smallint|integer|bigint)$/;
 
-/** The SQL of a table's tiles: $1 = z, $2 = x, $3 = y. Exported for the EXPLAIN test and the bench. */
-export function tableTileSql(cfg: PgTableConfig, t: GeometryTable, layer: string): string {
+/**
+ * The SQL of a table's tiles: $1 = z, $2 = x, $3 = y. A filtered tile adds `where` (a condition whose values are
+ * bound from $4 on) and carries only `properties`. Exported for the EXPLAIN test and the bench.
+ */
+export function tableTileSql(cfg: PgTableConfig, t: GeometryTable, layer: string, where?: string, properties?: readonly string[]): string {
   const g = ident(t.geometryColumn);
   const byName = new Map(t.columns.map((c) => [c.name, c]));
   const idCol = cfg.id_column;
-  const props = (cfg.properties ?? t.columns.map((c) => c.name)).filter((n) => n !== t.geometryColumn && n !== idCol);
+  const props = (properties ?? cfg.properties ?? t.columns.map((c) => c.name)).filter((n) => n !== t.geometryColumn && n !== idCol);
   const propSql = props.map((n) => `${ident(n)}${mvtCast(byName.get(n)!.type)} AS ${ident(n)}`);
   const envelope = 'ST_TileEnvelope($1::int, $2::int, $3::int)';
   const margin = `ST_TileEnvelope($1::int, $2::int, $3::int, margin => ${cfg.buffer / cfg.extent})`;
@@ -32,7 +39,7 @@ export function tableTileSql(cfg: PgTableConfig, t: GeometryTable, layer: string
   const columns = [`ST_AsMVTGeom(${geom3857}, ${envelope}, ${cfg.extent}, ${cfg.buffer}, true) AS "__geom"`, ...(idCol ? [`${ident(idCol)} AS "__id"`] : []), ...propSql];
   return (
     `SELECT ST_AsMVT(t, ${literal(layer)}, ${cfg.extent}, '__geom'${idCol ? `, '__id'` : ''}) AS mvt FROM (` +
-    `SELECT ${columns.join(', ')} FROM ${ident(t.schema)}.${ident(t.table)} WHERE ${filter}` +
+    `SELECT ${columns.join(', ')} FROM ${ident(t.schema)}.${ident(t.table)} WHERE ${filter}${where ? ` AND ${where}` : ''}` +
     `${cfg.max_features ? ` LIMIT ${cfg.max_features}` : ''}) AS t WHERE "__geom" IS NOT NULL`
   );
 }
@@ -57,6 +64,8 @@ export class PgTableSource implements TileSource {
     private readonly sql: string,
     private readonly statement: string,
     readonly features: FeatureTable,
+    private readonly cfg: PgTableConfig,
+    private readonly table: GeometryTable,
   ) {}
 
   /** `table` is the catalogue's entry for the configured (or discovered) table. */
@@ -97,6 +106,7 @@ export class PgTableSource implements TileSource {
       bounds,
       center: defaultCenter(bounds, cfg.minzoom, cfg.maxzoom),
       vectorLayers: [{ id: layer, fields, minzoom: cfg.minzoom, maxzoom: cfg.maxzoom }],
+      filterable: cfg.allow_filters !== false,
     };
     const idName = cfg.id_column ?? table.primaryKey;
     const features: FeatureTable = {
@@ -108,14 +118,35 @@ export class PgTableSource implements TileSource {
       idColumn: idName ? byName.get(idName) : undefined,
       properties: table.columns.filter((c) => c.name !== table.geometryColumn && c.name !== cfg.id_column && (!cfg.properties || cfg.properties.includes(c.name))),
     };
-    return new PgTableSource(info, pool, sql, statementName(sql), features);
+    return new PgTableSource(info, pool, sql, statementName(sql), features, cfg, table);
   }
 
-  async getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined> {
-    // A named statement is parsed and planned once per connection.
-    const { rows } = await this.pool.query<{ mvt: Buffer | null }>({ name: this.statement, text: this.sql, values: [z, x, y] });
+  async getTile(z: number, x: number, y: number, _params?: TileParams, _format?: TileFormat, filter?: TileFilter): Promise<Uint8Array | undefined> {
+    // A named statement is parsed and planned once per connection; a filtered tile's query is unnamed (each
+    // filter would otherwise leave a statement behind on every connection).
+    const query = filter ? this.filteredQuery(z, x, y, filter) : { name: this.statement, text: this.sql, values: [z, x, y] };
+    const { rows } = await this.pool.query<{ mvt: Buffer | null }>(query);
     const mvt = rows[0]?.mvt;
     return mvt && mvt.byteLength > 0 ? new Uint8Array(mvt.buffer, mvt.byteOffset, mvt.byteLength) : undefined;
+  }
+
+  /** The tile query of a filter: its condition through the CQL2-to-SQL translation (values bound, names checked). */
+  private filteredQuery(z: number, x: number, y: number, filter: TileFilter): { text: string; values: unknown[] } {
+    const served = new Set(this.features.properties.map((c) => c.name));
+    for (const p of filter.properties ?? []) {
+      if (!served.has(p)) throw new TileUnavailableError(400, 'Invalid properties', `source "${this.info.id}" has no property "${p}"; it serves ${[...served].join(', ') || 'none'}`, undefined, { parameter: 'properties' });
+    }
+    let where: string | undefined;
+    let values: unknown[] = [];
+    if (filter.expr) {
+      try {
+        ({ sql: where, values } = filterSql(filter.expr, queryables(this.features), 3));
+      } catch (err) {
+        if (err instanceof Cql2Error) throw new TileUnavailableError(400, 'Invalid filter', err.detail, undefined, { parameter: 'filter', ...(err.property !== undefined ? { property: err.property } : {}) });
+        throw err;
+      }
+    }
+    return { text: tableTileSql(this.cfg, this.table, this.info.id, where, filter.properties), values: [z, x, y, ...values] };
   }
 
   async close(): Promise<void> {

@@ -2,9 +2,9 @@
 // limit/offset paging, property=value and CQL2 filters, one item by id, and the queryables.
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import { Cql2Error, type Expr } from '../../../ogc/cql2/ast.js';
-import { parseCql2Json } from '../../../ogc/cql2/json.js';
-import { parseCql2Text } from '../../../ogc/cql2/text.js';
+import { Cql2Error, type Expr } from '../../../cql2/ast.js';
+import { parseCql2Json } from '../../../cql2/json.js';
+import { parseCql2Text } from '../../../cql2/text.js';
 import { GEOJSON_TYPE, HTML_TYPE, Hrefs, JSON_TYPE, SCHEMA_TYPE, type Link } from '../../../ogc/documents.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, queryables, queryablesSchema, readItem, readItems } from '../../../ogc/features.js';
 import { CRS84 } from '../../../ogc/tms.js';
