@@ -47,6 +47,13 @@ export function tileAnswer(result: Answerable, cacheControl: string, ifNoneMatch
   if (result.contentEncoding !== 'identity') headers['content-encoding'] = result.contentEncoding;
   // As rendered tiles say it: this answer was found in the shared cache, not transcoded here.
   if (result.fromShared) headers['server-timing'] = 'cache;desc="shared"';
+  // The upstream of a remote source failed and its last good copy is answered (docs/xyz.md): said so, and not
+  // to be kept by the client or a CDN as if fresh.
+  if (result.stale) {
+    headers.warning = '110 - "Response is Stale"';
+    headers['cache-status'] = 'tileserver-ts; hit; detail=stale';
+    headers['cache-control'] = 'no-cache';
+  }
   return { status: 200, headers, body: result.body };
 }
 
