@@ -203,7 +203,7 @@ export const SourceSchema = v.pipe(
       return;
     }
     if (s.path === undefined) {
-      addIssue({ message: `a ${s.type} source needs a path`, path: at('path') });
+      addIssue({ message: `missing: a ${s.type} source needs a path (a file or a URL)`, path: at('path') });
       return;
     }
     for (const key of Object.keys(XYZ_ENTRIES)) {
