@@ -11,8 +11,10 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-import { startServer, type TestServer } from './helpers/server.js';
-import { getJson, request, waitFor } from './helpers/foundation.js';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
+import { getJson, request, tempDir, waitFor } from './helpers/foundation.js';
 
 const SECRET = 'Bearer xyz-secret-7f3a9c';
 const QUERY_SECRET = 'qkey-51d0e2';
@@ -278,6 +280,29 @@ test('secrets never appear in the logs', () => {
   assert.match(out, /xyz upstream failed/);
   assert.ok(!out.includes(SECRET) && !out.includes('xyz-secret'), 'the header value is not logged');
   assert.ok(!out.includes(QUERY_SECRET), 'the query string is not logged');
+});
+
+test('seeding reads through the source: the tiles of the upstream end up in the archive', async () => {
+  const out = path.join(tempDir('tsts-xyz-seed-'), 'sub.mbtiles');
+  const from = seen.length;
+  const run = await runCli(['seed', '--config', server.configFile!, '--source', 'sub', '--bbox', '-10,-10,10,10', '--zoom', '0-1', '--out', out], { XYZ_TEST_AUTH: SECRET, LOG_LEVEL: 'warn' }, 30_000);
+  assert.equal(run.code, 0, run.stderr);
+  const db = new Database(out, { readonly: true });
+  try {
+    const rows = db.prepare('SELECT zoom_level AS z, tile_column AS x, tile_data AS d FROM tiles ORDER BY z, x').all() as { z: number; x: number; d: Buffer }[];
+    assert.equal(rows.length, 5);
+    for (const r of rows) assert.ok(r.d.toString().startsWith(`tile:/sub-`), r.d.toString());
+  } finally {
+    db.close();
+  }
+  assert.equal(pathsSince(from).filter((p) => p.startsWith('/sub-')).length, 5);
+});
+
+test('a header variable missing from the environment stops start-up with one line naming it', async () => {
+  const cfg = writeTempConfig(`[[sources]]\nid = "k"\ntype = "xyz"\nurl = "${base}/ok/{z}/{x}/{y}.png"\nformat = "png"\nheaders_env = { "X-Api-Key" = "XYZ_TEST_UNSET_VAR" }\n`);
+  const run = await runCli(['--config', cfg, '--host', '127.0.0.1', '--port', String(await freePort()), '--workers', '1'], { XYZ_TEST_UNSET_VAR: '' }, 20_000);
+  assert.notEqual(run.code, 0);
+  assert.match(run.stdout + run.stderr, /XYZ_TEST_UNSET_VAR/);
 });
 
 test('a reload follows a changed URL', async () => {
