@@ -15,6 +15,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { getJson, request, tempDir, waitFor } from './helpers/foundation.js';
+import { decode, dominantColor } from './helpers/render.js';
 
 const SECRET = 'Bearer xyz-secret-7f3a9c';
 const QUERY_SECRET = 'qkey-51d0e2';
@@ -303,6 +304,37 @@ test('a header variable missing from the environment stops start-up with one lin
   const run = await runCli(['--config', cfg, '--host', '127.0.0.1', '--port', String(await freePort()), '--workers', '1'], { XYZ_TEST_UNSET_VAR: '' }, 20_000);
   assert.notEqual(run.code, 0);
   assert.match(run.stdout + run.stderr, /XYZ_TEST_UNSET_VAR/);
+});
+
+test('a render of a style drawing an xyz source whose upstream never answers still finishes, drawing the rest', async () => {
+  const dir = tempDir('tsts-xyz-render-');
+  const style = path.join(dir, 'style.json');
+  writeFileSync(style, JSON.stringify({
+    version: 8,
+    sources: { up: { type: 'raster', url: 'source://hang', tileSize: 256 } },
+    layers: [{ id: 'bg', type: 'background', paint: { 'background-color': '#ff0000' } }, { id: 'up', type: 'raster', source: 'up' }],
+  }));
+  mode = 'hang';
+  const svc = await startServer({
+    toml: `[[sources]]\nid = "hang"\ntype = "xyz"\nurl = "${base}/ctl/{z}/{x}/{y}.png"\nformat = "png"\ntimeout_ms = 300\n[[styles]]\nid = "s"\npath = "${style}"\n`,
+  });
+  try {
+    await waitFor('the renderer', async () => ((await request(svc.url, '/ready')).status === 200 ? true : undefined), 30_000);
+    const from = seen.length;
+    const t0 = Date.now();
+    const r = await request(svc.url, '/styles/s/1/0/0.png', { timeoutMs: 20_000 });
+    assert.equal(r.status, 200, r.body.toString());
+    assert.equal(r.headers['content-type'], 'image/png');
+    // The red background is drawn. Not pure red: what lies over it (the empty image a failed raster tile becomes,
+    // src/render/resources.ts, and the renderer of the machine) tints it; the render finishing is the point here.
+    const [red, green] = dominantColor(await decode(r.body));
+    assert.ok(red >= 128 && green === 0, `dominant colour ${red},${green}`);
+    assert.ok(seen.slice(from).some((s) => s.path.startsWith('/ctl/')), 'the renderer asked the upstream');
+    assert.ok(Date.now() - t0 < 10_000, `rendered in ${Date.now() - t0} ms`);
+  } finally {
+    mode = 'ok';
+    await svc.stop();
+  }
 });
 
 test('a reload follows a changed URL', async () => {
