@@ -13,8 +13,8 @@ import { writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
-import { getJson, request, tempDir, waitFor } from './helpers/foundation.js';
+import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
+import { getJson, layerCounts, request, storedPmtilesTile, tempDir, waitFor } from './helpers/foundation.js';
 import { decode, dominantColor } from './helpers/render.js';
 
 const SECRET = 'Bearer xyz-secret-7f3a9c';
@@ -37,8 +37,11 @@ let upstream: http.Server;
 let base = '';
 let server: TestServer;
 let configText = '';
+/** A real MVT (the OpenMapTiles fixture's 0/0/0) for the composite's members. */
+let mvt: Buffer;
 
 before(async () => {
+  mvt = (await storedPmtilesTile(fixture('vector/omt-planet-z0-1.pmtiles'), 0, 0, 0))!;
   upstream = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     seen.push({ path: req.url ?? '', headers: req.headers });
@@ -55,6 +58,10 @@ before(async () => {
         res.writeHead(200, { 'content-type': 'application/x-protobuf' });
         return res.end(gzipSync(tileBytes(path)));
       }
+      if (path.includes('mvt/')) {
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+        return res.end(mvt);
+      }
       if (path.startsWith('/none/')) {
         res.writeHead(404);
         return res.end();
@@ -62,7 +69,7 @@ before(async () => {
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       res.end(tileBytes(path));
     };
-    const behaviour = path.startsWith('/ctl/') ? mode : path.startsWith('/slow/') ? 'slow' : 'ok';
+    const behaviour = path.startsWith('/ctl/') || path.startsWith('/ctlmvt/') ? mode : path.startsWith('/slow/') ? 'slow' : 'ok';
     if (behaviour === 'ok') return send();
     if (behaviour === 'slow') return void setTimeout(send, 250);
     if (behaviour === '500') {
@@ -154,6 +161,22 @@ url = "${base}/slow/t/{z}/{x}/{y}.png"
 format = "png"
 max_concurrency = 1
 max_queue = 1
+[[sources]]
+id = "mvta"
+type = "xyz"
+url = "${base}/ctlmvt/{z}/{x}/{y}.pbf"
+format = "pbf"
+maxzoom = 1
+timeout_ms = 600
+[[sources]]
+id = "mvtb"
+type = "xyz"
+url = "${base}/mvt/{z}/{x}/{y}.pbf"
+format = "pbf"
+maxzoom = 1
+[[composites]]
+id = "both"
+sources = ["mvta", "mvtb"]
 `;
 }
 
@@ -256,6 +279,24 @@ test('upstream failures: 5xx and a closed socket are 502 after one retry, a sile
     assert.match(String(stale.headers['cache-status']), /stale/, m);
     assert.equal(stale.headers['cache-control'], 'no-cache', m);
   }
+  mode = 'ok';
+});
+
+test('composites merge xyz members; a failed member makes the composite 502/504, or stale from its last good copy', async () => {
+  mode = 'ok';
+  const good = await request(server.url, '/data/both/0/0/0.pbf');
+  assert.equal(good.status, 200);
+  assert.deepEqual(layerCounts(good.body), Object.fromEntries(Object.entries(layerCounts(mvt)).map(([k, n]) => [k, 2 * n])));
+  const plus = await request(server.url, '/data/mvta+mvtb/1/0/0.pbf');
+  assert.equal(plus.status, 200);
+  mode = '500';
+  const stale = await request(server.url, '/data/both/0/0/0.pbf');
+  assert.equal(stale.status, 200);
+  assert.equal(stale.headers.warning, '110 - "Response is Stale"');
+  assert.deepEqual(stale.body, good.body);
+  mode = 'hang';
+  const never = await request(server.url, '/data/both/1/1/1.pbf');
+  assert.equal(never.status, 504);
   mode = 'ok';
 });
 
