@@ -34,6 +34,10 @@ let inFlight = 0;
 let maxInFlight = 0;
 const sockets = new Set<Socket>();
 let upstream: http.Server;
+/** Another origin, where the upstream redirects some tiles: what it receives is recorded. */
+let elsewhere: http.Server;
+let elsewhereBase = '';
+const seenElsewhere: Seen[] = [];
 let base = '';
 let server: TestServer;
 let configText = '';
@@ -62,6 +66,14 @@ before(async () => {
         res.writeHead(200, { 'content-type': 'application/x-protobuf' });
         return res.end(mvt);
       }
+      if (path.startsWith('/redir-same/')) {
+        res.writeHead(302, { location: path.replace('/redir-same/', '/ok/') });
+        return res.end();
+      }
+      if (path.startsWith('/redir-other/')) {
+        res.writeHead(302, { location: `${elsewhereBase}${path.replace('/redir-other/', '/ok/')}` });
+        return res.end();
+      }
       if (path.startsWith('/none/')) {
         res.writeHead(404);
         return res.end();
@@ -88,6 +100,13 @@ before(async () => {
     s.on('close', () => sockets.delete(s));
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+  elsewhere = http.createServer((req, res) => {
+    seenElsewhere.push({ path: req.url ?? '', headers: req.headers });
+    res.writeHead(200);
+    res.end(tileBytes(`elsewhere:${req.url}`));
+  });
+  await new Promise<void>((r) => elsewhere.listen(0, '127.0.0.1', r));
+  elsewhereBase = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`;
   base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   configText = toml(`${base}/ok/{z}/{x}/{y}.pbf?key=${QUERY_SECRET}`);
   server = await startServer({ toml: configText, env: { XYZ_TEST_AUTH: SECRET, LOG_LEVEL: 'info' } });
@@ -97,6 +116,7 @@ after(async () => {
   await server?.stop();
   for (const s of sockets) s.destroy();
   await new Promise((r) => upstream?.close(r));
+  await new Promise((r) => elsewhere?.close(r));
 });
 
 function toml(vecUrl: string): string {
@@ -174,6 +194,13 @@ type = "xyz"
 url = "${base}/mvt/{z}/{x}/{y}.pbf"
 format = "pbf"
 maxzoom = 1
+[[sources]]
+id = "redir"
+type = "xyz"
+url = "${base}/redir-{s}/{z}/{x}/{y}.png"
+subdomains = ["same", "other"]
+format = "png"
+headers_env = { "X-Api-Key" = "XYZ_TEST_AUTH" }
 [[composites]]
 id = "both"
 sources = ["mvta", "mvtb"]
@@ -220,6 +247,21 @@ test('{s} is one of the subdomains, fixed per tile and spread over the list; {-y
   const t = await request(server.url, '/data/tms/2/1/0.png');
   assert.equal(t.status, 200);
   assert.deepEqual(t.body, tileBytes('/ok/2/1/3.png'));
+});
+
+test('redirects are followed; the headers go along only while the origin stays the same', async () => {
+  const from = seen.length;
+  const same = await request(server.url, '/data/redir/1/0/0.png');
+  assert.equal(same.status, 200);
+  assert.deepEqual(same.body, tileBytes('/ok/1/0/0.png'));
+  const followed = seen.slice(from).find((s) => s.path === '/ok/1/0/0.png');
+  assert.equal(followed?.headers['x-api-key'], SECRET);
+  const other = await request(server.url, '/data/redir/1/1/0.png');
+  assert.equal(other.status, 200);
+  assert.deepEqual(other.body, tileBytes('elsewhere:/ok/1/1/0.png'));
+  assert.equal(seenElsewhere.length, 1);
+  assert.equal(seenElsewhere[0].headers['x-api-key'], undefined);
+  assert.equal(seenElsewhere[0].headers.authorization, undefined);
 });
 
 test('gzip from the upstream, with or without Content-Encoding, is served as the service encodes any stored MVT', async () => {

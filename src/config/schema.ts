@@ -135,6 +135,7 @@ function xyzProblems(s: { url?: string; path?: string; format?: string; subdomai
   else if (s.vector_layers && s.format !== 'pbf' && s.format !== 'mlt') out.push({ key: 'vector_layers', message: 'vector_layers applies to pbf and mlt sources' });
   for (const key of STORAGE_KEYS) if (s[key] !== undefined) out.push({ key, message: `${key} does not apply to an xyz source (send credentials as headers_env)` });
   for (const key of ['resampling', 'colormap']) if (s[key] !== undefined) out.push({ key, message: `${key} applies to cog and vrt sources` });
+  if (s.dem !== undefined) out.push({ key: 'dem', message: 'dem is not supported for xyz sources yet (an elevation source is a COG/VRT or a PMTiles/MBTiles archive)' });
   return out;
 }
 

@@ -42,11 +42,6 @@ type Answerable = Extract<TileResult, { kind: 'tile' }> | { kind: 'empty' };
 export function tileAnswer(result: Answerable, cacheControl: string, ifNoneMatch: string | undefined): TileAnswer {
   if (result.kind === 'empty') return { status: 204, headers: { 'cache-control': cacheControl }, body: undefined };
   const headers: Record<string, string> = { 'cache-control': cacheControl, etag: result.etag, vary: 'Accept-Encoding' };
-  if (ifNoneMatchHits(ifNoneMatch, result.etag)) return { status: 304, headers, body: undefined };
-  headers['content-type'] = result.contentType;
-  if (result.contentEncoding !== 'identity') headers['content-encoding'] = result.contentEncoding;
-  // As rendered tiles say it: this answer was found in the shared cache, not transcoded here.
-  if (result.fromShared) headers['server-timing'] = 'cache;desc="shared"';
   // The upstream of a remote source failed and its last good copy is answered (docs/xyz.md): said so, and not
   // to be kept by the client or a CDN as if fresh.
   if (result.stale) {
@@ -54,6 +49,11 @@ export function tileAnswer(result: Answerable, cacheControl: string, ifNoneMatch
     headers['cache-status'] = 'tileserver-ts; hit; detail=stale';
     headers['cache-control'] = 'no-cache';
   }
+  if (ifNoneMatchHits(ifNoneMatch, result.etag)) return { status: 304, headers, body: undefined };
+  headers['content-type'] = result.contentType;
+  if (result.contentEncoding !== 'identity') headers['content-encoding'] = result.contentEncoding;
+  // As rendered tiles say it: this answer was found in the shared cache, not transcoded here.
+  if (result.fromShared) headers['server-timing'] = 'cache;desc="shared"';
   return { status: 200, headers, body: result.body };
 }
 

@@ -25,6 +25,7 @@ import { QueueFullError, BoundedLimiter } from './limiter.js';
 export const XYZ_DEFAULTS = { timeout_ms: 10_000, max_concurrency: 16, max_queue: 256, retries: 1, stale_cache_mb: 16 } as const;
 /** Seconds a client is asked to wait when the queue is full or the upstream throttles without saying how long. */
 const RETRY_AFTER = 1;
+const MAX_REDIRECTS = 3;
 
 /** Why one try failed: `retry` for a connection error or a 5xx. */
 class Attempt extends Error {
@@ -132,8 +133,9 @@ export class XyzSource implements TileSource {
     const signal = AbortSignal.timeout(this.timeoutMs);
     let res: Response;
     try {
-      res = await fetch(url, { headers: this.headers, signal, redirect: 'follow' });
+      res = await this.fetchFollowing(url, signal);
     } catch (err) {
+      if (err instanceof Attempt) throw err;
       throw failure(err, this.timeoutMs);
     }
     try {
@@ -154,6 +156,25 @@ export class XyzSource implements TileSource {
     } catch (err) {
       if (err instanceof Attempt) throw err;
       throw failure(err, this.timeoutMs);
+    }
+  }
+
+  /**
+   * A GET that follows up to MAX_REDIRECTS redirects itself: the headers go along only while the origin stays the
+   * upstream's, so a redirect to another host (a CDN, or anyone) never receives the source's keys.
+   */
+  private async fetchFollowing(url: string, signal: AbortSignal): Promise<Response> {
+    const origin = new URL(url).origin;
+    let at = url;
+    for (let hops = 0; ; hops++) {
+      const sameOrigin = new URL(at).origin === origin;
+      const res = await fetch(at, { headers: sameOrigin ? this.headers : {}, signal, redirect: 'manual' });
+      const location = res.headers.get('location');
+      if (res.status < 300 || res.status > 399 || res.status === 304 || !location) return res;
+      await res.body?.cancel();
+      if (hops >= MAX_REDIRECTS) throw new Attempt(502, 'Upstream failed', `redirected more than ${MAX_REDIRECTS} times`, false);
+      at = new URL(location, at).href;
+      if (!/^https?:$/.test(new URL(at).protocol)) throw new Attempt(502, 'Upstream failed', 'redirected to a URL that is not http(s)', false);
     }
   }
 
