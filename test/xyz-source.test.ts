@@ -234,6 +234,10 @@ test('tiles are the upstream bytes; headers from the environment reach the upstr
   const list = await getJson<{ id: string }[]>(server.url, '/data.json');
   assert.ok(list.json.some((s) => s.id === 'vec'));
   assert.ok(!JSON.stringify(list.json).includes(QUERY_SECRET));
+  const index = await request(server.url, '/index.json');
+  assert.equal(index.status, 200);
+  assert.ok(index.body.toString().includes(`${server.url}/data/vec/{z}/{x}/{y}.pbf`));
+  assert.ok(!index.body.toString().includes(QUERY_SECRET));
   // Out of the zoom range: 204 without asking the upstream.
   const before = seen.length;
   assert.equal((await request(server.url, '/data/vec/15/0/0.pbf')).status, 204);
