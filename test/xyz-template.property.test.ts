@@ -132,6 +132,7 @@ test('in a configuration file: a well-formed xyz source loads (path holds its ur
     ['url = "https://h/{z}/{x}/{y}.png"\nformat = "png"\nvector_layers = [{ id = "a" }]', 'vector_layers', /pbf and mlt/],
     ['url = "https://h/{z}/{x}/{y}.png"\nformat = "png"\nmax_concurrency = 0', 'max_concurrency', /./],
     ['url = "https://h/{z}/{x}/{y}.png"\nformat = "png"\ndem = { encoding = "terrarium" }', 'dem', /not supported/],
+    ['url = "https://h/{z}/{x}/{y}.png"\nformat = "png"\nheaders = { "X-A" = "a\\nb" }', 'headers', /one line/],
     ['url = "https://h/{z}/{x}/{y}.png"\nformat = "png"\nregion = "eu-west-1"', 'region', /headers_env/],
   ] as const) {
     const r = load(source(extra));

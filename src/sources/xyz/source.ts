@@ -71,6 +71,7 @@ export class XyzSource implements TileSource {
     for (const [name, variable] of Object.entries(cfg.headers_env ?? {})) {
       const value = env[variable];
       if (value === undefined || value === '') throw new SourceOpenError(cfg.id, `headers_env: the environment variable ${variable} (for the ${name} header) is not set`);
+      if (/[\r\n\0]/.test(value)) throw new SourceOpenError(cfg.id, `headers_env: the environment variable ${variable} (for the ${name} header) holds a line break`);
       headers[name] = value;
     }
     const format = cfg.format as TileFormat;
