@@ -141,6 +141,12 @@ test('in a configuration file: a well-formed xyz source loads (path holds its ur
     assert.match(r.message, new RegExp(`sources\\[0\\]\\.${key}`), r.message);
     assert.match(r.message, what, r.message);
   }
+  // Every key of docs/xyz.md at once: no "unknown key" warning.
+  const file = path.join(DIR, 'all-keys.toml');
+  writeFileSync(file, source(`url = "https://{s}.h/{z}/{x}/{-y}.pbf?key=k"\nsubdomains = ["a"]\nformat = "pbf"\nscheme = "xyz"\nbounds = [0, 0, 10, 10]
+vector_layers = [{ id = "a", fields = { n = "String" }, description = "d", minzoom = 0, maxzoom = 5 }]\nheaders = { A = "b" }\nheaders_env = { B = "C" }
+timeout_ms = 1000\nmax_concurrency = 2\nmax_queue = 3\nretries = 0\nstale_cache_mb = 1\nminzoom = 0\nmaxzoom = 5\nname = "n"\nattribution = "a"\ndescription = "d"\naccess = "public"`));
+  assert.deepEqual(loadConfigFile(file, {}).warnings, []);
   const other = load('[[sources]]\nid = "a"\ntype = "pmtiles"\npath = "a.pmtiles"\nurl = "https://h/{z}/{x}/{y}.png"');
   assert.ok(!other.ok);
   assert.match(other.message, /sources\[0\]\.url: url applies to type = "xyz"/);

@@ -98,7 +98,9 @@ const XYZ_ENTRIES = {
   scheme: v.optional(v.picklist(['xyz', 'tms'])),
   bounds: v.optional(bounds),
   /** Vector sources: the layers, as TileJSON lists them (default: an empty list). */
-  vector_layers: v.optional(v.array(v.looseObject({ id: nonEmpty, fields: v.optional(v.record(v.string(), v.string())) }))),
+  vector_layers: v.optional(
+    v.array(v.object({ id: nonEmpty, fields: v.optional(v.record(v.string(), v.string())), description: v.optional(v.string()), minzoom: v.optional(zoom), maxzoom: v.optional(zoom) })),
+  ),
   /** Header name to value, sent with every upstream request. Not for secrets: see headers_env. */
   headers: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name')), v.pipe(v.string(), v.regex(/^[^\r\n\0]*$/, 'a header value on one line')))),
   /** Header name to the name of an environment variable holding its value (an API key), read when the source opens. */
