@@ -4,6 +4,7 @@ import * as v from 'valibot';
 import { parseBind } from './bind.js';
 import { isRemotePath, parseLocation } from './object-location.js';
 import { invalidCidrs } from './cidr.js';
+import { parseUrlTemplate } from './xyz-template.js';
 
 const port = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535));
 const zoom = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(22));
@@ -86,6 +87,61 @@ function storageKeysOf(path: string): readonly string[] {
   return scheme === 's3' ? S3_KEYS : scheme === 'gs' ? GS_KEYS : scheme === 'az' ? AZ_KEYS : [];
 }
 
+/** Keys of a remote XYZ source (`type = "xyz"`, docs/xyz.md); none of them applies to other types. */
+const XYZ_ENTRIES = {
+  /** The tile URL template: `{z}`, `{x}`, `{y}` (or `{-y}`), optionally `{s}`. */
+  url: v.optional(nonEmpty),
+  /** What the upstream's tiles are; required (not sniffed: an upstream down at start must not stop the service). */
+  format: v.optional(v.picklist(['pbf', 'mlt', 'png', 'jpg', 'webp'], 'one of "pbf", "mlt", "png", "jpg", "webp"')),
+  /** Hosts `{s}` stands for, e.g. ["a", "b", "c"]. */
+  subdomains: v.optional(v.pipe(v.array(v.pipe(v.string(), v.regex(/^[A-Za-z0-9.-]+$/, 'a host name part (letters, digits, "-", ".")'))), v.minLength(1))),
+  /** "tms": `{y}` counts rows from the south (as `{-y}` does). */
+  scheme: v.optional(v.picklist(['xyz', 'tms'])),
+  bounds: v.optional(bounds),
+  /** Vector sources: the layers, as TileJSON lists them (default: an empty list). */
+  vector_layers: v.optional(
+    v.array(v.object({ id: nonEmpty, fields: v.optional(v.record(v.string(), v.string())), description: v.optional(v.string()), minzoom: v.optional(zoom), maxzoom: v.optional(zoom) })),
+  ),
+  /** Header name to value, sent with every upstream request. Not for secrets: see headers_env. */
+  headers: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name')), v.pipe(v.string(), v.regex(/^[^\r\n\0]*$/, 'a header value on one line')))),
+  /** Header name to the name of an environment variable holding its value (an API key), read when the source opens. */
+  headers_env: v.optional(
+    v.record(
+      v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name')),
+      v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')),
+    ),
+  ),
+  /** Longest wait for one upstream answer (each try), in ms; default 10000. */
+  timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(600_000))),
+  /** Upstream requests in flight per process; default 16. */
+  max_concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1024))),
+  /** Requests waiting for a slot per process; beyond it 503 with Retry-After. Default 256. */
+  max_queue: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100_000))),
+  /** Further tries after a connection error or 5xx (never after 4xx or a timeout); default 1. */
+  retries: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(5))),
+  /** Last good tiles kept per process to answer (marked stale) when the upstream fails; 0: none. Default 16. */
+  stale_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0))),
+};
+
+/** What is wrong with an xyz source's keys (message and key), none when it is well formed. */
+function xyzProblems(s: { url?: string; path?: string; format?: string; subdomains?: string[]; vector_layers?: unknown[]; [k: string]: unknown }): { key: string; message: string }[] {
+  const out: { key: string; message: string }[] = [];
+  if (s.path !== undefined) out.push({ key: 'path', message: 'an xyz source takes its tile URL template as url, not path' });
+  if (s.url === undefined) out.push({ key: 'url', message: 'an xyz source needs url, a tile URL template such as "https://tiles.example.com/{z}/{x}/{y}.pbf"' });
+  else {
+    const t = parseUrlTemplate(s.url);
+    if (typeof t === 'string') out.push({ key: 'url', message: t });
+    else if (t.usesSubdomains && !s.subdomains) out.push({ key: 'subdomains', message: 'the url has {s}: list the subdomains it stands for, e.g. ["a", "b", "c"]' });
+    else if (!t.usesSubdomains && s.subdomains) out.push({ key: 'subdomains', message: 'subdomains are given but the url has no {s}' });
+  }
+  if (s.format === undefined) out.push({ key: 'format', message: 'an xyz source needs format: "pbf", "mlt", "png", "jpg" or "webp"' });
+  else if (s.vector_layers && s.format !== 'pbf' && s.format !== 'mlt') out.push({ key: 'vector_layers', message: 'vector_layers applies to pbf and mlt sources' });
+  for (const key of STORAGE_KEYS) if (s[key] !== undefined) out.push({ key, message: `${key} does not apply to an xyz source (send credentials as headers_env)` });
+  for (const key of ['resampling', 'colormap']) if (s[key] !== undefined) out.push({ key, message: `${key} applies to cog and vrt sources` });
+  if (s.dem !== undefined) out.push({ key: 'dem', message: 'dem is not supported for xyz sources yet (an elevation source is a COG/VRT or a PMTiles/MBTiles archive)' });
+  return out;
+}
+
 /** A source's `path`: a file, or a remote URL whose shape is checked here so a typo fails at load, not at first use. */
 const sourcePath = v.pipe(
   nonEmpty,
@@ -99,12 +155,14 @@ const sourcePath = v.pipe(
 export const SourceSchema = v.pipe(
   v.object({
     id,
-    type: v.picklist(['pmtiles', 'mbtiles', 'cog', 'vrt']),
+    type: v.picklist(['pmtiles', 'mbtiles', 'cog', 'vrt', 'xyz']),
     /**
      * A file path (relative to the config file); or for PMTiles an http(s), s3://, gs:// or az:// URL read with
-     * range requests; or for COG/VRT an s3://, gs://, az:// or http(s) URL read through GDAL.
+     * range requests; or for COG/VRT an s3://, gs://, az:// or http(s) URL read through GDAL. Not for xyz (it takes
+     * `url`; after parsing, `path` holds that template, so code that lists remote sources sees it as one).
      */
-    path: sourcePath,
+    path: v.optional(sourcePath),
+    ...XYZ_ENTRIES,
     /** Object storage (s3://, gs://, az://): the store's base URL (S3-compatible stores, an Azure endpoint). */
     endpoint: v.optional(v.pipe(v.string(), v.url('an absolute URL such as https://minio.example.com:9000'))),
     /** s3://: the bucket's region (default: the SDK's chain, else us-east-1). */
@@ -143,6 +201,18 @@ export const SourceSchema = v.pipe(
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed) return;
     const s = dataset.value;
+    const at = (key: string): [v.IssuePathItem] => [{ type: 'object', origin: 'value', input: s, key, value: (s as Record<string, unknown>)[key] }];
+    if (s.type === 'xyz') {
+      for (const problem of xyzProblems(s)) addIssue({ message: problem.message, path: at(problem.key) });
+      return;
+    }
+    if (s.path === undefined) {
+      addIssue({ message: `missing: a ${s.type} source needs a path (a file or a URL)`, path: at('path') });
+      return;
+    }
+    for (const key of Object.keys(XYZ_ENTRIES)) {
+      if ((s as Record<string, unknown>)[key] !== undefined) addIssue({ message: `${key} applies to type = "xyz" sources only`, path: at(key) });
+    }
     if (s.type === 'mbtiles' && isRemotePath(s.path)) {
       addIssue({ message: 'MBTiles is SQLite and is read from a local file only; serve a remote archive as PMTiles', path: [{ type: 'object', origin: 'value', input: s, key: 'path', value: s.path }] });
     }
@@ -157,6 +227,8 @@ export const SourceSchema = v.pipe(
       addIssue({ message: `${key} does not apply to ${where} (${allowed.length ? `it takes ${allowed.join(', ')}` : 'only s3://, gs:// and az:// sources take storage keys'})`, path: [{ type: 'object', origin: 'value', input: s, key, value: s[key] }] });
     }
   }),
+  // xyz sources keep their template in `path` too: every source has a path (a file or a URL) after parsing.
+  v.transform((s) => ({ ...s, path: (s.path ?? s.url) as string })),
 );
 
 export const StyleSchema = v.pipe(

@@ -7,8 +7,8 @@
 // configured source in a tile format, whose result is a tile (200 or 304) or no tile (204). Everything else -
 // malformed paths, percent-encoded segments, composites, `.geojson`, problems, errors - is handed to Hono
 // unchanged, so problem details, logging and the error handler stay in one place. The one exception: a tile
-// a source cannot make now (TileUnavailableError: 503 with Retry-After, or 400) is answered here, since
-// handing it on would run the failed database query or raster job a second time. Both paths use `tileAnswer`
+// a source cannot make now (TileUnavailableError: 503 with Retry-After, 400, or an xyz upstream's 502/504) is
+// answered here, since handing it on would run the failed database query, raster job or upstream fetch a second time. Both paths use `tileAnswer`
 // for the header rules and `simpleCorsHeaders` for CORS. Anything that must see every request (metrics,
 // access logs) belongs at the node:http level (the server's 'request' event), not in a Hono middleware.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
@@ -49,6 +49,13 @@ type Answerable = Extract<TileResult, { kind: 'tile' }> | { kind: 'empty' };
 export function tileAnswer(result: Answerable, cacheControl: string, ifNoneMatch: string | undefined): TileAnswer {
   if (result.kind === 'empty') return { status: 204, headers: { 'cache-control': cacheControl }, body: undefined };
   const headers: Record<string, string> = { 'cache-control': cacheControl, etag: result.etag, vary: 'Accept-Encoding' };
+  // The upstream of a remote source failed and its last good copy is answered (docs/xyz.md): said so, and not
+  // to be kept by the client or a CDN as if fresh.
+  if (result.stale) {
+    headers.warning = '110 - "Response is Stale"';
+    headers['cache-status'] = 'tileserver-ts; hit; detail=stale';
+    headers['cache-control'] = 'no-cache';
+  }
   if (ifNoneMatchHits(ifNoneMatch, result.etag)) return { status: 304, headers, body: undefined };
   headers['content-type'] = result.contentType;
   if (result.contentEncoding !== 'identity') headers['content-encoding'] = result.contentEncoding;

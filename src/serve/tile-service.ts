@@ -2,7 +2,7 @@
 // The HTTP route is a thin shell around `fetchTile`; render workers use the same function for their resources.
 import { createHash } from 'node:crypto';
 import type { AppState } from '../state/app-state.js';
-import type { TileFilter, TileParams, TileSource } from '../sources/source.js';
+import { TileUnavailableError, type TileFilter, type TileParams, type TileSource } from '../sources/source.js';
 import { chooseEncoding, decodeGzip, encode, type ContentEncoding } from '../tiles/encoding.js';
 import { CONTENT_TYPES, isGzip, isVector, type TileFormat } from '../tiles/format.js';
 import { tileIntersectsBounds, type TileCoord } from '../tiles/coords.js';
@@ -29,6 +29,8 @@ export type TileResult =
       cache?: CacheOutcome;
       /** Read from the fleet's shared cache (a transcoded tile another process or a seed put there). */
       fromShared?: true;
+      /** The source's last good copy, answered because its upstream failed now (remote XYZ sources); never cached. */
+      stale?: true;
     }
   | { kind: 'empty'; cache?: CacheOutcome }
   | { kind: 'problem'; status: 400 | 404; title: string; detail: string };
@@ -120,7 +122,16 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
       return { ...tileResult(found, req.format, encoding, etag, 'miss'), fromShared: true };
     }
   }
-  const stored = await source.getTile(z, x, y, source.info.takesParams ? (req.params ?? {}) : undefined, req.format, req.filter);
+  let stored: Uint8Array | undefined;
+  let stale = false;
+  try {
+    stored = await source.getTile(z, x, y, source.info.takesParams ? (req.params ?? {}) : undefined, req.format, req.filter);
+  } catch (err) {
+    // A remote source whose upstream failed hands over its last good copy: answered, marked stale, cached nowhere.
+    if (!(err instanceof TileUnavailableError) || err.stale === undefined) throw err;
+    stored = err.stale;
+    stale = true;
+  }
   if (!stored) {
     state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
     return { kind: 'empty', cache: 'miss' };
@@ -146,6 +157,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
     }
   }
   const etag = etagOf(body);
+  if (stale) return { ...tileResult(body, format, encoding, etag, 'miss'), stale: true };
   if (format === req.format) state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
   if (sharedKey !== undefined && format === req.format) sharedCache.put(sharedKey, body);
   return tileResult(body, format, encoding, etag, 'miss');

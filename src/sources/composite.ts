@@ -8,7 +8,7 @@ import { tileIntersectsBounds } from '../tiles/coords.js';
 import { isGzip, isVector } from '../tiles/format.js';
 import { runVector } from '../tiles/vector-work.js';
 import { gunzipSync } from 'node:zlib';
-import { SourceOpenError, type Bounds, type SourceInfo, type TileSource, type VectorLayer } from './source.js';
+import { SourceOpenError, TileUnavailableError, type Bounds, type SourceInfo, type TileSource, type VectorLayer } from './source.js';
 
 /** Why a set of sources cannot form a composite; `status` is the HTTP answer for an ad-hoc composite. */
 export class CompositeError extends Error {
@@ -85,13 +85,28 @@ export class CompositeSource implements TileSource {
   /** The merged MVT; zero bytes (an empty MVT) when no member has the tile. */
   async getTile(z: number, x: number, y: number): Promise<Uint8Array> {
     const coord = { z, x, y };
+    // A member whose upstream failed but kept its last good copy (an xyz source) is merged from that copy, and
+    // the merged tile is handed on the same way: answered marked stale, cached nowhere (docs/xyz.md).
+    let staleFrom: TileUnavailableError | undefined;
     const tiles = await Promise.all(
       this.members.map((m) => {
         const { info } = m;
         const covers = z >= info.minzoom && z <= info.maxzoom && (info.tilesOutsideBounds || tileIntersectsBounds(coord, info.bounds));
-        return covers ? m.getTile(z, x, y) : Promise.resolve(undefined);
+        if (!covers) return Promise.resolve(undefined);
+        return m.getTile(z, x, y).catch((err: unknown) => {
+          if (!(err instanceof TileUnavailableError) || err.stale === undefined) throw err;
+          staleFrom = err;
+          return err.stale;
+        });
       }),
     );
+    const merged = await this.merge(tiles, z, x, y);
+    const from = staleFrom as TileUnavailableError | undefined;
+    if (from) throw new TileUnavailableError(from.status, from.title, from.detail, from.retryAfter, merged);
+    return merged;
+  }
+
+  private async merge(tiles: (Uint8Array | undefined)[], z: number, x: number, y: number): Promise<Uint8Array> {
     const present = this.members.flatMap((m, i) => {
       const bytes = tiles[i];
       return bytes && bytes.byteLength > 0 ? [{ id: m.info.id, format: m.info.format as 'pbf' | 'mlt', bytes }] : [];

@@ -86,16 +86,20 @@ export interface TileSource {
 }
 
 /**
- * A tile that cannot be produced now (database down or too slow, raster queue full: 503 with Retry-After) or
- * that the source refused for the request's parameters (400). The HTTP layer answers it as problem JSON.
+ * A tile that cannot be produced now (database down or too slow, raster queue full: 503 with Retry-After), that
+ * the source refused for the request's parameters (400), or that a remote tile server failed to give (502, or
+ * 504 when it did not answer in time). The HTTP layer answers it as problem JSON, unless `stale` holds the last
+ * good copy of the tile: then that is answered, marked stale (src/serve/tile-service.ts).
  */
 export class TileUnavailableError extends Error {
   constructor(
-    readonly status: 400 | 503,
+    readonly status: 400 | 502 | 503 | 504,
     readonly title: string,
     readonly detail: string,
     /** Seconds, for 503s. */
     readonly retryAfter?: number,
+    /** The tile's bytes as last read successfully, kept by the source (remote XYZ sources). */
+    readonly stale?: Uint8Array,
     /** More members of the problem body (the query parameter a 400 is about). */
     readonly extra: Record<string, unknown> = {},
   ) {

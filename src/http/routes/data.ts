@@ -122,13 +122,15 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
         200: {
           description: 'the tile',
           content: { 'application/x-protobuf': true, 'application/vnd.open-vector-tile': true, 'image/png': true, 'image/jpeg': true, 'image/webp': true, 'application/geo+json': true },
-          headers: { ETag: 'strong validator of the bytes sent', 'Cache-Control': 'from server.tile_cache_control', 'Content-Encoding': 'when compressed' },
+          headers: { ETag: 'strong validator of the bytes sent', 'Cache-Control': 'from server.tile_cache_control', 'Content-Encoding': 'when compressed', Warning: 'xyz sources: `110 - "Response is Stale"` when the upstream failed and its last good copy is answered' },
         },
         204: { description: 'the source has no tile here (or the tile is outside its zoom range or bounds)' },
         304: { description: 'the If-None-Match ETag is current' },
         400: { description: 'invalid coordinates or format; a raster member of a composite; geojson of a raster source', content: PROBLEM },
         404: { description: 'no such source (or composite member)', content: PROBLEM },
-        503: { description: 'the vector transcoding or raster queue is full, or the database is unreachable or too slow (Retry-After)', content: PROBLEM },
+        502: { description: 'xyz sources: the upstream tile server failed (5xx, refused or broken connection, other 4xx) and no stale copy is kept', content: PROBLEM },
+        503: { description: 'the vector transcoding or raster queue is full, or the database is unreachable or too slow; xyz sources: the upstream queue is full or the upstream throttles (Retry-After)', content: PROBLEM },
+        504: { description: 'xyz sources: the upstream tile server did not answer within timeout_ms and no stale copy is kept', content: PROBLEM },
       },
     },
     async (c) => {

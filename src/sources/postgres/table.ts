@@ -134,7 +134,7 @@ export class PgTableSource implements TileSource {
   private filteredQuery(z: number, x: number, y: number, filter: TileFilter): { text: string; values: unknown[] } {
     const served = new Set(this.features.properties.map((c) => c.name));
     for (const p of filter.properties ?? []) {
-      if (!served.has(p)) throw new TileUnavailableError(400, 'Invalid properties', `source "${this.info.id}" has no property "${p}"; it serves ${[...served].join(', ') || 'none'}`, undefined, { parameter: 'properties' });
+      if (!served.has(p)) throw new TileUnavailableError(400, 'Invalid properties', `source "${this.info.id}" has no property "${p}"; it serves ${[...served].join(', ') || 'none'}`, undefined, undefined, { parameter: 'properties' });
     }
     let where: string | undefined;
     let values: unknown[] = [];
@@ -142,7 +142,7 @@ export class PgTableSource implements TileSource {
       try {
         ({ sql: where, values } = filterSql(filter.expr, queryables(this.features), 3));
       } catch (err) {
-        if (err instanceof Cql2Error) throw new TileUnavailableError(400, 'Invalid filter', err.detail, undefined, { parameter: 'filter', ...(err.property !== undefined ? { property: err.property } : {}) });
+        if (err instanceof Cql2Error) throw new TileUnavailableError(400, 'Invalid filter', err.detail, undefined, undefined, { parameter: 'filter', ...(err.property !== undefined ? { property: err.property } : {}) });
         throw err;
       }
     }
