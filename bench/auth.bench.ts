@@ -1,9 +1,10 @@
 // Access control and rate limits (issue 37): what they cost on the hottest path, and whether a budget holds.
-//   1. Overhead: the hot cached tile (the tiles bench's Paris tile, fast lane, tile cache on) from a server with
-//      `[rate_limits]` on (an anonymous class so generous that nothing is refused: every request is counted and gets
-//      the RateLimit headers) against the same server with no `[rate_limits]`, in the same run, alternating
-//      off/on/off/on so that drift of a shared machine hits both sides. Target: on >= 0.95x off in req/s.
-//      (The access gate of issue 37 joins the "on" side at merge; until then "on" is the limiter alone.)
+//   1. Overhead: the hot cached tile (the tiles bench's Paris tile, fast lane, tile cache on), asked for with an API
+//      key, from a server with access control and rate limits on (`[auth] default_access = "key"`, the key's hash
+//      in `[[auth.keys]]`, and a rate class so generous that nothing is refused: every request's key is checked,
+//      counted and gets the RateLimit headers) against the same server with neither (the key then ignored), in the
+//      same run, alternating off/on/off/on so that drift of a shared machine hits both sides. Target: on >= 0.95x
+//      off in req/s.
 //   2. Accuracy: one client (one address) with a budget of BENCH_AUTH_RATE per second (burst = rate: a window of
 //      one second) hammering the hot tile from 64 connections for BENCH_AUTH_ACCURACY_SECONDS: the 200 answers per
 //      second must stay within 5 % of the budget. With fixed windows the edges of the measurement may catch one
@@ -20,6 +21,7 @@
 // BENCH_AUTH_REDIS=1 (both sides with a local redis-server as `[cache] shared`: the "on" side counts every request
 // in Redis, as a fleet does).
 import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,7 +43,15 @@ const WITH_REDIS = process.env.BENCH_AUTH_REDIS === '1';
 /** `[cache] shared = …` when BENCH_AUTH_REDIS=1 (set once the redis-server runs). */
 let cacheSection = '';
 
-const GENEROUS = `[rate_limits]
+/** The key every overhead request carries (`?key=`), and the access control that checks it on the "on" side. */
+const KEY = `tsk_${randomBytes(32).toString('base64url')}`;
+const GENEROUS = `[auth]
+default_access = "key"
+[[auth.keys]]
+name = "bench"
+hash = "${createHash('sha256').update(KEY).digest('hex')}"
+rate_class = "generous"
+[rate_limits]
 anonymous_class = "generous"
 [rate_limits.classes.generous]
 cheap = { rate = 1000000, burst = 1000000 }
@@ -118,6 +128,9 @@ async function overhead(dir: string, tile: string): Promise<Measured[]> {
   for (let round = 0; round < ROUNDS; round++) {
     for (const side of ['off', 'on'] as const) {
       const m = await withServer(`auth-${side}`, dir, side === 'on' ? GENEROUS : '', async (base, server) => {
+        // Access control is really on: without the key the tile is refused.
+        const bare = await httpGet(base + tile.slice(0, tile.indexOf('?')), { 'accept-encoding': ACCEPT_ENCODING });
+        if ((side === 'on') !== (bare.status === 401)) throw new Error(`${side}: the hot tile without a key answered ${bare.status}`);
         const first = await httpGet(base + tile, { 'accept-encoding': ACCEPT_ENCODING });
         if (first.status !== 200) throw new Error(`${side}: the hot tile answered ${first.status}`);
         if ((side === 'on') !== (first.headers['ratelimit-policy'] !== undefined)) throw new Error(`${side}: RateLimit-Policy is ${first.headers['ratelimit-policy'] ?? 'absent'}`);
@@ -150,11 +163,11 @@ async function main(): Promise<void> {
   }
   const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
   process.stdout.write(
-    `rate limits (issue 37): hot tile ${list.hot}, ${WORKERS} worker process(es), wrk -t1 -c${CONNECTIONS}, ${DURATION} s per run after ${WARMUP} s of warm-up,\n` +
+    `access control and rate limits (issue 37): hot tile ${list.hot}, ${WORKERS} worker process(es), wrk -t1 -c${CONNECTIONS}, ${DURATION} s per run after ${WARMUP} s of warm-up,\n` +
       `  ${ROUNDS} rounds of off/on${WITH_REDIS ? ', both with a local redis-server as [cache] shared (the "on" side counts in Redis)' : ', no Redis'}; node ${process.version}, ${cores()} cores, load average before: ${load}\n`,
   );
   try {
-    const measured = await overhead(dir, tile);
+    const measured = await overhead(dir, `${tile}?key=${KEY}`);
     const rows = [['run', 'limits', 'req/s', 'p50', 'p99', 'server CPU/req', 'client CPU']];
     measured.forEach((m, i) =>
       rows.push([String(Math.floor(i / 2) + 1), m.side, fmt(m.w.rps), m.w.p50, m.w.p99, `${fmt(m.cpuPerRequestUs)} us`, `${fmt((100 * m.w.clientCpu) / m.w.seconds)} % of a core`]),
