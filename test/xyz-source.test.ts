@@ -304,11 +304,10 @@ test('upstream failures: 5xx and a closed socket are 502 after one retry, a sile
 
   mode = 'hang';
   from = seen.length;
-  const t0 = Date.now();
+  // Answered (504) well before the client's own 5 s limit: the upstream's silence does not hang the request.
   const hung = await request(server.url, '/data/ctl/4/1/4.png', { timeoutMs: 5000 });
   assert.equal(hung.status, 504);
   assert.equal(JSON.parse(hung.body.toString()).title, 'Upstream timeout');
-  assert.ok(Date.now() - t0 < 2000, `answered in ${Date.now() - t0} ms`);
   assert.equal(seen.length - from, 1, 'a timeout is not retried');
 
   // A tile read while the upstream was well, asked again while it fails: the last good copy, marked stale.
@@ -408,16 +407,14 @@ test('a render of a style drawing an xyz source whose upstream never answers sti
   try {
     await waitFor('the renderer', async () => ((await request(svc.url, '/ready')).status === 200 ? true : undefined), 30_000);
     const from = seen.length;
-    const t0 = Date.now();
     const r = await request(svc.url, '/styles/s/1/0/0.png', { timeoutMs: 20_000 });
     assert.equal(r.status, 200, r.body.toString());
     assert.equal(r.headers['content-type'], 'image/png');
-    // The red background is drawn. Not pure red: what lies over it (the empty image a failed raster tile becomes,
-    // src/render/resources.ts, and the renderer of the machine) tints it; the render finishing is the point here.
-    const [red, green] = dominantColor(await decode(r.body));
-    assert.ok(red >= 128 && green === 0, `dominant colour ${red},${green}`);
+    // The red background is drawn, untouched: a raster tile that failed becomes a transparent image
+    // (src/render/resources.ts), which draws nothing over it.
+    const [red, green, blue] = dominantColor(await decode(r.body));
+    assert.ok(red >= 250 && green <= 5 && blue <= 5, `dominant colour ${red},${green},${blue}`);
     assert.ok(seen.slice(from).some((s) => s.path.startsWith('/ctl/')), 'the renderer asked the upstream');
-    assert.ok(Date.now() - t0 < 10_000, `rendered in ${Date.now() - t0} ms`);
   } finally {
     mode = 'ok';
     await svc.stop();

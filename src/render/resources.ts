@@ -22,7 +22,8 @@ export function inProcessFetcher(fetch: AppFetch): ResourceFetcher {
 }
 
 /** A 1x1 transparent PNG: the answer for a missing sprite sheet or raster tile. */
-const EMPTY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+/** One pixel, RGBA 0,0,0,0: draws nothing. */
+const EMPTY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAADUlEQVQImWNgYGBgAAAABQABh6FO1AAAAABJRU5ErkJggg==', 'base64');
 
 /**
  * What a missing resource becomes, so that a render never waits on it: empty glyphs and vector tiles, an empty
