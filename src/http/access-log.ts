@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Logger } from '../log.js';
+import { countBytes } from '../telemetry/body-bytes.js';
 
 /** The route template that answered (`/data/{source}/{z}/{x}/{y}.{format}`), noted by the router and the fast lane. */
 const routes = new WeakMap<ServerResponse, string>();
@@ -38,27 +39,6 @@ export function targetPath(url: string | undefined): string {
   const target = url ?? '';
   const q = target.indexOf('?');
   return q < 0 ? target : target.slice(0, q);
-}
-
-/** Counts the body bytes written to `res` (the headers are not counted). */
-function countBytes(res: ServerResponse): () => number {
-  let bytes = 0;
-  const add = (chunk: unknown, encoding?: unknown) => {
-    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
-    if (typeof chunk === 'string') bytes += Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
-    else if (ArrayBuffer.isView(chunk)) bytes += chunk.byteLength;
-  };
-  const write = res.write;
-  const end = res.end;
-  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
-    add(chunk, rest[0]);
-    return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
-  } as typeof res.write;
-  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
-    add(chunk, rest[0]);
-    return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
-  } as typeof res.end;
-  return () => bytes;
 }
 
 /**

@@ -8,6 +8,7 @@ import { Counter } from 'prom-client';
 import type { Principal } from '../auth/principal.js';
 import type { AppState } from '../state/app-state.js';
 import { telemetry } from '../telemetry/recorder.js';
+import { countBytes } from '../telemetry/body-bytes.js';
 import type { Kind } from './classify.js';
 
 export const ANONYMOUS_LABEL = 'anonymous';
@@ -53,26 +54,12 @@ export function usageCounters(): Counters | undefined {
 
 /** Counts `res`'s body bytes and, when it ends, the request under `label`. */
 export function countUsage(c: Counters, label: string, kind: Kind, res: import('node:http').ServerResponse): void {
-  let bytes = 0;
-  const add = (chunk: unknown, encoding?: unknown) => {
-    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
-    if (typeof chunk === 'string') bytes += Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
-    else if (ArrayBuffer.isView(chunk)) bytes += chunk.byteLength;
-  };
-  const write = res.write;
-  const end = res.end;
-  res.write = function (this: typeof res, chunk: unknown, ...rest: unknown[]) {
-    add(chunk, rest[0]);
-    return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
-  } as typeof res.write;
-  res.end = function (this: typeof res, chunk?: unknown, ...rest: unknown[]) {
-    add(chunk, rest[0]);
-    return (end as (...a: unknown[]) => typeof res).call(this, chunk, ...rest);
-  } as typeof res.end;
+  const sent = countBytes(res);
   res.once('close', () => {
     c.requests.inc({ key: label });
     // Node sends no body with these, whatever a handler passed to end().
     const bodyless = res.req?.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
+    const bytes = sent();
     if (!bodyless && bytes > 0) c.bytes.inc({ key: label }, bytes);
     if (kind === 'expensive' && res.statusCode < 400) c.renders.inc({ key: label });
   });

@@ -1,18 +1,32 @@
 // At most N reads of one source in flight against its store (`[storage] max_concurrent_reads`): a burst of
-// cold tiles queues here instead of opening hundreds of connections to the bucket.
+// cold tiles queues here instead of opening hundreds of connections to the bucket. An xyz source bounds the queue
+// too (`max_queue`): beyond it a request is refused at once rather than queued without end behind a slow upstream.
+
+/** Thrown by `run` when the queue already holds `maxQueue` waiters. */
+export class QueueFullError extends Error {
+  constructor() {
+    super('the queue is full');
+    this.name = 'QueueFullError';
+  }
+}
+
 export class Limiter {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(private readonly max: number) {}
+  constructor(
+    private readonly max: number,
+    private readonly maxQueue = Number.POSITIVE_INFINITY,
+  ) {}
 
   /**
    * Runs `work` once a slot is free. `signal` bounds the wait for the slot: when it aborts first, the caller
    * leaves the queue and the promise rejects with the signal's reason (the read timeout covers the queue too).
    */
   async run<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    if (this.active >= this.max) await this.turn(signal);
-    else this.active++;
+    if (this.active < this.max) this.active++;
+    else if (this.waiting.length >= this.maxQueue) throw new QueueFullError();
+    else await this.turn(signal);
     try {
       return await work();
     } finally {

@@ -20,7 +20,7 @@ import { expandUrl, parseUrlTemplate, redactedUrl, subdomainOf, type UrlTemplate
 import { log } from '../../log.js';
 import type { TileFormat } from '../../tiles/format.js';
 import { defaultCenter, parseVectorLayers, SourceOpenError, TileUnavailableError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileSource } from '../source.js';
-import { QueueFullError, BoundedLimiter } from './limiter.js';
+import { Limiter, QueueFullError } from '../object-store/limiter.js';
 
 export const XYZ_DEFAULTS = { timeout_ms: 10_000, max_concurrency: 16, max_queue: 256, retries: 1, stale_cache_mb: 16 } as const;
 /** Seconds a client is asked to wait when the queue is full or the upstream throttles without saying how long. */
@@ -41,7 +41,7 @@ class Attempt extends Error {
 }
 
 export class XyzSource implements TileSource {
-  private readonly limiter: BoundedLimiter;
+  private readonly limiter: Limiter;
   private readonly stale: LRUCache<string, Uint8Array> | undefined;
   private readonly timeoutMs: number;
   private readonly retries: number;
@@ -55,7 +55,7 @@ export class XyzSource implements TileSource {
   ) {
     this.timeoutMs = cfg.timeout_ms ?? XYZ_DEFAULTS.timeout_ms;
     this.retries = cfg.retries ?? XYZ_DEFAULTS.retries;
-    this.limiter = new BoundedLimiter(cfg.max_concurrency ?? XYZ_DEFAULTS.max_concurrency, cfg.max_queue ?? XYZ_DEFAULTS.max_queue);
+    this.limiter = new Limiter(cfg.max_concurrency ?? XYZ_DEFAULTS.max_concurrency, cfg.max_queue ?? XYZ_DEFAULTS.max_queue);
     const mb = cfg.stale_cache_mb ?? XYZ_DEFAULTS.stale_cache_mb;
     this.stale = mb > 0 ? new LRUCache({ maxSize: Math.max(1, Math.floor(mb * 1024 * 1024)), sizeCalculation: (b) => Math.max(1, b.byteLength) }) : undefined;
     this.where = redactedUrl(cfg.url ?? cfg.path);
