@@ -1,0 +1,58 @@
+// What a vector data file (GeoJSON, FlatGeobuf, GeoParquet, GeoPackage) looks like to the file source: layers with
+// typed fields, and the features of a layer that meet a box, read through the file's own spatial index. Each
+// format's reader implements this; the source (tiling, filters, OGC API - Features) is written once above it.
+import type { Geometry } from 'geojson';
+import type { StorageConfig } from '../../config/schema.js';
+import type { Bounds } from '../source.js';
+
+/** A property's type as TileJSON's `vector_layers` names it. */
+export type FieldType = 'String' | 'Number' | 'Boolean';
+
+/** A property value as MVT can carry it; nested values (lists, objects) arrive as JSON text. */
+export type PropertyValue = string | number | boolean | null;
+
+export interface FileFeature {
+  /** A non-negative integer feature id, when the file has one (FID, an integer id column); MVT ids are integers. */
+  id?: number;
+  /** In longitude/latitude (EPSG:4326, x = longitude) whatever the file's own CRS. */
+  geometry: Geometry;
+  properties: Record<string, PropertyValue>;
+}
+
+export interface FileLayer {
+  /** The layer's name in tiles (a GeoPackage table's name; the source's id for single-layer formats). */
+  name: string;
+  fields: Record<string, FieldType>;
+  /** The extent of the layer's features in longitude/latitude, or undefined when the layer is empty. */
+  bounds: Bounds | undefined;
+  featureCount?: number;
+}
+
+export interface FeatureReader {
+  readonly layers: readonly FileLayer[];
+  /**
+   * The features of `layer` whose bounding box meets `bbox` (west, south, east, north in degrees; undefined for
+   * all), in the file's order, read through the file's spatial index so that memory follows what lies in the box,
+   * not the file's size. Stops reading when the consumer stops iterating or `signal` aborts.
+   */
+  features(layer: string, bbox: Bounds | undefined, signal?: AbortSignal): AsyncIterable<FileFeature>;
+  /** Bytes this reader keeps between requests (an in-memory index, cached headers), for the source's memory gauge. */
+  memoryBytes(): number;
+  close(): Promise<void>;
+}
+
+export interface ReaderOptions {
+  /** For SourceOpenError messages. */
+  sourceId: string;
+  /** For readers that can read remote files (http(s), s3, gs, az) through the object-storage readers. */
+  storage: StorageConfig;
+  /** GeoPackage: the feature tables to serve; undefined for all of them. */
+  layers?: readonly string[];
+}
+
+/**
+ * Opens `location` (a local path, or for formats read by ranges a remote URL). Throws SourceOpenError with a
+ * one-line reason (truncated file, no geometry column, not GeoJSON, no feature table, a CRS that cannot be
+ * transformed) when the file cannot be served.
+ */
+export type OpenReader = (location: string, options: ReaderOptions) => Promise<FeatureReader>;
