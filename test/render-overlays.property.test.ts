@@ -170,7 +170,7 @@ describe('overlay drawing and fitting (properties)', () => {
     const svg = (pts: string) => {
       const r = parsePath(`path-2+f00-0f0(${pts})`, false);
       assert.ok(r.ok);
-      return /d="([^"]+)"/.exec(overlaySvg({ paths: [r.value], markers: [], shapes: [] }, cam, 1))![1];
+      return /d="([^"]+)"/.exec(overlaySvg({ paths: [r.value], markers: [], shapes: [], icons: [] }, cam, 1))![1];
     };
     // Ends 10 degrees apart: the ring gets its closing segment.
     assert.match(svg('0,0|10,0|10,10|0,10'), /^M200 150L.*L200 150Z$/);
@@ -181,7 +181,7 @@ describe('overlay drawing and fitting (properties)', () => {
     // A path without fill is a line, never closed.
     const line = parsePath('path-2+f00(0,0|10,0|10,10)', false);
     assert.ok(line.ok);
-    assert.doesNotMatch(overlaySvg({ paths: [line.value], markers: [], shapes: [] }, cam, 1), /Z"/);
+    assert.doesNotMatch(overlaySvg({ paths: [line.value], markers: [], shapes: [], icons: [] }, cam, 1), /Z"/);
   });
 
   test('auto fits every overlay point inside the frame, between zoom 0 and maxzoom', () => {

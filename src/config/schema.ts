@@ -242,6 +242,8 @@ export const StyleSchema = v.pipe(
     sdf: v.optional(v.boolean()),
     /** Who may read it and its renderings (docs/access.md); default: auth.default_access, or stricter when a source it uses is. */
     access: v.optional(access),
+    /** A text drawn in the bottom-left corner of its static maps (a request's `watermark` replaces it). */
+    watermark: v.optional(v.pipe(v.string(), v.maxLength(200))),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed || !dataset.value.sdf || dataset.value.sprite_dir !== undefined) return;
@@ -338,6 +340,17 @@ export const RenderSchema = v.object({
   flat_extrusions: v.optional(v.boolean(), true),
   /** The Chromium (or Chrome) executable; default: CHROMIUM_PATH, then the usual Debian and Chrome locations. */
   chromium_path: v.optional(nonEmpty),
+  /** Static maps draw the attribution of the style's sources in the bottom-right corner (`attribution=false` per request). */
+  static_attribution: v.optional(v.boolean(), true),
+  /** Hosts (`name` or `name:port`) whose http(s) images static-map markers may show; no other host is ever contacted. */
+  marker_hosts: v.optional(
+    v.array(v.pipe(nonEmpty, v.check((h) => /^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/.test(h), 'a host name or host:port, without scheme or path'))),
+    [],
+  ),
+  /** Largest marker image (from a marker host or the files directory), bytes; a larger one is refused (400). */
+  marker_max_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16 * 1024 * 1024)), 256 * 1024),
+  /** Longest wait for a marker image from a marker host; a slower one is refused (400). */
+  marker_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(60_000)), 3000),
 });
 
 /** Metrics (pull listener, OTLP push) and traces (OTLP); see docs/metrics.md. Not reloadable (spec). */

@@ -1,10 +1,13 @@
 // The overlay grammars of static maps (spec, "Static map image"), parsed strictly: every error names the part
 // of the value that is wrong. Coordinates are read as lon,lat, or lat,lon when `latlng` is set.
 //   path:   path-{strokeWidth}+{strokeColor}[-{fillColor}]({lon},{lat}|{lon},{lat}|...)   several joined by ~
+//           path-{strokeWidth}+{strokeColor}[-{fillColor}](enc:{polyline})   or enc6: for precision 6
 //   marker: pin-{s|m|l}[-{label}]+{color}({lon},{lat})                                     several joined by ~
 // A query string decodes `+` to a space (decisions.md): in the style part of an item (before its "(") a space
 // stands for `+`. The stroke width may be left out (3 px), and so may the stroke colour (blue, #0000ff, as in
 // simplestyle's default) — `path(…)`, `path-5(…)` and `path+f00(…)` are all read.
+// With `metres` (the `raw` routes) a pair is EPSG:3857 x,y in metres instead of degrees.
+import { decodePolyline } from './polyline.js';
 
 export interface Rgba {
   r: number;
@@ -16,12 +19,21 @@ export interface Rgba {
 
 export type LonLat = [number, number];
 
+export type LineCap = 'butt' | 'round' | 'square';
+export type LineJoin = 'miter' | 'round' | 'bevel';
+
 export interface PathOverlay {
   kind: 'path';
   width: number;
   stroke: Rgba;
-  /** A filled path is a polygon, closed when drawn. */
+  /** The inside of the line, as if closed (SVG and canvas fill an open path that way). */
   fill: Rgba | undefined;
+  /** Drawn as a closed ring: a segment back to the first point when the ends are more than 0.5 px apart. */
+  closed: boolean;
+  cap: LineCap;
+  join: LineJoin;
+  /** A wider stroke under the line (a halo): `width` CSS pixels on each side of it. */
+  border?: { color: Rgba; width: number };
   points: LonLat[];
 }
 
@@ -60,13 +72,30 @@ export function parseNumber(s: string): number | undefined {
   return NUMBER.test(s) ? Number(s) : undefined;
 }
 
-/** One `a,b` pair as [lon, lat], checked against the ranges of longitudes and latitudes. */
-export function parseLonLat(pair: string, latlng: boolean): Parsed<LonLat> {
+/** Half the width of the Web Mercator world (EPSG:3857), metres. */
+export const MERCATOR_EXTENT = 20037508.342789244;
+const EARTH_RADIUS = 6378137;
+
+/** Longitude and latitude of EPSG:3857 metres. */
+export function metresToLonLat(x: number, y: number): LonLat {
+  return [(x / EARTH_RADIUS) * (180 / Math.PI), (2 * Math.atan(Math.exp(y / EARTH_RADIUS)) - Math.PI / 2) * (180 / Math.PI)];
+}
+
+/**
+ * One `a,b` pair as [lon, lat], checked against the ranges of longitudes and latitudes. With `metres` the pair
+ * is EPSG:3857 x,y (y,x with `latlng`), within the Mercator world's ±20037508.34 m.
+ */
+export function parseLonLat(pair: string, latlng: boolean, metres = false): Parsed<LonLat> {
   const parts = pair.split(',');
-  if (parts.length !== 2) return { ok: false, problem: `"${pair}" is not a coordinate pair ${latlng ? 'lat,lng' : 'lon,lat'}` };
+  if (parts.length !== 2) return { ok: false, problem: `"${pair}" is not a coordinate pair ${metres ? (latlng ? 'y,x' : 'x,y') : latlng ? 'lat,lng' : 'lon,lat'}` };
   const a = parseNumber(parts[0]);
   const b = parseNumber(parts[1]);
   if (a === undefined || b === undefined) return { ok: false, problem: `"${pair}" is not a pair of numbers` };
+  if (metres) {
+    const [x, y] = latlng ? [b, a] : [a, b];
+    if (Math.abs(x) > MERCATOR_EXTENT || Math.abs(y) > MERCATOR_EXTENT) return { ok: false, problem: `"${pair}" is outside the EPSG:3857 world (±${MERCATOR_EXTENT} m)` };
+    return { ok: true, value: metresToLonLat(x, y) };
+  }
   const [lon, lat] = latlng ? [b, a] : [a, b];
   if (lon < -180 || lon > 180) return { ok: false, problem: `longitude ${lon} in "${pair}" is outside -180..180` };
   if (lat < -90 || lat > 90) return { ok: false, problem: `latitude ${lat} in "${pair}" is outside -90..90` };
@@ -82,15 +111,40 @@ function splitItem(item: string): Parsed<{ head: string; body: string }> {
   return { ok: true, value: { head: item.slice(0, open).replace(/ /g, '+'), body } };
 }
 
-/** Items of a value joined by "~"; an empty item is an error. */
+/**
+ * Items of a value joined by "~"; an empty item is an error. Only a "~" outside parentheses joins: an encoded
+ * polyline inside them may hold "~" itself (and never a parenthesis).
+ */
 function items(value: string): Parsed<string[]> {
-  const list = value.split('~');
+  const list: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < value.length; i++) {
+    const ch = value[i];
+    if (ch === '(') depth++;
+    else if (ch === ')') depth = Math.max(0, depth - 1);
+    else if (ch === '~' && depth === 0) {
+      list.push(value.slice(start, i));
+      start = i + 1;
+    }
+  }
+  list.push(value.slice(start));
   const empty = list.findIndex((s) => s.trim() === '');
   if (empty >= 0) return { ok: false, problem: `item ${empty + 1} of "${value}" is empty` };
   return { ok: true, value: list };
 }
 
-export function parsePath(item: string, latlng: boolean): Parsed<PathOverlay> {
+/** The points of an encoded polyline written `enc:{text}` (precision 5) or `enc6:{text}`, or undefined when `body` is neither. */
+export function encodedPoints(body: string): Parsed<LonLat[]> | undefined {
+  const m = /^enc(6?):/.exec(body);
+  if (!m) return undefined;
+  const r = decodePolyline(body.slice(m[0].length), m[1] === '6' ? 6 : 5);
+  if (!r.ok) return r;
+  if (r.value.length < 2) return { ok: false, problem: `the encoded polyline "${body.slice(0, 60)}" has ${r.value.length} point; a path needs at least 2` };
+  return r;
+}
+
+export function parsePath(item: string, latlng: boolean, metres = false): Parsed<PathOverlay> {
   const split = splitItem(item);
   if (!split.ok) return split;
   const { head, body } = split.value;
@@ -113,18 +167,27 @@ export function parsePath(item: string, latlng: boolean): Parsed<PathOverlay> {
     fill = parseHexColor(m[3]);
     if (!fill) return { ok: false, problem: `fill color "${m[3]}" in "${head}" is not 3, 4, 6 or 8 hex digits` };
   }
-  const pairs = body.split('|');
-  if (pairs.length < 2) return { ok: false, problem: `the path "${item}" has ${pairs.length} point; a path needs at least 2` };
-  const points: LonLat[] = [];
-  for (const pair of pairs) {
-    const p = parseLonLat(pair, latlng);
-    if (!p.ok) return { ok: false, problem: `in the path "${item}": ${p.problem}` };
-    points.push(p.value);
-  }
-  return { ok: true, value: { kind: 'path', width, stroke, fill, points } };
+  const points = pathPoints(body, latlng, metres);
+  if (!points.ok) return { ok: false, problem: `in the path "${item.length > 200 ? `${item.slice(0, 200)}…` : item}": ${points.problem}` };
+  return { ok: true, value: { kind: 'path', width, stroke, fill, closed: fill !== undefined, cap: 'round', join: 'round', points: points.value } };
 }
 
-export function parseMarker(item: string, latlng: boolean): Parsed<MarkerOverlay> {
+/** The points of a path's geometry: `enc:`/`enc6:` and an encoded polyline, or pairs joined by "|" (at least 2). */
+export function pathPoints(body: string, latlng: boolean, metres: boolean): Parsed<LonLat[]> {
+  const encoded = encodedPoints(body);
+  if (encoded) return encoded;
+  const pairs = body.split('|');
+  if (pairs.length < 2) return { ok: false, problem: `${pairs.length} point; a path needs at least 2` };
+  const points: LonLat[] = [];
+  for (const pair of pairs) {
+    const p = parseLonLat(pair, latlng, metres);
+    if (!p.ok) return p;
+    points.push(p.value);
+  }
+  return { ok: true, value: points };
+}
+
+export function parseMarker(item: string, latlng: boolean, metres = false): Parsed<MarkerOverlay> {
   const split = splitItem(item);
   if (!split.ok) return split;
   const { head, body } = split.value;
@@ -136,19 +199,19 @@ export function parseMarker(item: string, latlng: boolean): Parsed<MarkerOverlay
   }
   const color = parseHexColor(m[3]);
   if (!color) return { ok: false, problem: `marker color "${m[3]}" in "${head}" is not 3, 4, 6 or 8 hex digits` };
-  const p = parseLonLat(body, latlng);
+  const p = parseLonLat(body, latlng, metres);
   if (!p.ok) return { ok: false, problem: `in the marker "${item}": ${p.problem}` };
   return { ok: true, value: { kind: 'marker', size: m[1] as PinSize, label: m[2], color, point: p.value } };
 }
 
 /** All paths of `path` query values (each may hold several joined by "~"). */
-export function parsePaths(values: readonly string[], latlng: boolean): Parsed<PathOverlay[]> {
-  return parseAll(values, (i) => parsePath(i, latlng));
+export function parsePaths(values: readonly string[], latlng: boolean, metres = false): Parsed<PathOverlay[]> {
+  return parseAll(values, (i) => parsePath(i, latlng, metres));
 }
 
 /** All markers of `marker` query values (each may hold several joined by "~"). */
-export function parseMarkers(values: readonly string[], latlng: boolean): Parsed<MarkerOverlay[]> {
-  return parseAll(values, (i) => parseMarker(i, latlng));
+export function parseMarkers(values: readonly string[], latlng: boolean, metres = false): Parsed<MarkerOverlay[]> {
+  return parseAll(values, (i) => parseMarker(i, latlng, metres));
 }
 
 function parseAll<T>(values: readonly string[], one: (item: string) => Parsed<T>): Parsed<T[]> {

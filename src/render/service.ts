@@ -23,6 +23,7 @@ import { MAX_FRAME, RenderPoolKeeper, START_WAIT_MS, styleRef } from './pool-kee
 import type { RenderPool } from './pool.js';
 import { RenderCache, type CachedImage } from '../shared-cache/render-cache.js';
 import { RenderError, type Frame, type FrameEncoding } from './renderer.js';
+import { MarkerIcons } from './marker-icons.js';
 import type { AppFetch } from './resources.js';
 import { SharedRenders, type Rendered } from './shared-renders.js';
 import { extOf, tilePath, type RenderCaller, type RenderResult } from './render-result.js';
@@ -46,6 +47,9 @@ export class RenderService {
   private readonly batches = new TileBatches();
   /** The other worker processes, when this one is part of a cluster (tiles are drawn by their block's owner). */
   private peers: RenderPeers | undefined;
+  private app: AppFetch | undefined;
+  /** Images of static maps' icon markers (sprite, files, allowed hosts), fetched and cached per process. */
+  readonly markerIcons = new MarkerIcons(() => this.app);
 
   constructor(
     runtime: RuntimeStatus,
@@ -76,6 +80,7 @@ export class RenderService {
 
   /** The app whose routes answer the renderers' resource requests (in-process). */
   attach(fetch: AppFetch): void {
+    this.app = fetch;
     this.keeper.attach(fetch);
   }
 

@@ -2,13 +2,26 @@
 // problem names the part of the request that is wrong (the route answers 400 with it).
 import { fitBounds, MAX_LATITUDE, offsetCenter, type Bounds, type Camera } from './camera.js';
 import { parseGeoJsonOverlay, shapePoints } from './geojson-overlay.js';
-import { parseLonLat, parseMarkers, parseNumber, parsePaths, PIN_SIZES, type Parsed } from './overlays.js';
+import { parseLonLat, parseMarkers, parseNumber, parsePaths, PIN_SIZES } from './overlays.js';
 import type { Overlays } from './svg.js';
+import {
+  isTileserverGlMarker,
+  isTileserverGlPath,
+  LINE_CAPS,
+  LINE_JOINS,
+  parseTileserverGlMarker,
+  parseTileserverGlPath,
+  PATH_DEFAULTS,
+  pathStyleValue,
+  type PathDefaults,
+} from './tileserver-gl-grammar.js';
 
 export type ImageFormat = 'png' | 'jpeg' | 'webp';
 export const MAX_IMAGE_EDGE = 4096;
 export const MAX_SCALE = 3;
 export const MAX_ZOOM = 22;
+/** Longest watermark text (characters). */
+export const MAX_WATERMARK = 200;
 
 export interface Problem {
   /** The request part that is wrong: a path segment or query parameter name. */
@@ -73,8 +86,11 @@ export type StaticView =
   | { type: 'bbox'; bounds: Bounds }
   | { type: 'auto' };
 
-/** The `{type}` segment: `lon,lat,zoom[@bearing[,pitch]]`, `minLon,minLat,maxLon,maxLat` or `auto`. */
-export function parseViewSegment(seg: string, latlng: boolean): Checked<StaticView> {
+/**
+ * The `{type}` segment: `lon,lat,zoom[@bearing[,pitch]]`, `minLon,minLat,maxLon,maxLat` or `auto`. With `metres`
+ * (the `raw` routes) the coordinates are EPSG:3857 x,y in metres.
+ */
+export function parseViewSegment(seg: string, latlng: boolean, metres = false): Checked<StaticView> {
   if (seg === 'auto') return { ok: true, value: { type: 'auto' } };
   const [main, rotation, ...extra] = seg.split('@');
   if (extra.length) return bad('view', `"${seg}" has more than one "@"`);
@@ -83,7 +99,7 @@ export function parseViewSegment(seg: string, latlng: boolean): Checked<StaticVi
   const badIndex = nums.findIndex((n) => n === undefined);
   if (badIndex >= 0) return bad('view', `"${parts[badIndex]}" in "${seg}" is not a number`);
   if (parts.length === 3) {
-    const ll = parseLonLat(`${parts[0]},${parts[1]}`, latlng);
+    const ll = parseLonLat(`${parts[0]},${parts[1]}`, latlng, metres);
     if (!ll.ok) return bad('view', ll.problem);
     const [lon, lat] = ll.value;
     if (Math.abs(lat) > MAX_LATITUDE) return bad('view', `latitude ${lat} cannot be a map centre (Web Mercator reaches ±${MAX_LATITUDE.toFixed(4)})`);
@@ -103,8 +119,8 @@ export function parseViewSegment(seg: string, latlng: boolean): Checked<StaticVi
   }
   if (rotation !== undefined) return bad('view', `only a centre view takes "@{bearing}": "${seg}"`);
   if (parts.length === 4) {
-    const sw = parseLonLat(`${parts[0]},${parts[1]}`, latlng);
-    const ne = parseLonLat(`${parts[2]},${parts[3]}`, latlng);
+    const sw = parseLonLat(`${parts[0]},${parts[1]}`, latlng, metres);
+    const ne = parseLonLat(`${parts[2]},${parts[3]}`, latlng, metres);
     if (!sw.ok) return bad('view', sw.problem);
     if (!ne.ok) return bad('view', ne.problem);
     const [west, south] = sw.value;
@@ -121,17 +137,57 @@ export interface StaticQuery {
   padding: number;
   maxzoom: number;
   latlng: boolean;
+  /** Draw the attribution of the style's sources (`attribution=false` turns it off; configuration may too). */
+  attribution: boolean;
 }
 
-export function parseBoolean(v: string | undefined, parameter: string): Checked<boolean> {
-  if (v === undefined || v === '') return { ok: true, value: false };
+export function parseBoolean(v: string | undefined, parameter: string, absent = false): Checked<boolean> {
+  if (v === undefined || v === '') return { ok: true, value: absent };
   if (v === 'true' || v === '1') return { ok: true, value: true };
   if (v === 'false' || v === '0') return { ok: true, value: false };
   return bad(parameter, `${parameter} "${v}" is not true or false`);
 }
 
-/** The query of a static map: overlays (`path`, `marker`, `geojson`, each repeatable), padding, maxzoom, latlng. */
-export function parseStaticQuery(q: { one(name: string): string | undefined; all(name: string): string[] }): Checked<StaticQuery> {
+/** How a parameter is written as a JSON member of the POST form (a query parameter is always text). */
+export type ParameterKind = 'text' | 'number' | 'boolean' | 'geojson';
+
+export interface StaticParameter {
+  kind: ParameterKind;
+  /** May be given several times (an array in the POST form). */
+  many?: true;
+  description: string;
+}
+
+/**
+ * Every query parameter of a static map (and member of the POST body), one entry each: the route documents and
+ * checks the body from this table, `parseStaticQuery` reads them.
+ */
+export const STATIC_PARAMETERS = {
+  path: { kind: 'text', many: true, description: 'path-{strokeWidth}+{strokeColor}[-{fillColor}]({lon},{lat}|… or enc:{polyline}), several joined by ~; or tileserver-gl\'s [{option}:{value}|…]{lon},{lat}|… or …|enc:{polyline}' },
+  marker: { kind: 'text', many: true, description: 'pin-{s|m|l}[-{label}]+{color}({lon},{lat}), several joined by ~; or tileserver-gl\'s {lon},{lat}|{icon}[|scale:{s}][|offset:{x},{y}][|anchor:{a}], icon sprite:{name}, a file of /files or a URL of an allowed host' },
+  geojson: { kind: 'geojson', many: true, description: 'GeoJSON geometry, Feature or FeatureCollection with simplestyle properties' },
+  padding: { kind: 'number', description: 'auto-fit padding, a fraction of the image on each side (default 0.1)' },
+  maxzoom: { kind: 'number', description: 'largest zoom of an auto-fit (default 18)' },
+  latlng: { kind: 'boolean', description: 'coordinates are lat,lng (default false)' },
+  fill: { kind: 'text', description: 'fill colour of tileserver-gl-syntax paths (CSS: #rrggbb, rgba(…), a name); empty: translucent white' },
+  stroke: { kind: 'text', description: 'stroke colour of tileserver-gl-syntax paths (default rgba(0,64,255,0.7))' },
+  width: { kind: 'number', description: 'stroke width of tileserver-gl-syntax paths, px (default 1)' },
+  border: { kind: 'text', description: 'colour of a border (halo) around tileserver-gl-syntax paths' },
+  borderwidth: { kind: 'number', description: 'border width on each side, px (default a tenth of the stroke width)' },
+  linecap: { kind: 'text', description: 'butt (default), round or square: ends of tileserver-gl-syntax paths' },
+  linejoin: { kind: 'text', description: 'miter (default), round or bevel: corners of tileserver-gl-syntax paths' },
+  attribution: { kind: 'boolean', description: 'draw the attribution of the style\'s sources in the bottom-right corner (default true)' },
+  watermark: { kind: 'text', description: `a text drawn in the bottom-left corner (at most ${MAX_WATERMARK} characters; default: the style's configured watermark)` },
+} as const satisfies Record<string, StaticParameter>;
+
+export type StaticParameterName = keyof typeof STATIC_PARAMETERS;
+
+/**
+ * The query of a static map: overlays (`path`, `marker`, `geojson`, each repeatable), padding, maxzoom, latlng,
+ * the style parameters of tileserver-gl-syntax paths, attribution and watermark. With `metres` (the `raw`
+ * routes) coordinate pairs of paths and markers are EPSG:3857 metres.
+ */
+export function parseStaticQuery(q: { one(name: string): string | undefined; all(name: string): string[] }, metres = false): Checked<StaticQuery> {
   const latlng = parseBoolean(q.one('latlng'), 'latlng');
   if (!latlng.ok) return latlng;
   const paddingText = q.one('padding');
@@ -140,17 +196,74 @@ export function parseStaticQuery(q: { one(name: string): string | undefined; all
   const maxText = q.one('maxzoom');
   const maxzoom = maxText === undefined ? 18 : parseNumber(maxText);
   if (maxzoom === undefined || maxzoom < 0 || maxzoom > MAX_ZOOM) return bad('maxzoom', `maxzoom "${maxText}" is not a number 0..${MAX_ZOOM}`);
-  const paths = parsePaths(q.all('path'), latlng.value);
-  if (!paths.ok) return bad('path', paths.problem);
-  const markers = parseMarkers(q.all('marker'), latlng.value);
-  if (!markers.ok) return bad('marker', markers.problem);
-  const shapes: Parsed<Overlays['shapes']> = { ok: true, value: [] };
+  const defaults = parsePathDefaults(q);
+  if (!defaults.ok) return defaults;
+  const paths: Overlays['paths'] = [];
+  const markers: Overlays['markers'] = [];
+  const icons: Overlays['icons'] = [];
+  for (const value of q.all('path')) {
+    const r = isTileserverGlPath(value) ? parseTileserverGlPath(value, defaults.value, latlng.value, metres) : parsePaths([value], latlng.value, metres);
+    if (!r.ok) return bad('path', r.problem);
+    paths.push(...(Array.isArray(r.value) ? r.value : [r.value]));
+  }
+  for (const value of q.all('marker')) {
+    const r = isTileserverGlMarker(value) ? parseTileserverGlMarker(value, latlng.value, metres) : parseMarkers([value], latlng.value, metres);
+    if (!r.ok) return bad('marker', r.problem);
+    if (Array.isArray(r.value)) markers.push(...r.value);
+    else icons.push(r.value);
+  }
+  const shapes: Overlays['shapes'] = [];
   for (const text of q.all('geojson')) {
     const r = parseGeoJsonOverlay(text);
     if (!r.ok) return bad('geojson', r.problem);
-    shapes.value.push(...r.value);
+    shapes.push(...r.value);
   }
-  return { ok: true, value: { overlays: { paths: paths.value, markers: markers.value, shapes: shapes.value }, padding, maxzoom, latlng: latlng.value } };
+  const attribution = parseBoolean(q.one('attribution'), 'attribution', true);
+  if (!attribution.ok) return attribution;
+  const watermark = q.one('watermark');
+  if (watermark !== undefined && (watermark.length > MAX_WATERMARK || /[\u0000-\u001f\u007f]/.test(watermark))) {
+    return bad('watermark', `watermark is at most ${MAX_WATERMARK} characters without control characters`);
+  }
+  return {
+    ok: true,
+    value: {
+      overlays: { paths, markers, shapes, icons, ...(watermark ? { watermark } : {}) },
+      padding,
+      maxzoom,
+      latlng: latlng.value,
+      attribution: attribution.value,
+    },
+  };
+}
+
+/** The query parameters that style every tileserver-gl-syntax path (`fill`, `stroke`, `width`, …). */
+function parsePathDefaults(q: { one(name: string): string | undefined }): Checked<PathDefaults> {
+  const d: PathDefaults = { ...PATH_DEFAULTS };
+  for (const name of ['fill', 'stroke', 'border'] as const) {
+    const text = q.one(name);
+    if (text === undefined) continue;
+    const r = pathStyleValue(name, text);
+    if (!r.ok) return bad(name, r.problem);
+    d[name] = r.value;
+  }
+  for (const name of ['width', 'borderwidth'] as const) {
+    const text = q.one(name);
+    if (text === undefined) continue;
+    const r = pathStyleValue(name, text);
+    if (!r.ok) return bad(name, r.problem);
+    d[name] = r.value;
+  }
+  const cap = q.one('linecap');
+  if (cap !== undefined) {
+    if (!(LINE_CAPS as readonly string[]).includes(cap)) return bad('linecap', `linecap "${cap}" is not one of ${LINE_CAPS.join(', ')}`);
+    d.linecap = cap as PathDefaults['linecap'];
+  }
+  const join = q.one('linejoin');
+  if (join !== undefined) {
+    if (!(LINE_JOINS as readonly string[]).includes(join)) return bad('linejoin', `linejoin "${join}" is not one of ${LINE_JOINS.join(', ')}`);
+    d.linejoin = join as PathDefaults['linejoin'];
+  }
+  return { ok: true, value: d };
 }
 
 /**
@@ -164,7 +277,7 @@ export function staticCamera(view: StaticView, q: StaticQuery, width: number, he
     return { ok: true, value: { ...fit, bearing: 0, pitch: 0, width, height } };
   }
   const o = q.overlays;
-  const points = [...o.paths.flatMap((p) => p.points), ...o.markers.map((m) => m.point), ...shapePoints(o.shapes)];
+  const points = [...o.paths.flatMap((p) => p.points), ...o.markers.map((m) => m.point), ...o.icons.map((m) => m.point), ...shapePoints(o.shapes)];
   if (points.length === 0) return bad('view', '"auto" fits the map to the overlays, and there are none: give path, marker or geojson');
   const b = boundsOf(points);
   const pin = Math.max(0, ...o.markers.map((m) => PIN_SIZES[m.size].height / 2));
