@@ -8,33 +8,7 @@ import { describe, test } from 'node:test';
 import fc from './helpers/fast-check.js';
 import { decodePolyline, type PolylinePrecision } from '../src/render/polyline.js';
 import { parseStaticQuery } from '../src/render/static-params.js';
-
-/** One signed value: zig-zag, then 5-bit chunks from the lowest, each + 63, all but the last ORed with 0x20. */
-function encodeValue(v: number): string {
-  let n = v < 0 ? -2 * v - 1 : 2 * v;
-  let out = '';
-  while (n >= 0x20) {
-    out += String.fromCharCode((0x20 | (n % 32)) + 63);
-    n = Math.floor(n / 32);
-  }
-  return out + String.fromCharCode(n + 63);
-}
-
-/** [lon, lat] points as an encoded polyline (latitude first, differences of rounded values). */
-export function encodePolyline(points: readonly [number, number][], precision: PolylinePrecision): string {
-  const f = 10 ** precision;
-  let lat = 0;
-  let lon = 0;
-  let out = '';
-  for (const [x, y] of points) {
-    const la = Math.round(y * f);
-    const lo = Math.round(x * f);
-    out += encodeValue(la - lat) + encodeValue(lo - lon);
-    lat = la;
-    lon = lo;
-  }
-  return out;
-}
+import { encodePolyline, encodeValue } from './helpers/polyline.js';
 
 const point = fc.tuple(fc.double({ min: -180, max: 180, noNaN: true }), fc.double({ min: -90, max: 90, noNaN: true }));
 const query = (values: Record<string, string[]>) => ({ one: (n: string) => values[n]?.[0], all: (n: string) => values[n] ?? [] });
