@@ -5,7 +5,8 @@
 //   scattered: distinct z7 tiles in a shuffled order, as a load test with a random tile list sends them.
 // On planet and city, simulated users (two connections each) fill their own views in 4x4 blocks aligned to a
 // grid of 4, so the renderers are saturated and every metatile size covers whole blocks. Then static maps
-// (800x600 with a path, markers and a GeoJSON polygon) and social cards one at a time, for their latency.
+// (800x600 with a path, markers and a GeoJSON polygon; then the same view bare and with many overlays: a 500-point
+// encoded polyline and 50 sprite-icon markers) and social cards one at a time, for their latency.
 // Prints tiles/s, tiles/s per core, tiles per CPU-second (every process of the server, browsers included),
 // p50/p99, peak memory, the share of CPU time the hypervisor stole during the run, and where a frame's time
 // goes (from the Server-Timing header the service sends with every rendered answer).
@@ -24,6 +25,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { encodePolyline } from '../test/helpers/polyline.js';
 import { ChildServer, cores, cpuByKind, cpuTimes, formatCpuSplit, processTree, statCpu, stealShare, threadCpu, envNumber, fmt, freePort, httpGet, ROOT, serverTimings, table, treePss, type CpuSplit } from './lib.js';
 
 const SECONDS = envNumber('BENCH_RENDER_SECONDS', 30);
@@ -309,8 +311,23 @@ async function main(): Promise<void> {
     statics.push(`/styles/osm-liberty/static/${lon},${lat},5/800x600.png?path=path-4+f00(${lon - 3},${lat - 2}|${lon + 3},${lat + 2})&marker=pin-m-A+00f(${lon},${lat})~pin-s+f00(${lon + 1},${lat})&geojson=${poly}`);
     ogs.push(`/og/osm-liberty?center=${lat},${lon}&zoom=5`);
   }
+  // Many overlays against the same maps without them, each view distinct (no cache): what drawing and compositing
+  // a long encoded polyline and 50 icon markers adds to a render.
+  const bare: string[] = [];
+  const heavy: string[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const lon = -4 + i * 1.3;
+    const lat = 45 + (i % 4);
+    const view = `/styles/osm-liberty/static/${lon},${lat},5/800x600.png?attribution=false`;
+    const line = Array.from({ length: 500 }, (_, k): [number, number] => [lon - 4 + (8 * k) / 500, lat + 2 * Math.sin(k / 20)]);
+    const icons = Array.from({ length: 50 }, (_, k) => `marker=${encodeURIComponent(`${lon - 4 + (k % 10) * 0.8},${lat - 2 + Math.floor(k / 10) * 0.8}|sprite:airport`)}`);
+    bare.push(`${view}&n=${i}`);
+    heavy.push(`${view}&path=${encodeURIComponent(`stroke:red|width:3|enc:${encodePolyline(line, 5)}`)}&${icons.join('&')}`);
+  }
   const steal0 = cpuTimes();
   const st = await sequential(statics, s);
+  const stBare = await sequential(bare, s);
+  const stHeavy = await sequential(heavy, s);
   const og = await sequential(ogs, s);
   const steal = stealShare(steal0, cpuTimes());
   const peak = s.peak;
@@ -319,10 +336,14 @@ async function main(): Promise<void> {
     table([
       ['request', 'n', 'p50 ms', 'p99 ms'],
       ['static 800x600, path+markers+geojson', String(st.lat.length), fmt(pct(st.lat, 50)), fmt(pct(st.lat, 99))],
+      ['static 800x600, no overlay', String(stBare.lat.length), fmt(pct(stBare.lat, 50)), fmt(pct(stBare.lat, 99))],
+      ['static 800x600, 500-point polyline + 50 icons', String(stHeavy.lat.length), fmt(pct(stHeavy.lat, 50)), fmt(pct(stHeavy.lat, 99))],
       ['og 1200x630', String(og.lat.length), fmt(pct(og.lat, 50)), fmt(pct(og.lat, 99))],
     ]),
   );
   console.log(`static: per frame: ${breakdown(st.rendered)}`);
+  console.log(`static, no overlay: per frame: ${breakdown(stBare.rendered)}`);
+  console.log(`static, 500-point polyline + 50 icons: per frame: ${breakdown(stHeavy.rendered)}`);
   console.log(`og: per frame: ${breakdown(og.rendered)}`);
   console.log(`peak memory (PSS) of the server with its renderers (static/og run): ${fmt(peak / 1e6)} MB; CPU stolen by the hypervisor meanwhile: ${fmt(steal * 100)} %`);
   rmSync(work, { recursive: true, force: true });
