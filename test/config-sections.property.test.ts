@@ -39,7 +39,7 @@ function load(text: string): { ok: true; config: ReturnType<typeof loadConfigFil
 
 // ---- The documented [render] keys (README configuration table) ----------------------------------------------------
 
-type Kind = { int: [number, number] } | { num: [number, number] } | { oneOf: (string | number)[] } | { bool: true } | { path: true };
+type Kind = { int: [number, number] } | { num: [number, number] } | { oneOf: (string | number)[] } | { bool: true } | { path: true } | { hosts: true };
 const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   backend: { kind: { oneOf: ['auto', 'native', 'chromium'] }, default: 'auto' },
   pool_size: { kind: { int: [1, 256] }, default: undefined },
@@ -61,6 +61,10 @@ const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   owner_routing: { kind: { bool: true }, default: true },
   tile_encoder: { kind: { oneOf: ['browser', 'sharp'] }, default: 'browser' },
   chromium_path: { kind: { path: true }, default: undefined },
+  static_attribution: { kind: { bool: true }, default: true },
+  marker_max_bytes: { kind: { int: [1, 16 * 1024 * 1024] }, default: 256 * 1024 },
+  marker_timeout_ms: { kind: { int: [1, 60_000] }, default: 3000 },
+  marker_hosts: { kind: { hosts: true }, default: [] },
 };
 const KEYS = Object.keys(RENDER);
 
@@ -83,6 +87,10 @@ function validValue(kind: Kind): fc.Arbitrary<{ text: string; value: unknown }> 
   if ('num' in kind) return fc.oneof(fc.integer({ min: 0, max: 100_000 }).map((n) => ({ text: String(n), value: n })), fc.integer({ min: 0, max: 10_000_000 }).map((n) => ({ text: (n / 1000).toFixed(3), value: n / 1000 })), fc.constant({ text: '1e3', value: 1000 }));
   if ('oneOf' in kind) return fc.constantFrom(...kind.oneOf).map((v) => ({ text: typeof v === 'string' ? `"${v}"` : String(v), value: v }));
   if ('bool' in kind) return fc.boolean().map((b) => ({ text: String(b), value: b }));
+  if ('hosts' in kind) {
+    const host = fc.tuple(fc.stringMatching(/^[a-z0-9][a-z0-9.-]{0,20}$/), fc.option(fc.integer({ min: 1, max: 65535 }), { nil: undefined })).map(([h, p]) => (p === undefined ? h : `${h}:${p}`));
+    return fc.array(host, { maxLength: 3 }).map((hosts) => ({ text: JSON.stringify(hosts), value: hosts }));
+  }
   return fc.tuple(fc.stringMatching(/^[A-Za-z0-9_./ -]{1,20}$/), fc.boolean()).map(([p, lit]) => ({ text: tomlString(p, lit), value: p }));
 }
 
@@ -100,6 +108,7 @@ function invalidValue(kind: Kind): fc.Arbitrary<{ text: string; mistake: string 
   if ('num' in kind) return fc.oneof(wrongType, fc.integer({ min: 1, max: 10_000 }).map((n) => ({ text: `-${n / 10}`, mistake: 'below' })));
   if ('oneOf' in kind) return fc.oneof(wrongType, fc.constantFrom('"AUTO"', '"gpu"', '3', '8', '"2"', '0').filter((t) => !kind.oneOf.map((v) => (typeof v === 'string' ? `"${v}"` : String(v))).includes(t)).map((text) => ({ text, mistake: 'choice' })));
   if ('bool' in kind) return fc.constantFrom('"true"', '1', '"yes"', '0').map((text) => ({ text, mistake: 'type' }));
+  if ('hosts' in kind) return fc.constantFrom('"a.example"', '["https://a.example"]', '["a.example/x"]', '[""]', '[1]').map((text) => ({ text, mistake: 'host' }));
   return fc.constantFrom('""', '5', 'false', '[]').map((text) => ({ text, mistake: text === '""' ? 'empty' : 'type' }));
 }
 
@@ -147,7 +156,8 @@ describe('[render] (properties)', () => {
         for (const b of bad) {
           forms.hit(`${b.key}:${b.mistake}`);
           forms.hit(b.key);
-          assert.ok(r.message.includes(`${r.file}: render.${b.key}: `), `${b.key} = ${b.text}: ${r.message}`);
+          // A list's wrong item is named with its index: render.marker_hosts[0].
+          assert.ok(r.message.includes(`${r.file}: render.${b.key}: `) || r.message.includes(`${r.file}: render.${b.key}[`), `${b.key} = ${b.text}: ${r.message}`);
         }
         for (const k of Object.keys(good)) if (!badKeys.has(k)) assert.ok(!r.message.includes(`render.${k}:`), `${k} is valid but named: ${r.message}`);
         assert.doesNotMatch(r.message, /\n\s+at |\[object Object\]|undefined/, r.message);
