@@ -2,9 +2,12 @@
 // previous one, times 10^precision, rounded, zig-zag signed (left shift, inverted when negative), then written
 // five bits at a time from the lowest, each chunk plus 63 as one character, all but the last chunk ORed with 0x20.
 // Pairs are latitude first. Precision 5 is Google's; 6 is what OSRM and Valhalla write.
-import type { LonLat, Parsed } from './overlays.js';
 
 export type PolylinePrecision = 5 | 6;
+
+/** [longitude, latitude] (the overlays' LonLat; declared here so that overlays.ts can import this module). */
+type Point = [number, number];
+type Decoded = { ok: true; value: Point[] } | { ok: false; problem: string };
 
 /** More points than any static map can use: a bound on the work a single value can ask for. */
 export const MAX_POLYLINE_POINTS = 100_000;
@@ -13,9 +16,9 @@ export const MAX_POLYLINE_POINTS = 100_000;
  * The points of an encoded polyline as [lon, lat], or the problem: a character outside '?'..'~', a value cut
  * short, an odd number of values, a coordinate outside the ranges of longitudes and latitudes.
  */
-export function decodePolyline(text: string, precision: PolylinePrecision = 5): Parsed<LonLat[]> {
+export function decodePolyline(text: string, precision: PolylinePrecision = 5): Decoded {
   const factor = 10 ** precision;
-  const points: LonLat[] = [];
+  const points: Point[] = [];
   let lat = 0;
   let lon = 0;
   let i = 0;
@@ -47,7 +50,7 @@ export function decodePolyline(text: string, precision: PolylinePrecision = 5): 
     if (Number.isNaN(dLat) || Number.isNaN(dLon)) return { ok: false, problem: `the value at position ${start + 1} of the encoded polyline is too long to be a coordinate` };
     lat += dLat;
     lon += dLon;
-    const point: LonLat = [lon / factor, lat / factor];
+    const point: Point = [lon / factor, lat / factor];
     if (Math.abs(point[1]) > 90 || Math.abs(point[0]) > 180) {
       return { ok: false, problem: `point ${points.length + 1} of the encoded polyline (${point[1]},${point[0]} lat,lon at precision ${precision}) is outside latitude -90..90, longitude -180..180` };
     }
