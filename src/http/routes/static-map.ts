@@ -54,6 +54,13 @@ const KIND_TEXT: Record<ParameterKind, string> = {
   boolean: 'true or false',
   geojson: 'a GeoJSON object or a string of one',
 };
+/** The same for a repeatable parameter. */
+const KIND_TEXT_MANY: Record<ParameterKind, string> = {
+  text: 'a string or an array of strings',
+  number: 'a number or an array of numbers',
+  boolean: 'a boolean or an array of booleans',
+  geojson: 'a GeoJSON object, a string of one, or an array of them',
+};
 const QUERY_SCHEMA: Record<ParameterKind, v.GenericSchema> = { text: v.string(), number: v.number(), boolean: v.boolean(), geojson: v.string() };
 const PARAMETER_NAMES = Object.keys(STATIC_PARAMETERS) as StaticParameterName[];
 
@@ -96,7 +103,7 @@ export function bodyParams(raw: unknown): { ok: true; params: StaticParams } | {
     const texts: string[] = [];
     for (const item of list) {
       const text = memberText(p.kind, item);
-      if (text === undefined) return { ok: false, problem: { parameter: name, detail: `${name} must be ${KIND_TEXT[p.kind]}${many ? ' or an array of them' : ''}` } };
+      if (text === undefined) return { ok: false, problem: { parameter: name, detail: `${name} must be ${(many ? KIND_TEXT_MANY : KIND_TEXT)[p.kind]}` } };
       texts.push(text);
     }
     values.set(name, texts);
