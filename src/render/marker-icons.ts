@@ -5,7 +5,8 @@
 //   http(s)://…     a host listed in render.marker_hosts, and no other: the host is checked before any
 //                   connection, redirects are not followed (they could lead elsewhere), the body is cut off past
 //                   render.marker_max_bytes and the wait past render.marker_timeout_ms.
-// Images are decoded by sharp (PNG, JPEG, WebP, GIF, SVG) and kept as PNG, cached per process.
+// Images are decoded by sharp (PNG, JPEG, WebP, GIF, SVG) and kept as PNG, cached per process (files for a minute,
+// icons of marker hosts for ten; a finished static map is cached with the rest of the render cache).
 import { LRUCache } from 'lru-cache';
 import sharp from 'sharp';
 import type { AppState } from '../state/app-state.js';
@@ -23,6 +24,8 @@ const MAX_ICON_PIXELS = 1024 * 1024;
 const CACHE_BYTES = 32 * 1024 * 1024;
 /** How long an icon from a marker host is trusted before it is fetched again. */
 const REMOTE_TTL_MS = 10 * 60 * 1000;
+/** A file of the files directory may be replaced without a reload: it is read again after this. */
+const FILE_TTL_MS = 60 * 1000;
 
 class IconProblem extends Error {}
 
@@ -112,7 +115,7 @@ export class MarkerIcons {
     if (res.status !== 200) throw new IconProblem(`icon "${file}" is not a file of the files directory`);
     if (res.body.length > state.config.render.marker_max_bytes) throw new IconProblem(`icon "${file}" is ${res.body.length} bytes, more than render.marker_max_bytes (${state.config.render.marker_max_bytes})`);
     const icon = await decodeIcon(res.body, `icon "${file}"`);
-    this.cache.set(key, icon);
+    this.cache.set(key, icon, { ttl: FILE_TTL_MS });
     return icon;
   }
 
