@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from './helpers/fast-check.js';
 import { bodyParams } from '../src/http/routes/static-map.js';
-import { parseStaticQuery } from '../src/render/static-params.js';
+import { parseStaticQuery, parseViewSegment } from '../src/render/static-params.js';
 import { parseCssColor } from '../src/render/tileserver-gl-grammar.js';
 
 const query = (values: Record<string, string[]>) => ({ one: (n: string) => values[n]?.[0], all: (n: string) => values[n] ?? [] });
@@ -100,6 +100,19 @@ describe("tileserver-gl's grammar (properties)", () => {
           assert.ok(Math.abs(lon - pts[i][0]) < 1e-6 && Math.abs(lat - pts[i][1]) < 1e-6, `${lon},${lat} vs ${pts[i]}`);
         });
         assert.ok(Math.abs(r.value.overlays.icons[0].point[1] - pts[0][1]) < 1e-6);
+      }),
+    );
+    // The view segment too: a centre and a bounding box in metres.
+    fc.assert(
+      fc.property(fc.tuple(decimal(-179, 0), decimal(-80, 0)), fc.tuple(decimal(1, 179), decimal(1, 80)), decimal(0, 20), (sw, ne, zoom) => {
+        const m = (p: [number, number]) => toMetres(p).map((v) => v.toFixed(4));
+        const centre = parseViewSegment(`${m(sw).join(',')},${zoom}`, false, true);
+        assert.ok(centre.ok && centre.value.type === 'center');
+        assert.ok(Math.abs(centre.value.center[0] - sw[0]) < 1e-6 && Math.abs(centre.value.center[1] - sw[1]) < 1e-6);
+        const box = parseViewSegment([...m(sw), ...m(ne)].join(','), false, true);
+        assert.ok(box.ok && box.value.type === 'bbox');
+        const b = box.value.bounds;
+        for (const [got, want] of [[b.west, sw[0]], [b.south, sw[1]], [b.east, ne[0]], [b.north, ne[1]]]) assert.ok(Math.abs(got - want) < 1e-6, `${got} vs ${want}`);
       }),
     );
     const outside = parseStaticQuery(query({ path: ['0,0|30000000,0'] }), true);
