@@ -14,6 +14,7 @@ import { startServer, type TestServer } from './helpers/server.js';
 /** Documented path → a concrete URL of it for the style "plain". */
 const RENDER_ONLY: Record<string, string> = {
   '/styles/{style}/static/{view}/{size}': '/styles/plain/static/0,0,1/64x64.png',
+  '/styles/{style}/static/raw/{view}/{size}': '/styles/plain/static/raw/0,0,1/64x64.png',
   '/og/{style}': '/og/plain?center=0,0',
   '/styles/{style}/{z}/{x}/{y}{scale}.{format}': '/styles/plain/0/0/0.png',
   '/styles/{style}/{tile_size}/{z}/{x}/{y}{scale}.{format}': '/styles/plain/256/0/0/0.png',
@@ -94,9 +95,9 @@ describe('/openapi.json follows server.disable_render', () => {
         documents++;
       }
     }
-    // Five image routes (static map, social card, two raster tile forms, the OGC map tile) and six documents
-    // (TileJSON, WMTS, the OGC styles list, the dataset's and the style's map tileset lists, and the tileset).
-    assert.deepEqual({ images, documents }, { images: 5, documents: 6 });
+    // Six image routes (static map and its raw form, social card, two raster tile forms, the OGC map tile) and six
+    // documents (TileJSON, WMTS, the OGC styles list, the dataset's and the style's map tileset lists, and the tileset).
+    assert.deepEqual({ images, documents }, { images: 6, documents: 6 });
   });
 
   test('the landing page links the map tilesets of the dataset, and declares dataset-tilesets, only with styles', async () => {
