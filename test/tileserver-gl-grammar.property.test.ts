@@ -158,6 +158,7 @@ describe("tileserver-gl's grammar (properties)", () => {
       [{ marker: ['0,0|data:image/png;base64,AAAA'] }, 'marker', /not sprite:\{name\}, an http\(s\) URL/],
       [{ marker: ['0,200|a.png'] }, 'marker', /latitude 200/],
       [{ attribution: ['maybe'] }, 'attribution', /true or false/],
+      [{ marker: Array.from({ length: 21 }, (_, i) => `0,0|sprite:icon${i}`) }, 'marker', /21 different icons; a map may show at most 20/],
       [{ watermark: ['x'.repeat(201)] }, 'watermark', /at most 200/],
     ];
     for (const [values, parameter, detail] of cases) {

@@ -5,6 +5,7 @@ import { parseGeoJsonOverlay, shapePoints } from './geojson-overlay.js';
 import { parseLonLat, parseMarkers, parseNumber, parsePaths, PIN_SIZES } from './overlays.js';
 import type { Overlays } from './svg.js';
 import {
+  iconKey,
   isTileserverGlMarker,
   isTileserverGlPath,
   LINE_CAPS,
@@ -20,6 +21,8 @@ export type ImageFormat = 'png' | 'jpeg' | 'webp';
 export const MAX_IMAGE_EDGE = 4096;
 export const MAX_SCALE = 3;
 export const MAX_ZOOM = 22;
+/** Different icon images one map may show: each is fetched (or read) before the render. */
+export const MAX_ICON_IMAGES = 20;
 /** Longest watermark text (characters). */
 export const MAX_WATERMARK = 200;
 
@@ -212,6 +215,8 @@ export function parseStaticQuery(q: { one(name: string): string | undefined; all
     if (Array.isArray(r.value)) markers.push(...r.value);
     else icons.push(r.value);
   }
+  const images = new Set(icons.map((m) => iconKey(m.icon)));
+  if (images.size > MAX_ICON_IMAGES) return bad('marker', `the markers show ${images.size} different icons; a map may show at most ${MAX_ICON_IMAGES}`);
   const shapes: Overlays['shapes'] = [];
   for (const text of q.all('geojson')) {
     const r = parseGeoJsonOverlay(text);
