@@ -2,12 +2,15 @@
 // grammar.ts, through parseStaticQuery): written paths and markers parse back to what was written, a path's own
 // options win over the query's defaults, EPSG:3857 metres (the raw routes) land on the degrees they stand for,
 // the JSON body of the POST form reads as its query, and every bad value is a problem naming its parameter,
-// never a throw.
+// never a throw. Icons are placed by their anchor, offset and scale, the corner texts in their corners.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import sharp from 'sharp';
 import fc from './helpers/fast-check.js';
 import { bodyParams } from '../src/http/routes/static-map.js';
 import { parseStaticQuery, parseViewSegment } from '../src/render/static-params.js';
+import { plainText } from '../src/render/attribution.js';
+import { overlaySvg } from '../src/render/svg.js';
 import { parseCssColor } from '../src/render/tileserver-gl-grammar.js';
 
 const query = (values: Record<string, string[]>) => ({ one: (n: string) => values[n]?.[0], all: (n: string) => values[n] ?? [] });
@@ -177,5 +180,45 @@ describe("tileserver-gl's grammar (properties)", () => {
         if (!r.ok) assert.equal(r.problem.parameter, name);
       }),
     );
+  });
+});
+
+describe('icon placement and corner texts (drawn by librsvg through sharp, as the service composites them)', () => {
+  const cam = { center: [0, 0] as [number, number], zoom: 0, bearing: 0, pitch: 0, width: 200, height: 160 };
+  /** The box [x0, y0, x1, y1) of pixels with alpha over half in an SVG drawn by sharp. */
+  async function opaqueBox(svg: string): Promise<number[] | undefined> {
+    const { data, info } = await sharp(Buffer.from(svg)).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    let box: number[] | undefined;
+    for (let y = 0; y < info.height; y++)
+      for (let x = 0; x < info.width; x++)
+        if (data[(y * info.width + x) * 4 + 3] > 128) box = box ? [Math.min(box[0], x), Math.min(box[1], y), Math.max(box[2], x + 1), Math.max(box[3], y + 1)] : [x, y, x + 1, y + 1];
+    return box;
+  }
+
+  test('an icon stands with its anchor on its point, moved by offset x scale, at every ratio', async () => {
+    const png = await sharp({ create: { width: 8, height: 6, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } } }).png().toBuffer();
+    const anchors: Record<string, [number, number]> = { bottom: [0.5, 1], center: [0.5, 0.5], 'top-left': [0, 0], right: [1, 0.5] };
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...Object.keys(anchors)), fc.constantFrom(1, 2, 3), fc.integer({ min: -10, max: 10 }), fc.integer({ min: -10, max: 10 }), fc.constantFrom(1, 2), async (anchor, scale, ox, oy, ratio) => {
+        const r = parseStaticQuery(query({ marker: [`0,0|sprite:dot|scale:${scale}|offset:${ox},${oy}|anchor:${anchor}`] }));
+        assert.ok(r.ok);
+        const svg = overlaySvg({ ...r.value.overlays, iconImages: new Map([['sprite:dot', { png, width: 8, height: 6 }]]) }, cam, ratio);
+        const [fx, fy] = anchors[anchor];
+        // The point 0,0 is the frame's centre.
+        const x0 = (100 + (ox - fx * 8) * scale) * ratio;
+        const y0 = (80 + (oy - fy * 6) * scale) * ratio;
+        assert.deepEqual(await opaqueBox(svg), [x0, y0, x0 + 8 * scale * ratio, y0 + 6 * scale * ratio]);
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  test('the attribution sits in the bottom-right corner, the watermark in the bottom-left; HTML becomes plain text', async () => {
+    const overlays = { paths: [], markers: [], shapes: [], icons: [] };
+    const attribution = await opaqueBox(overlaySvg({ ...overlays, attribution: plainText('<a href="x">&copy; Data &amp; more</a>') }, cam, 1));
+    assert.ok(attribution && attribution[2] === 200 && attribution[3] === 160 && attribution[0] > 80 && attribution[1] >= 140, `attribution box ${attribution}`);
+    const watermark = await opaqueBox(overlaySvg({ ...overlays, watermark: 'W' }, cam, 2));
+    assert.ok(watermark && watermark[0] < 20 && watermark[2] < 60 && watermark[3] > 300, `watermark box ${watermark}`);
+    assert.equal(plainText('<a href="https://x">&copy; OpenMapTiles</a>  <b>&#169;&#x20;OSM</b> &bogus;'), '© OpenMapTiles © OSM &bogus;');
   });
 });
