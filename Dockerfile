@@ -33,6 +33,7 @@ COPY tsconfig.json ./
 COPY scripts ./scripts
 COPY workers ./workers
 COPY src ./src
+COPY wasm ./wasm
 RUN node scripts/build.mjs && node --import tsx scripts/build-world-data.ts
 # Only what runs: no dev packages, no sources and objects of the native builds, no npm cache.
 RUN npm prune --omit=dev --no-audit --no-fund \
