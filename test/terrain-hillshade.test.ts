@@ -7,7 +7,7 @@ import fc from './helpers/fast-check.js';
 import { sampleWindow, tileNorth } from './helpers/dem-windows.js';
 import { type DemWindow, pixelCentreLonLat, tileSpan } from '../src/terrain/dem-window.js';
 import { HILLSHADE_METHODS, MAX_EXAGGERATION, hillshade, hillshadeImage, maplibreZoomRelief, parseHillshadeQuery, type HillshadeOptions } from '../src/terrain/hillshade.js';
-import { hillshadeKernels } from '../src/terrain/hillshade-kernels.js';
+import { gridKernels } from '../src/grid/kernels.js';
 import { encodePng } from '../src/terrain/png-writer.js';
 import sharp from 'sharp';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -306,7 +306,7 @@ test('the PNG writer refuses a pixel buffer of the wrong length', () => {
 
 test('the WebAssembly kernels are built and shade as the JavaScript passes do, within a grey level', () => {
   // `make test` builds dist/ first: a build that lost the kernels must fail here, not quietly shade in JavaScript.
-  assert.ok(hillshadeKernels(), 'dist/terrain-kernels.wasm loads');
+  assert.ok(gridKernels(), 'dist/terrain-kernels.wasm loads');
   fc.assert(
     fc.property(
       fc.record({
@@ -343,5 +343,15 @@ test('the WebAssembly kernels are built and shade as the JavaScript passes do, w
       },
     ),
     { numRuns: 40 },
+  );
+});
+
+test('PNG rows filtered by the WebAssembly kernel make the same file as the JavaScript loop', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 70 }), fc.integer({ min: 1, max: 40 }), fc.constantFrom<1 | 2 | 4>(1, 2, 4), fc.integer({ min: 0, max: 2 ** 31 }), (width, height, channels, seed) => {
+      const pixels = Uint8Array.from({ length: width * height * channels }, (_, i) => (seed * 31 + i * 17 + ((i * i) >> 3)) & 255);
+      assert.deepEqual(encodePng(pixels, width, height, channels, 1), encodePng(pixels, width, height, channels, 1, 'javascript'));
+    }),
+    { numRuns: 100 },
   );
 });

@@ -1,8 +1,10 @@
-// Hillshade's per-pixel passes in WebAssembly with 128-bit SIMD, four pixels at a time (AssemblyScript, compiled by
-// `scripts/build.mjs` into dist/terrain-kernels.wasm and driven by src/terrain/hillshade-kernels.ts). In JavaScript
-// each pass over a 512 px tile cost 2-10 ms; these do Horn's slopes and the shading formula in one pass.
+// The per-pixel passes of a hillshade tile in WebAssembly with 128-bit SIMD (AssemblyScript, compiled by
+// `scripts/build.mjs` into dist/terrain-kernels.wasm and driven by src/grid/kernels.ts). In JavaScript each pass
+// over a 512 px tile cost 2-10 ms. Two kinds: the bilinear resampling that makes a window without holes (bit for
+// bit what src/grid/bilinear.ts computes), and the shading, which does Horn's slopes and the formula in one pass,
+// four pixels at a time.
 //
-// Only the common case lives here: a window with a border and no hole, shaded grey with gdaldem's plain formula
+// Only the common shading case lives here: a window with a border and no hole, shaded grey with gdaldem's plain formula
 // (`basic`; `standard` in grey mode is the same) or in colour with MapLibre's `standard` method. Everything else is
 // shaded in JavaScript (src/terrain/hillshade.ts), which remains the reference: the results agree within one grey
 // level (these compute in single precision), which test/terrain-hillshade.test.ts checks.
@@ -178,4 +180,82 @@ export function hasNaN(data: usize, n: i32): bool {
     if (v != v) return true;
   }
   return v128.any_true(seen);
+}
+
+/**
+ * Bilinear samples of a grid without holes (src/grid/bilinear.ts's fast path), in double precision and in that
+ * module's order of operations, so the samples are the same to the bit: each grid row the output needs is
+ * interpolated along x once into `lerped` (two rows of `w` f64), and each output row blends its two rows along y,
+ * two samples at a time. `colA`/`colB` (i32) are the grid columns either side of each output column and `colW`
+ * (f64) the weight of B; `rowA`/`rowB` (i32) the offsets of the grid rows either side of each output row and
+ * `rowW` (f64) the weight of B. Writes `w` x `h` f32 samples to `out`.
+ */
+export function bilinearComplete(grid: usize, colA: usize, colB: usize, colW: usize, w: i32, rowA: usize, rowB: usize, rowW: usize, h: i32, out: usize, lerped: usize): void {
+  const rowBytes = <usize>w << 3;
+  let firstRow = -1;
+  let secondRow = -1;
+  const first = lerped;
+  const second = lerped + rowBytes;
+  for (let r = 0; r < h; r++) {
+    const a = load<i32>(rowA + (<usize>r << 2));
+    const b = load<i32>(rowB + (<usize>r << 2));
+    // The two interpolated rows this output row blends, computed only when the previous row did not have them.
+    let upper: usize = 0;
+    let lower: usize = 0;
+    for (let pass = 0; pass < 2; pass++) {
+      const wanted = pass == 0 ? a : b;
+      const keep = pass == 0 ? b : a;
+      let at: usize;
+      if (firstRow == wanted) at = first;
+      else if (secondRow == wanted) at = second;
+      else {
+        const useSecond = firstRow == keep;
+        at = useSecond ? second : first;
+        if (useSecond) secondRow = wanted;
+        else firstRow = wanted;
+        const start = grid + (<usize>wanted << 2);
+        for (let c = 0; c < w; c++) {
+          const i = <usize>load<i32>(colA + (<usize>c << 2)) << 2;
+          const j = <usize>load<i32>(colB + (<usize>c << 2)) << 2;
+          const vi = <f64>load<f32>(start + i);
+          store<f64>(at + (<usize>c << 3), vi + (<f64>load<f32>(start + j) - vi) * load<f64>(colW + (<usize>c << 3)));
+        }
+      }
+      if (pass == 0) upper = at;
+      else lower = at;
+    }
+    const fy = load<f64>(rowW + (<usize>r << 3));
+    const fyv = f64x2.splat(fy);
+    const o = out + (<usize>(r * w) << 2);
+    const pairs = w & ~1;
+    for (let c = 0; c < pairs; c += 2) {
+      const u = v128.load(upper + (<usize>c << 3));
+      const l = v128.load(lower + (<usize>c << 3));
+      const v = f64x2.add(u, f64x2.mul(f64x2.sub(l, u), fyv));
+      v128.store64_lane(o + (<usize>c << 2), f32x4.demote_f64x2_zero(v), 0);
+    }
+    if (pairs < w) {
+      const u = load<f64>(upper + (<usize>pairs << 3));
+      store<f32>(o + (<usize>pairs << 2), <f32>(u + (load<f64>(lower + (<usize>pairs << 3)) - u) * fy));
+    }
+  }
+}
+
+/**
+ * PNG rows filtered "up" (src/terrain/png-writer.ts): `height` rows of `stride` bytes from `pixels` to `out`, each
+ * row led by its filter type (0 for the first row, unfiltered; 2 for the others, each byte minus the one above).
+ */
+export function pngUpFilter(pixels: usize, stride: i32, height: i32, out: usize): void {
+  const rowOut = <usize>stride + 1;
+  store<u8>(out, 0);
+  memory.copy(out + 1, pixels, <usize>stride);
+  const blocks = stride & ~15;
+  for (let y = 1; y < height; y++) {
+    const above = pixels + <usize>((y - 1) * stride);
+    const row = above + <usize>stride;
+    const o = out + <usize>y * rowOut;
+    store<u8>(o, 2);
+    for (let i = 0; i < blocks; i += 16) v128.store(o + 1 + <usize>i, i8x16.sub(v128.load(row + <usize>i), v128.load(above + <usize>i)));
+    for (let i = blocks; i < stride; i++) store<u8>(o + 1 + <usize>i, load<u8>(row + <usize>i) - load<u8>(above + <usize>i));
+  }
 }

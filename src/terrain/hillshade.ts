@@ -20,7 +20,7 @@
 // takes the centre's value, as gdaldem does with -compute_edges, so holes shade their edges instead of growing.
 import { Color } from '@maplibre/maplibre-gl-style-spec';
 import { type DemWindow, pixelGroundSize, tileSpan, windowWidth } from './dem-window.js';
-import { hillshadeKernels } from './hillshade-kernels.js';
+import { gridKernels } from '../grid/kernels.js';
 
 export type HillshadeMethod = 'standard' | 'basic' | 'combined' | 'igor' | 'multidirectional';
 export type HillshadeMode = 'color' | 'grey';
@@ -486,7 +486,7 @@ interface WindowScan {
 /** Scans a window for holes: in the kernels when they can shade it (which loads it there), else here. */
 function scanWindow(win: DemWindow): WindowScan {
   const side = windowWidth(win);
-  const kernels = win.border >= 1 && win.size % 4 === 0 && win.data.length === side * side ? hillshadeKernels() : undefined;
+  const kernels = win.border >= 1 && win.size % 4 === 0 && win.data.length === side * side ? gridKernels() : undefined;
   if (kernels) return { holes: kernels.loadWindow(win.data), loaded: true };
   return { holes: hasHole(win.data), loaded: false };
 }
@@ -569,7 +569,7 @@ function slopesComplete(data: Float32Array, w: number, wr: number, border: numbe
 }
 
 /**
- * The common cases through the WebAssembly kernels (src/terrain/hillshade-kernels.ts), which hold the window
+ * The common cases through the WebAssembly kernels (src/grid/kernels.ts), which hold the window
  * already (scanWindow): a complete window shaded grey with gdaldem's plain formula, or in colour with MapLibre's
  * standard method. Undefined for every other case, and the JavaScript passes shade the tile.
  */
@@ -577,7 +577,7 @@ function shadeInWasm(win: DemWindow, opts: Required<HillshadeOptions>, channels:
   const grey = opts.mode === 'grey';
   const basic = opts.method === 'basic' || opts.method === 'standard';
   if (grey ? !basic || channels !== 1 : opts.method !== 'standard' || channels === 1) return undefined;
-  const kernels = hillshadeKernels();
+  const kernels = gridKernels();
   if (!kernels) return undefined;
   const { size, border } = win;
   const w = windowWidth(win);

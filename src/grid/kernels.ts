@@ -1,7 +1,8 @@
-// The WebAssembly hillshade kernels (wasm/terrain-kernels.ts, built into dist/terrain-kernels.wasm): loaded once
-// per thread, fed a window and the per-row factors through the module's memory. When the module cannot be found or
-// compiled (a checkout that was never built, an engine without SIMD) `hillshadeKernels()` is undefined and the
-// JavaScript passes shade every tile; the answer is the same within a grey level.
+// The WebAssembly kernels of the terrain work (wasm/terrain-kernels.ts, built into dist/terrain-kernels.wasm): the
+// bilinear resampling of a window without holes, and hillshade's common cases. Loaded once per thread, fed through
+// the module's memory. When the module cannot be found or compiled (a checkout that was never built, an engine
+// without SIMD) `gridKernels()` is undefined and the JavaScript passes do the work: the same samples to the bit,
+// the same shading within a grey level.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,8 @@ import { log } from '../log.js';
 interface KernelExports {
   memory: WebAssembly.Memory;
   hasNaN(data: number, n: number): number;
+  pngUpFilter(pixels: number, stride: number, height: number, out: number): void;
+  bilinearComplete(grid: number, colA: number, colB: number, colW: number, w: number, rowA: number, rowB: number, rowW: number, h: number, out: number, lerped: number): void;
   shadeGreyBasic(win: number, w: number, border: number, size: number, rowK: number, out: number, sinAlt: number, cosAzCosAlt: number, sinAzCosAlt: number): void;
   shadeColorStandard(win: number, w: number, border: number, size: number, rows: number, out: number, channels: number, tables: number, entries: number, toIndex: number, cosAz: number, sinAz: number, colours: number): void;
 }
@@ -44,10 +47,15 @@ class Arena {
 }
 
 /**
- * What src/terrain/hillshade.ts calls. `loadWindow` copies a window into the module; the shading calls that follow
- * shade that window (`w` values a side) and return the tile's bytes.
+ * What src/grid/bilinear.ts and src/terrain/hillshade.ts call. `loadWindow` copies a window into the module; the
+ * shading calls that follow shade that window (`w` values a side) and return the tile's bytes. Any other call in
+ * between (a resampling) unloads it.
  */
-export interface HillshadeKernels {
+export interface GridKernels {
+  /** PNG rows filtered "up", each led by its filter type byte (src/terrain/png-writer.ts); a view valid until the next call. */
+  pngUpFilter(pixels: Uint8Array, stride: number, height: number): Uint8Array;
+  /** sampleGrid's result for a grid without holes and positions inside it: the same f32 values. */
+  bilinear(grid: Float32Array, colA: Int32Array, colB: Int32Array, colW: Float64Array, rowA: Int32Array, rowB: Int32Array, rowW: Float64Array, into: Float32Array): void;
   /** Copies the window in; whether it has a pixel without data (NaN). */
   loadWindow(data: Float32Array): boolean;
   /** gdaldem's plain hillshade in grey, one byte per pixel; `rowK` the slope factor of each tile row. */
@@ -59,35 +67,56 @@ export interface HillshadeKernels {
   colorStandard(w: number, border: number, size: number, rows: Float32Array, channels: 2 | 4, tables: Float32Array, entries: number, toIndex: number, cosAz: number, sinAz: number, colours: Float32Array): Uint8Array;
 }
 
-let loaded: HillshadeKernels | undefined | null = null;
+let loaded: GridKernels | undefined | null = null;
 
-function instantiate(): HillshadeKernels | undefined {
+function instantiate(): GridKernels | undefined {
   const file = modulePath();
   if (!file) {
-    log.warn({ file: FILE }, 'hillshade: the WebAssembly kernels are not built (run the build); shading in JavaScript');
+    log.warn({ file: FILE }, 'the WebAssembly terrain kernels are not built (run the build); resampling and shading in JavaScript');
     return undefined;
   }
   let exports: KernelExports;
   try {
     exports = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(file)), {}).exports as unknown as KernelExports;
   } catch (err) {
-    log.warn({ file, err: (err as Error).message }, 'hillshade: the WebAssembly kernels did not load; shading in JavaScript');
+    log.warn({ file, err: (err as Error).message }, 'the WebAssembly terrain kernels did not load; resampling and shading in JavaScript');
     return undefined;
   }
-  const copyIn = (arena: Arena, values: Float32Array): number => {
+  const copyIn = (arena: Arena, values: Float32Array | Float64Array | Int32Array): number => {
     const at = arena.take(values.byteLength);
-    new Float32Array(exports.memory.buffer, at, values.length).set(values);
+    const view = values instanceof Float64Array ? Float64Array : values instanceof Int32Array ? Int32Array : Float32Array;
+    new view(exports.memory.buffer, at, values.length).set(values);
     return at;
   };
   const copyOut = (at: number, length: number): Uint8Array => new Uint8Array(exports.memory.buffer, at, length).slice();
   // The window sits first in memory; what a shading call needs besides it follows.
   let windowBytes = 0;
   const afterWindow = () => {
+    if (windowBytes === 0) throw new Error('hillshade kernels: no window loaded');
     const arena = new Arena(exports);
     arena.take(windowBytes);
     return arena;
   };
   return {
+    pngUpFilter(pixels, stride, height) {
+      windowBytes = 0;
+      const arena = new Arena(exports);
+      const at = arena.take(pixels.byteLength);
+      new Uint8Array(exports.memory.buffer, at, pixels.length).set(pixels);
+      const out = arena.take((stride + 1) * height);
+      exports.pngUpFilter(at, stride, height, out);
+      return new Uint8Array(exports.memory.buffer, out, (stride + 1) * height);
+    },
+    bilinear(grid, colA, colB, colW, rowA, rowB, rowW, into) {
+      windowBytes = 0;
+      const arena = new Arena(exports);
+      const values = copyIn(arena, grid);
+      const [ca, cb, cw, ra, rb, rw] = [colA, colB, colW, rowA, rowB, rowW].map((a) => copyIn(arena, a));
+      const out = arena.take(into.byteLength);
+      const lerped = arena.take(colA.length * 16);
+      exports.bilinearComplete(values, ca, cb, cw, colA.length, ra, rb, rw, rowA.length, out, lerped);
+      into.set(new Float32Array(exports.memory.buffer, out, into.length));
+    },
     loadWindow(data) {
       const arena = new Arena(exports);
       const at = arena.take(data.byteLength);
@@ -114,8 +143,8 @@ function instantiate(): HillshadeKernels | undefined {
   };
 }
 
-/** The kernels of this thread, loaded on first use; undefined when only JavaScript can shade here. */
-export function hillshadeKernels(): HillshadeKernels | undefined {
+/** The kernels of this thread, loaded on first use; undefined when only JavaScript can do the work here. */
+export function gridKernels(): GridKernels | undefined {
   if (loaded === null) loaded = instantiate();
   return loaded;
 }
