@@ -1,5 +1,6 @@
 // A configured style as the service holds it (read and validated by registry.ts; generated ones by generated.ts).
 import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
+import type { StyleLanguages } from './language-choice.js';
 
 export type SpriteScale = 1 | 2 | 3;
 
@@ -19,4 +20,6 @@ export interface LoadedStyle {
   spriteBase?: string;
   /** Sheets built from the style's `sprite_dir` (1x, 2x, 3x), held in memory; they win over files beside the style. */
   builtSprites?: ReadonlyMap<SpriteScale, { png: Buffer; json: Buffer }>;
+  /** The languages its labels may be asked in (language-choice.ts); absent (generated styles): any. */
+  languages?: StyleLanguages;
 }
