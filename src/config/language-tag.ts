@@ -84,9 +84,11 @@ export function parseLanguageTag(text: string): LanguageTag | undefined {
  */
 export function lookupChain(tag: string): string[] {
   const parts = tag.split('-');
+  // Subtags after `x` are private use: a one-letter one there is not a singleton.
+  const x = parts.indexOf('x', 1);
   const out: string[] = [];
   for (let n = parts.length; n >= 1; n--) {
-    if (parts[n - 1].length === 1) continue;
+    if (parts[n - 1].length === 1 && (x < 0 || n - 1 <= x)) continue;
     out.push(parts.slice(0, n).join('-'));
   }
   return out;

@@ -95,8 +95,14 @@ class Rewriter {
 
   /** A token string as an expression; unchanged when it reads no name. */
   tokenString(s: string): Json {
+    if (!tokens(s).some((p) => p.kind === 'token' && isNameKey(p.text))) return s;
+    return this.tokensAsExpression(s);
+  }
+
+  /** A token string as the expression it means (inside an expression, `{x}` would be literal text). */
+  private tokensAsExpression(s: string): Json {
     const pieces = tokens(s);
-    if (!pieces.some((p) => p.kind === 'token' && isNameKey(p.text))) return s;
+    if (!pieces.some((p) => p.kind === 'token')) return s;
     // MapLibre replaces a token of a missing property with "": `to-string` of null is "".
     const parts: Json[] = pieces.map((p) => (p.kind === 'text' ? p.text : isNameKey(p.text) ? this.named(p.text) : ['to-string', ['get', p.text]]));
     return this.joined(parts);
@@ -150,7 +156,7 @@ class Rewriter {
   /** A legacy zoom function of token strings (`{"stops": [[2, "{ABBREV}"], [4, "{name}"]]}`) as a `step` expression. */
   legacyFunction(f: { stops: [number, Json][]; property?: unknown; type?: unknown; base?: unknown }): Json {
     if (f.property !== undefined || (f.type !== undefined && f.type !== 'interval') || f.stops.length === 0) return f;
-    const values = f.stops.map(([, value]) => (typeof value === 'string' ? this.tokenString(value) : value));
+    const values = f.stops.map(([, value]) => (typeof value === 'string' ? this.tokensAsExpression(value) : value));
     const out: Json[] = ['step', ['zoom'], values[0]];
     f.stops.slice(1).forEach(([zoom], i) => out.push(zoom, values[i + 1]));
     return out;
