@@ -7,14 +7,9 @@ import { lookupChain, parseAcceptLanguage, parseLanguageTag, type LanguageTag } 
 import type { StyleConfig } from '../config/schema.js';
 import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 import { styleReadsNames } from './label-language.js';
-import type { LoadedStyle } from './loaded-style.js';
+import type { LoadedStyle, StyleLanguages } from './loaded-style.js';
 
-export interface StyleLanguages {
-  /** `all`: any tag; a set: those tags (canonical case); `off`: none. */
-  offered: 'all' | ReadonlySet<string> | 'off';
-  default: string | undefined;
-  acceptLanguage: boolean;
-}
+export type { StyleLanguages };
 
 /** A generated style (or one without configuration) takes any language; its labels, if any, follow it. */
 export const ANY_LANGUAGE: StyleLanguages = { offered: 'all', default: undefined, acceptLanguage: false };

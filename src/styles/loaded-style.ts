@@ -1,8 +1,15 @@
 // A configured style as the service holds it (read and validated by registry.ts; generated ones by generated.ts).
 import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
-import type { StyleLanguages } from './language-choice.js';
 
 export type SpriteScale = 1 | 2 | 3;
+
+/** The languages a style's labels may be asked in (language-choice.ts reads requests against them). */
+export interface StyleLanguages {
+  /** `all`: any tag; a set: those tags (canonical case); `off`: none. */
+  offered: 'all' | ReadonlySet<string> | 'off';
+  default: string | undefined;
+  acceptLanguage: boolean;
+}
 
 export interface LoadedStyle {
   id: string;
