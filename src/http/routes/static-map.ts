@@ -10,7 +10,7 @@ import { parseSizeSegment, parseStaticQuery, parseViewSegment, staticCamera, wit
 import { readBoundedText } from '../body.js';
 import { problem } from '../problem.js';
 import { param, type Router } from '../router.js';
-import { clientOf, invalid, PROBLEM, renderAbsence, renderProblem, requestKey, send, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
+import { clientOf, invalid, PROBLEM, renderAbsence, renderOutput, renderProblem, requestKey, send, RENDER_QUERY, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
 
 /** Largest JSON body of the POST form: far beyond any URL, small enough to parse at once. */
 export const STATIC_BODY_MAX_BYTES = 1024 * 1024;
@@ -27,7 +27,7 @@ const PATH_PARAMS = {
   size: { schema: v.string(), description: '{width}x{height}[@{scale}x].{format}' },
 };
 const DESCRIPTION =
-  '`view`: `lon,lat,zoom[@bearing[,pitch]]`, `minLon,minLat,maxLon,maxLat` or `auto` (fitted to the overlays). `size`: `{width}x{height}[@{scale}x].{png|jpg|jpeg|webp}`, width and height 1..4096, scale 1..3.';
+  '`view`: `lon,lat,zoom[@bearing[,pitch]]`, `minLon,minLat,maxLon,maxLat` or `auto` (fitted to the overlays). `size`: `{width}x{height}[@{scale}x].{png|jpg|jpeg|webp|avif|auto}`, width and height 1..4096, scale 1..3.';
 const OVERLAY_TEXT = {
   path: 'path-{strokeWidth}+{strokeColor}[-{fillColor}]({lon},{lat}|…), several joined by ~',
   marker: 'pin-{s|m|l}[-{label}]+{color}({lon},{lat}), several joined by ~',
@@ -104,9 +104,12 @@ async function drawStatic(c: Context, b: Exclude<Begun, { res: Response }>, para
   if (tooLarge) return invalid(c, tooLarge);
   const cam = staticCamera(view.value, query.value, size.value.width, size.value.height);
   if (!cam.ok) return invalid(c, cam.problem);
+  // Encoding and language come from the query string in both forms (POST included).
+  const output = renderOutput(c, b, size.value.format);
+  if (!output.ok) return output.res;
   try {
-    const img = await b.render.image(b.state, b.style, cam.value, size.value.scale, size.value.format, query.value.overlays, key, { signal: c.req.raw.signal, client: clientOf(c) });
-    return send(c, img, b.state.config.server.tile_cache_control);
+    const img = await b.render.image(b.state, b.style, cam.value, size.value.scale, output.out, query.value.overlays, key, { signal: c.req.raw.signal, client: clientOf(c) });
+    return send(c, img, b.state.config.server.tile_cache_control, output.headers);
   } catch (err) {
     return renderProblem(c, b.style.id, err);
   }
@@ -129,6 +132,7 @@ export function registerStaticMapRoutes(r: Router, begin: (c: Context) => Begun)
         padding: { schema: v.number(), description: OVERLAY_TEXT.padding },
         maxzoom: { schema: v.number(), description: OVERLAY_TEXT.maxzoom },
         latlng: { schema: v.boolean(), description: OVERLAY_TEXT.latlng },
+        ...RENDER_QUERY,
       },
       responses: RENDER_RESPONSES,
     },
