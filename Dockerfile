@@ -6,11 +6,12 @@ ARG BASE=docker.io/library/node:20-bookworm-slim
 # What the service needs at run time, shared by both stages so apt fetches these packages once: Chromium (the
 # renderer), Mesa's Vulkan drivers (lavapipe, the GL stack Chromium draws with through ANGLE; SwiftShader is the
 # fallback inside Chromium), libgdal (rasters; gdal-async links it) and DejaVu (the labels of static-map markers
-# name it first; fontconfig would pull it in anyway, listed so that a change there cannot drop it).
+# name it first; fontconfig would pull it in anyway, listed so that a change there cannot drop it), Noto and Droid
+# Sans Fallback (labels in Devanagari, Thai and CJK, which the renderer draws with the machine's fonts).
 FROM ${BASE} AS runtime-base
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates chromium mesa-vulkan-drivers libvulkan1 libgdal32 fonts-dejavu-core \
+ && apt-get install -y --no-install-recommends ca-certificates chromium mesa-vulkan-drivers libvulkan1 libgdal32 fonts-dejavu-core fonts-noto-core fonts-droid-fallback \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log
 
 # The build stage adds the compilers and headers, installs every npm package, compiles the native modules that
@@ -33,6 +34,7 @@ COPY tsconfig.json ./
 COPY scripts ./scripts
 COPY workers ./workers
 COPY src ./src
+COPY wasm ./wasm
 RUN node scripts/build.mjs && node --import tsx scripts/build-world-data.ts
 # Only what runs: no dev packages, no sources and objects of the native builds, no npm cache.
 RUN npm prune --omit=dev --no-audit --no-fund \

@@ -33,3 +33,17 @@ await build({
 
 // The pages' browser scripts and style sheet are served as they are (src/http/pages/page-files.ts).
 cpSync('src/http/pages/client', 'dist/client', { recursive: true });
+
+// Hillshade's SIMD kernels (wasm/terrain-kernels.ts) compiled by AssemblyScript into dist/terrain-kernels.wasm,
+// which src/terrain/hillshade-kernels.ts loads in each terrain thread.
+{
+  const asc = await import('assemblyscript/asc');
+  const { error, stderr } = await asc.main(
+    ['wasm/terrain-kernels.ts', '--outFile', 'dist/terrain-kernels.wasm', '-O3', '--runtime', 'stub', '--enable', 'simd', '--noAssert'],
+    { stdout: process.stdout, stderr: process.stderr },
+  );
+  if (error) {
+    console.error(`wasm/terrain-kernels.ts: ${error.message}\n${stderr.toString()}`);
+    process.exit(1);
+  }
+}

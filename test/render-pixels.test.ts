@@ -99,7 +99,8 @@ describe('premultiplied to straight alpha', () => {
 });
 
 describe('opaque output has no alpha channel', () => {
-  const o: EncodeOptions = { pngCompression: 3, jpegQuality: 85, webpQuality: 85 };
+  const PNG = { format: 'png' } as const;
+  const o: EncodeOptions = { pngCompression: 3, jpegQuality: 85, webpQuality: 85, avifQuality: 50 };
   /** A w x h image of one colour; the pixel at (tx, ty) gets alpha `a`. */
   function image(w: number, h: number, tx: number, ty: number, a: number): RawImage {
     const data = new Uint8Array(w * h * 4);
@@ -124,12 +125,12 @@ describe('opaque output has no alpha channel', () => {
 
   test('PNG and WebP: three channels for an opaque image, four when one pixel is translucent; pixels kept', async () => {
     for (const format of ['png', 'webp'] as const) {
-      const opaque = await encodeImage(image(16, 16, 3, 3, 255), format, o);
+      const opaque = await encodeImage(image(16, 16, 3, 3, 255), { format }, o);
       assert.equal((await sharp(opaque).metadata()).channels, 3, format);
-      const translucent = await encodeImage(image(16, 16, 3, 3, 0), format, o);
+      const translucent = await encodeImage(image(16, 16, 3, 3, 0), { format }, o);
       assert.equal((await sharp(translucent).metadata()).channels, 4, format);
     }
-    const back = await sharp(await encodeImage(image(16, 16, 3, 3, 0), 'png', o)).raw().toBuffer();
+    const back = await sharp(await encodeImage(image(16, 16, 3, 3, 0), PNG, o)).raw().toBuffer();
     assert.equal(back[(3 * 16 + 3) * 4 + 3], 0);
     assert.deepEqual([...back.subarray(0, 4)], [40, 90, 200, 255]);
   });
@@ -137,14 +138,14 @@ describe('opaque output has no alpha channel', () => {
   test('a frame the renderer found opaque is not scanned again: its flag decides, for the frame and its cuts', async () => {
     // The flag is trusted: a translucent pixel behind it shows that no scan ran (a scan would keep the alpha).
     const known = { ...image(32, 16, 20, 5, 100), opaque: true };
-    assert.equal((await sharp(await encodeImage(known, 'png', o)).metadata()).channels, 3);
-    assert.equal((await sharp(await encodeRegion(known, { left: 16, top: 0, width: 16, height: 16 }, 'png', o)).metadata()).channels, 3);
+    assert.equal((await sharp(await encodeImage(known, PNG, o)).metadata()).channels, 3);
+    assert.equal((await sharp(await encodeRegion(known, { left: 16, top: 0, width: 16, height: 16 }, PNG, o)).metadata()).channels, 3);
   });
 
   test('tiles of one metatile are judged each on its own pixels', async () => {
     const meta = image(32, 16, 20, 5, 100);
-    const left = await encodeRegion(meta, { left: 0, top: 0, width: 16, height: 16 }, 'png', o);
-    const right = await encodeRegion(meta, { left: 16, top: 0, width: 16, height: 16 }, 'png', o);
+    const left = await encodeRegion(meta, { left: 0, top: 0, width: 16, height: 16 }, PNG, o);
+    const right = await encodeRegion(meta, { left: 16, top: 0, width: 16, height: 16 }, PNG, o);
     assert.equal((await sharp(left).metadata()).channels, 3);
     assert.equal((await sharp(right).metadata()).channels, 4);
     const px = await sharp(right).raw().toBuffer();

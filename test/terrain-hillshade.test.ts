@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import fc from './helpers/fast-check.js';
 import { sampleWindow, tileNorth } from './helpers/dem-windows.js';
 import { type DemWindow, pixelCentreLonLat, tileSpan } from '../src/terrain/dem-window.js';
-import { HILLSHADE_METHODS, MAX_EXAGGERATION, hillshade, hillshadeImage, maplibreZoomRelief, parseHillshadeQuery } from '../src/terrain/hillshade.js';
+import { HILLSHADE_METHODS, MAX_EXAGGERATION, hillshade, hillshadeImage, maplibreZoomRelief, parseHillshadeQuery, type HillshadeOptions } from '../src/terrain/hillshade.js';
+import { gridKernels } from '../src/grid/kernels.js';
 import { encodePng } from '../src/terrain/png-writer.js';
 import sharp from 'sharp';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -301,4 +302,56 @@ test('the PNG writer: sharp and GDAL read back every pixel, in each channel coun
 
 test('the PNG writer refuses a pixel buffer of the wrong length', () => {
   assert.throws(() => encodePng(new Uint8Array(10), 4, 4, 1, 1), /4x4 pixels of 1 bytes need 16 bytes, got 10/);
+});
+
+test('the WebAssembly kernels are built and shade as the JavaScript passes do, within a grey level', () => {
+  // `make test` builds dist/ first: a build that lost the kernels must fail here, not quietly shade in JavaScript.
+  assert.ok(gridKernels(), 'dist/terrain-kernels.wasm loads');
+  fc.assert(
+    fc.property(
+      fc.record({
+        z: fc.integer({ min: 2, max: 16 }),
+        row: fc.double({ min: 0.05, max: 0.95, noNaN: true }),
+        size: fc.constantFrom(64, 256),
+        relief: fc.double({ min: 0, max: 3000, noNaN: true }),
+        wavelength: fc.double({ min: 3, max: 200, noNaN: true }),
+        seed: fc.integer({ min: 0, max: 1000 }),
+      }),
+      fc.constantFrom<HillshadeOptions>(
+        { mode: 'grey', method: 'basic', exaggeration: 1, azimuth: 315, altitude: 45 },
+        { mode: 'grey', method: 'standard', exaggeration: 2.5, azimuth: 20, altitude: 70 },
+        {},
+        { exaggeration: 1, azimuth: 90, altitude: 10 },
+        { shadow: '#803020', highlight: 'rgba(255,255,200,0.7)', accent: '#102030', exaggeration: 0.8 },
+      ),
+      ({ z, row, size, relief, wavelength, seed }, options) => {
+        const n = 2 ** z;
+        const side = size + 2;
+        const data = new Float32Array(side * side);
+        for (let r = 0; r < side; r++) for (let c = 0; c < side; c++) data[r * side + c] = 500 + relief * Math.sin((c + seed) / wavelength) * Math.cos((r - seed) / (wavelength * 1.3)) + ((c * 7 + r * 13 + seed) % 5);
+        const win: DemWindow = { z, x: Math.floor(n / 3), y: Math.min(n - 1, Math.floor(row * n)), size, border: 1, data };
+        const fast = hillshadeImage(win, options);
+        const reference = hillshadeImage(win, options, 'javascript');
+        assert.equal(fast.channels, reference.channels);
+        let differing = 0;
+        for (let i = 0; i < fast.pixels.length; i++) {
+          const d = Math.abs(fast.pixels[i] - reference.pixels[i]);
+          assert.ok(d <= 1, `byte ${i}: ${fast.pixels[i]} against ${reference.pixels[i]}`);
+          if (d) differing++;
+        }
+        assert.ok(differing <= fast.pixels.length * 0.01, `${differing} of ${fast.pixels.length} bytes differ`);
+      },
+    ),
+    { numRuns: 40 },
+  );
+});
+
+test('PNG rows filtered by the WebAssembly kernel make the same file as the JavaScript loop', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 70 }), fc.integer({ min: 1, max: 40 }), fc.constantFrom<1 | 2 | 4>(1, 2, 4), fc.integer({ min: 0, max: 2 ** 31 }), (width, height, channels, seed) => {
+      const pixels = Uint8Array.from({ length: width * height * channels }, (_, i) => (seed * 31 + i * 17 + ((i * i) >> 3)) & 255);
+      assert.deepEqual(encodePng(pixels, width, height, channels, 1), encodePng(pixels, width, height, channels, 1, 'javascript'));
+    }),
+    { numRuns: 100 },
+  );
 });

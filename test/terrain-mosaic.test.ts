@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from './helpers/fast-check.js';
 import { assembleWindow, tilesNeeded, type MosaicPlan } from '../src/terrain/mosaic.js';
+import { sampleGrid } from '../src/grid/bilinear.js';
+import { gridKernels } from '../src/grid/kernels.js';
 
 /** A decoded archive tile: a smooth surface of the world pixel, with a hole where `hole` says. */
 function tile(tx: number, ty: number, T: number, hole: (u: number, v: number) => boolean): Float32Array {
@@ -112,4 +114,28 @@ test('a window over tiles none of which has data is no window', () => {
   assert.equal(assembleWindow(plan, new Map()), undefined);
   const empty = new Map(tilesNeeded(plan).map((t) => [`${t.x}/${t.y}`, new Float32Array(64).fill(Number.NaN)] as const));
   assert.equal(assembleWindow(plan, empty), undefined);
+});
+
+test('the WebAssembly resampler gives the JavaScript samples to the bit', () => {
+  assert.ok(gridKernels(), 'dist/terrain-kernels.wasm loads');
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 2, max: 40 }),
+      fc.integer({ min: 2, max: 40 }),
+      fc.integer({ min: 1, max: 70 }),
+      fc.integer({ min: 1, max: 70 }),
+      fc.double({ min: -3, max: 3, noNaN: true }),
+      fc.double({ min: 0.05, max: 3, noNaN: true }),
+      fc.integer({ min: 0, max: 1e6 }),
+      (width, height, w, h, start, step, seed) => {
+        const grid = Float32Array.from({ length: width * height }, (_, i) => Math.fround(1000 * Math.sin(seed + i * 0.731) + (i % 7)));
+        const cols = Float64Array.from({ length: w }, (_, i) => start + i * step);
+        const rows = Float64Array.from({ length: h }, (_, i) => start * 0.7 + i * step * 1.1);
+        const fast = sampleGrid(grid, width, height, cols, rows, false).data;
+        const reference = sampleGrid(grid, width, height, cols, rows, false, false, undefined, 'javascript').data;
+        assert.deepEqual(fast, reference);
+      },
+    ),
+    { numRuns: 200 },
+  );
 });

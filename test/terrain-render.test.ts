@@ -32,6 +32,8 @@ before(async () => {
   const styles = fixture('styles/relief');
   server = await startServer({
     toml: `
+fonts = "${fixture('fonts')}"
+
 [[sources]]
 id = "hill"
 type = "cog"

@@ -115,6 +115,8 @@ before(async () => {
   scratch = mkdtempSync(path.join(os.tmpdir(), 'tsts-terrain-'));
   server = await startServer({
     toml: `
+fonts = "${fixture('fonts')}"
+
 [[sources]]
 id = "real"
 type = "cog"
@@ -543,6 +545,14 @@ describe('listings', () => {
     assert.match(doc.sources.hill.url, /\/data\/hill\.json$/);
     assert.ok(doc.layers.some((l: { type: string }) => l.type === 'hillshade'));
     assert.ok(doc.layers.some((l: { source?: string; type: string }) => l.type === 'line' && l.source === 'hill-contours'));
+    // With fonts, the major lines are labelled in a regular sans face the service serves, digits included.
+    const label = doc.layers.find((l: { id: string }) => l.id === 'contours-labels');
+    assert.deepEqual(label?.layout['text-font'], ['Noto Sans Regular']);
+    assert.deepEqual(label?.filter, ['==', ['get', 'level'], 1]);
+    assert.match(doc.glyphs, /\/fonts\/\{fontstack\}\/\{range\}\.pbf$/);
+    const digits = await get(`/fonts/${encodeURIComponent('Noto Sans Regular')}/0-255.pbf`);
+    assert.equal(digits.status, 200);
+    assert.ok(digits.body.byteLength > 1000, 'glyphs of the digits');
     // The preview page draws that style; the home page links the products.
     const preview = Buffer.from((await get('/data/hill/')).body).toString('utf8');
     assert.match(preview, /raster-dem/);

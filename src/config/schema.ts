@@ -5,10 +5,17 @@ import { parseBind } from './bind.js';
 import { isRemotePath, parseLocation } from './object-location.js';
 import { invalidCidrs } from './cidr.js';
 import { parseUrlTemplate } from './xyz-template.js';
+import { parseLanguageTag } from './language-tag.js';
 
 const port = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535));
 const zoom = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(22));
 const nonEmpty = v.pipe(v.string(), v.minLength(1));
+/** A BCP 47 language tag, kept in its canonical case (`zh-hant` becomes `zh-Hant`). */
+const languageTag = v.pipe(
+  v.string(),
+  v.check((s) => parseLanguageTag(s) !== undefined, 'a BCP 47 language tag (en, de-CH, zh-Hant, sr-Latn)'),
+  v.transform((s) => parseLanguageTag(s)!.tag),
+);
 /** Ids appear in URL paths: keep them to characters that need no escaping and cannot mean a path or a composite. */
 const id = v.pipe(
   v.string(),
@@ -244,10 +251,29 @@ export const StyleSchema = v.pipe(
     access: v.optional(access),
     /** A text drawn in the bottom-left corner of its static maps (a request's `watermark` replaces it). */
     watermark: v.optional(v.pipe(v.string(), v.maxLength(200))),
+    /**
+     * The languages its labels may be asked in (`?lang=`, docs/styles.md "Labels in the reader's language"): BCP 47
+     * tags, or `"*"` for any; `[]` turns languages off for this style.
+     */
+    languages: v.optional(v.array(v.union([v.literal('*'), languageTag])), ['*']),
+    /** The language of a request that names none (and whose Accept-Language, if honoured, matches none); unset: the style as written. */
+    default_language: v.optional(languageTag),
+    /** Honour the Accept-Language header when a request has no `lang` (answers then carry `Vary: Accept-Language`). */
+    accept_language: v.optional(v.boolean(), false),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed || !dataset.value.sdf || dataset.value.sprite_dir !== undefined) return;
     addIssue({ message: 'sdf applies to sprites built from sprite_dir; set sprite_dir too', path: [{ type: 'object', origin: 'value', input: dataset.value, key: 'sdf', value: true }] });
+  }),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const { languages, default_language: lang, accept_language: accept } = dataset.value;
+    const at = (key: string, value: unknown): [v.ObjectPathItem] => [{ type: 'object', origin: 'value', input: dataset.value, key, value }];
+    if (languages.length === 0 && lang !== undefined) addIssue({ message: 'default_language needs languages; languages = [] turns them off', path: at('default_language', lang) });
+    else if (lang !== undefined && !languages.includes('*') && !languages.includes(lang)) {
+      addIssue({ message: `default_language "${lang}" is not one of languages (${languages.join(', ')})`, path: at('default_language', lang) });
+    }
+    if (languages.length === 0 && accept) addIssue({ message: 'accept_language needs languages; languages = [] turns them off', path: at('accept_language', accept) });
   }),
 );
 
@@ -320,6 +346,8 @@ export const RenderSchema = v.object({
   png_compression: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(9)), 3),
   jpeg_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
   webp_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
+  /** AVIF quality when a request gives none (libheif/aom through sharp; its own default is 50). */
+  avif_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 50),
   /**
    * Chromium only: the software GL stack under WebGL. "auto" takes the fastest that passes its canary frame here:
    * lavapipe (Mesa's Vulkan rasteriser), then egl (Mesa's llvmpipe through EGL), then SwiftShader (docs/rendering.md).

@@ -2,6 +2,7 @@
 // every output column samples the grid at one fractional column, every output row at one fractional row. A web-
 // mercator window is separable over a web-mercator grid, which covers both a window assembled from an archive's
 // tiles (src/terrain/mosaic.ts) and one read from a COG in EPSG:3857 (src/raster/dem-read.ts).
+import { gridKernels } from './kernels.js';
 
 /**
  * Samples `grid` (`width` x `height`, row-major) at column positions `cols` and row positions `rows`, in grid
@@ -10,10 +11,21 @@
  * position gives a NaN sample. Where neighbours lack data the others' weights are renormalised; where none has
  * data the sample is NaN. With `gdalMask`, a sample is also NaN when the grid pixel it lies in has no data, as
  * gdalwarp's kernels skip such pixels (so a hole does not shrink by half a pixel). `holes` false promises the grid
- * has no NaN, for a loop without those checks. Returns the samples (cols.length x rows.length, in `into` when it is
- * given and that long) and whether any has data.
+ * has no NaN, for a loop without those checks (done by the WebAssembly kernel unless `kernels` is 'javascript', which
+ * tests use to compare the two). Returns the samples (cols.length x rows.length, in `into` when it is given and that
+ * long) and whether any has data.
  */
-export function sampleGrid(grid: Float32Array, width: number, height: number, cols: Float64Array, rows: Float64Array, holes: boolean, gdalMask = false, into?: Float32Array): { data: Float32Array; any: boolean } {
+export function sampleGrid(
+  grid: Float32Array,
+  width: number,
+  height: number,
+  cols: Float64Array,
+  rows: Float64Array,
+  holes: boolean,
+  gdalMask = false,
+  into?: Float32Array,
+  kernels: 'wasm-when-possible' | 'javascript' = 'wasm-when-possible',
+): { data: Float32Array; any: boolean } {
   const w = cols.length;
   const colA = new Int32Array(w);
   const colB = new Int32Array(w);
@@ -50,6 +62,12 @@ export function sampleGrid(grid: Float32Array, width: number, height: number, co
 
   const data = into && into.length === w * h ? into : new Float32Array(w * h);
   if (!holes && !outside) {
+    // The WebAssembly kernel gives the same samples to the bit (wasm/terrain-kernels.ts: bilinearComplete).
+    const wasm = kernels === 'javascript' ? undefined : gridKernels();
+    if (wasm && w * h > 0) {
+      wasm.bilinear(grid, colA, colB, colW, rowA, rowB, rowW, data);
+      return { data, any: true };
+    }
     for (let r = 0; r < h; r++) {
       const a = rowA[r];
       const b = rowB[r];

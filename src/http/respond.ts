@@ -10,7 +10,8 @@ export const METADATA_CACHE_CONTROL = 'public, max-age=300';
 const MIN_COMPRESS_BYTES = 1024;
 
 export function sendBytes(c: Context, state: AppState, body: Uint8Array, contentType: string, cacheControl: string, status = 200, extra: Record<string, string> = {}): Response {
-  const headers: Record<string, string> = { 'Content-Type': contentType, 'Cache-Control': cacheControl, Vary: 'Accept-Encoding', ...extra };
+  // An answer that varies on more than its encoding (Accept-Language) names both.
+  const headers: Record<string, string> = { 'Content-Type': contentType, 'Cache-Control': cacheControl, ...extra, Vary: extra.Vary ? `Accept-Encoding, ${extra.Vary}` : 'Accept-Encoding' };
   let out = body;
   const cfg = state.config.compression;
   if (cfg.enabled && body.byteLength >= MIN_COMPRESS_BYTES) {
@@ -23,8 +24,8 @@ export function sendBytes(c: Context, state: AppState, body: Uint8Array, content
   return c.body(out as Uint8Array<ArrayBuffer>, status as 200, headers);
 }
 
-export function sendJson(c: Context, state: AppState, value: unknown, cacheControl = METADATA_CACHE_CONTROL, status = 200): Response {
-  return sendBytes(c, state, Buffer.from(JSON.stringify(value)), 'application/json; charset=utf-8', cacheControl, status);
+export function sendJson(c: Context, state: AppState, value: unknown, cacheControl = METADATA_CACHE_CONTROL, status = 200, extra: Record<string, string> = {}): Response {
+  return sendBytes(c, state, Buffer.from(JSON.stringify(value)), 'application/json; charset=utf-8', cacheControl, status, extra);
 }
 
 /** True when If-None-Match names `etag` (or is `*`): the client's copy is current. */

@@ -1,14 +1,23 @@
 // Encoding rendered pixels with sharp (libvips works on its own threads, off the event loop), cutting tiles
 // out of metatiles, joining the parts of a split frame and compositing overlays.
 import sharp, { type Sharp } from 'sharp';
+import type { ImageEncoding } from './image-encoding.js';
 import type { ImageFormat } from './static-params.js';
 
 export interface EncodeOptions {
   /** zlib level 0-9 of PNG output. */
   pngCompression: number;
+  /** Qualities when the request names none. */
   jpegQuality: number;
   webpQuality: number;
+  avifQuality: number;
 }
+
+/**
+ * libaom's speed for AVIF (sharp's `effort`, 0-9, slower to faster is 9-0 there): 2 rather than sharp's default 4,
+ * since a map image is encoded on every cache miss (bench/formats.bench.ts measures the cost against PNG and WebP).
+ */
+const AVIF_EFFORT = 2;
 
 export interface RawImage {
   data: Uint8Array;
@@ -43,15 +52,18 @@ export function isOpaque(img: RawImage, r: Rect = whole(img)): boolean {
 }
 
 /** `opaque`: the pixels (before any overlay drawn over them) have no translucency, so the output needs no alpha. */
-function encode(pipeline: Sharp, format: ImageFormat, o: EncodeOptions, opaque: boolean): Promise<Buffer> {
-  switch (format) {
+function encode(pipeline: Sharp, e: ImageEncoding, o: EncodeOptions, opaque: boolean): Promise<Buffer> {
+  const p = opaque ? pipeline.removeAlpha() : pipeline;
+  switch (e.format) {
     case 'png':
       // Adaptive filtering off: within a few percent of the smallest output at a fraction of the time.
-      return (opaque ? pipeline.removeAlpha() : pipeline).png({ compressionLevel: o.pngCompression, adaptiveFiltering: false }).toBuffer();
+      return p.png({ compressionLevel: o.pngCompression, adaptiveFiltering: false }).toBuffer();
     case 'jpeg':
-      return pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: o.jpegQuality }).toBuffer();
+      return pipeline.flatten({ background: '#ffffff' }).jpeg({ quality: e.quality ?? o.jpegQuality }).toBuffer();
     case 'webp':
-      return (opaque ? pipeline.removeAlpha() : pipeline).webp({ quality: o.webpQuality, effort: 2 }).toBuffer();
+      return (e.lossless ? p.webp({ lossless: true, effort: 2 }) : p.webp({ quality: e.quality ?? o.webpQuality, effort: 2 })).toBuffer();
+    case 'avif':
+      return (e.lossless ? p.avif({ lossless: true, effort: AVIF_EFFORT }) : p.avif({ quality: e.quality ?? o.avifQuality, effort: AVIF_EFFORT })).toBuffer();
   }
 }
 
@@ -61,14 +73,14 @@ const needsScan = (format: ImageFormat) => format !== 'jpeg';
 /** Whether a region needs no alpha channel: known from the renderer, or found by a scan. */
 const opaqueRegion = (img: RawImage, r?: Rect) => img.opaque === true || isOpaque(img, r);
 
-export function encodeImage(img: RawImage, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
-  return encode(raw(img), format, o, needsScan(format) && opaqueRegion(img));
+export function encodeImage(img: RawImage, e: ImageEncoding, o: EncodeOptions): Promise<Buffer> {
+  return encode(raw(img), e, o, needsScan(e.format) && opaqueRegion(img));
 }
 
 /** One tile of a metatile, encoded. */
-export function encodeRegion(img: RawImage, r: Rect, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
-  if (r.left === 0 && r.top === 0 && r.width === img.width && r.height === img.height) return encodeImage(img, format, o);
-  return encode(raw(img).extract(r), format, o, needsScan(format) && opaqueRegion(img, r));
+export function encodeRegion(img: RawImage, r: Rect, e: ImageEncoding, o: EncodeOptions): Promise<Buffer> {
+  if (r.left === 0 && r.top === 0 && r.width === img.width && r.height === img.height) return encodeImage(img, e, o);
+  return encode(raw(img).extract(r), e, o, needsScan(e.format) && opaqueRegion(img, r));
 }
 
 /** A region of an image as raw pixels (a row copy, no codec). */
@@ -97,8 +109,8 @@ export async function resizeRaw(img: RawImage, width: number, height: number): P
 }
 
 /** The image with an SVG drawn over it, encoded. */
-export function encodeWithOverlay(img: RawImage, svg: string | undefined, format: ImageFormat, o: EncodeOptions): Promise<Buffer> {
-  if (!svg) return encodeImage(img, format, o);
+export function encodeWithOverlay(img: RawImage, svg: string | undefined, e: ImageEncoding, o: EncodeOptions): Promise<Buffer> {
+  if (!svg) return encodeImage(img, e, o);
   // An overlay drawn over an opaque map leaves it opaque.
-  return encode(raw(img).composite([{ input: Buffer.from(svg), left: 0, top: 0 }]), format, o, needsScan(format) && opaqueRegion(img));
+  return encode(raw(img).composite([{ input: Buffer.from(svg), left: 0, top: 0 }]), e, o, needsScan(e.format) && opaqueRegion(img));
 }

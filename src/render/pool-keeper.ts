@@ -3,6 +3,7 @@
 // GL stacks and backends tried in order until one draws its canary frame, restarted when the [render] settings
 // change, stopped when nothing is left to render. It keeps the runtime status (/ping, /ready) true meanwhile.
 import { createHash } from 'node:crypto';
+import type { LanguageTag } from '../config/language-tag.js';
 import type { RenderConfig } from '../config/schema.js';
 import { poolShare, workerCount } from '../config/sizing.js';
 import type { Logger } from '../log.js';
@@ -26,9 +27,9 @@ export const START_WAIT_MS = 60_000;
  * archive replaced in its store): a page keeps the tiles it parsed while the key stays, so the key must change
  * whenever those tiles may have.
  */
-export function styleRef(state: AppState, style: LoadedStyle): StyleRef {
-  const key = createHash('sha256').update(`${style.hash}\n${state.configHash}\n${state.loadedAt}\n${remoteRevisions(state)}`).digest('hex').slice(0, 16);
-  return { id: style.id, key };
+export function styleRef(state: AppState, style: LoadedStyle, lang?: LanguageTag): StyleRef {
+  const key = createHash('sha256').update(`${style.hash}\n${state.configHash}\n${state.loadedAt}\n${remoteRevisions(state)}\n${lang?.tag ?? ''}`).digest('hex').slice(0, 16);
+  return lang ? { id: style.id, key, lang: lang.tag } : { id: style.id, key };
 }
 
 export class RenderPoolKeeper {

@@ -1,16 +1,27 @@
 // What a render request gives the HTTP layer (an image and where it came from) and what it tells the render
 // service about its caller; the public path of a rendered tile, which a forwarded request asks the owner for.
+import type { LanguageTag } from '../config/language-tag.js';
 import type { CachedImage } from '../shared-cache/render-cache.js';
-import type { ImageFormat } from './static-params.js';
+import { encodingQuery, extOf, type ImageEncoding } from './image-encoding.js';
 import type { TileRequest } from './tile-render.js';
 
-export const extOf = (f: ImageFormat) => (f === 'jpeg' ? 'jpg' : f);
+export { extOf };
 
-/** The public path of a rendered tile (what a forwarded request asks the owner process for). */
-export function tilePath(styleId: string, t: TileRequest, format: ImageFormat): string {
+/** What a render makes besides its view: the image's encoding, and the language of its labels (none: as written). */
+export interface RenderOutput {
+  encoding: ImageEncoding;
+  lang?: LanguageTag;
+}
+
+/**
+ * The public path of a rendered tile (what a forwarded request asks the owner process for): the format, quality
+ * and language this process resolved, spelled out, so the owner draws the same image whatever headers it sees.
+ */
+export function tilePath(styleId: string, t: TileRequest, out: RenderOutput): string {
   const size = t.base === 256 ? '256/' : '';
   const scale = t.scale > 1 ? `@${t.scale}x` : '';
-  return `/styles/${encodeURIComponent(styleId)}/${size}${t.z}/${t.x}/${t.y}${scale}.${extOf(format)}`;
+  const query = [...encodingQuery(out.encoding), ...(out.lang ? [`lang=${out.lang.tag}`] : [])];
+  return `/styles/${encodeURIComponent(styleId)}/${size}${t.z}/${t.x}/${t.y}${scale}.${extOf(out.encoding.format)}${query.length ? `?${query.join('&')}` : ''}`;
 }
 
 /** An image and how it was obtained; `timing` (milliseconds per phase) when this request rendered it. */

@@ -43,6 +43,8 @@ export interface StyleRef {
    * keeps a loaded style while the key stays the same (no reload, no re-layout).
    */
   key: string;
+  /** The language of its labels (BCP 47), asked of the style route as `?lang=`; absent: the style as written. */
+  lang?: string;
 }
 
 /** Where a frame's time went, in milliseconds (reported by the bench and in debug logs). */

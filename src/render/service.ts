@@ -26,8 +26,9 @@ import { RenderError, type Frame, type FrameEncoding } from './renderer.js';
 import { MarkerIcons } from './marker-icons.js';
 import type { AppFetch } from './resources.js';
 import { SharedRenders, type Rendered } from './shared-renders.js';
-import { extOf, tilePath, type RenderCaller, type RenderResult } from './render-result.js';
-import { CONTENT_TYPES, type ImageFormat } from './static-params.js';
+import { tilePath, type RenderCaller, type RenderOutput, type RenderResult } from './render-result.js';
+import { variantOf } from './image-encoding.js';
+import { CONTENT_TYPES } from './static-params.js';
 import { opaqueAt } from './style-opacity.js';
 import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
 import { batchEdge, planMetatile, tileRect, type MetatilePlan, type TileRequest } from './tile-render.js';
@@ -127,26 +128,33 @@ export class RenderService {
   }
 
   private encodeOptions(state: AppState): EncodeOptions {
-    return { pngCompression: state.config.render.png_compression, jpegQuality: state.config.render.jpeg_quality, webpQuality: state.config.render.webp_quality };
+    const cfg = state.config.render;
+    return { pngCompression: cfg.png_compression, jpegQuality: cfg.jpeg_quality, webpQuality: cfg.webp_quality, avifQuality: cfg.avif_quality };
   }
 
   /**
    * The frame with the renderer asked to encode the given regions itself (`render.tile_encoder = "browser"`): only
    * encoded bytes then leave the browser. A backend that cannot (native) returns pixels and sharp encodes them.
    */
-  private withEncoding(state: AppState, style: LoadedStyle, frame: Frame, format: ImageFormat, tiles: FrameEncoding['tiles']): Frame {
+  private withEncoding(state: AppState, style: LoadedStyle, frame: Frame, out: RenderOutput, tiles: FrameEncoding['tiles']): Frame {
     const cfg = state.config.render;
-    if (cfg.tile_encoder !== 'browser') return frame;
-    const quality = (format === 'jpeg' ? cfg.jpeg_quality : cfg.webp_quality) / 100;
+    const e = out.encoding;
+    // The browser has no AVIF encoder and no lossless WebP switch: those frames come back as pixels for sharp.
+    if (cfg.tile_encoder !== 'browser' || e.format === 'avif' || e.lossless) return frame;
+    const format = e.format;
+    const quality = (e.quality ?? (format === 'jpeg' ? cfg.jpeg_quality : cfg.webp_quality)) / 100;
     // A tile always lies within the world (only a frame's buffer may reach past its edges, where nothing is painted).
     return { ...frame, encode: { format, quality, opaque: opaqueAt(style.style, frame.zoom), tiles } };
   }
 
   /** A raster tile of a style: from memory, disk, or its metatile's render. */
-  async tile(state: AppState, style: LoadedStyle, t: TileRequest, format: ImageFormat, caller: RenderCaller = {}): Promise<RenderResult> {
+  async tile(state: AppState, style: LoadedStyle, t: TileRequest, out: RenderOutput, caller: RenderCaller = {}): Promise<RenderResult> {
     const cache = this.cache!;
-    const base = `${style.id}/${this.contentKey(state, style)}/${t.base}@${t.scale}x`;
-    const key = `${base}/${t.z}/${t.x}/${t.y}.${extOf(format)}`;
+    const format = out.encoding.format;
+    // The language and the encoding variant are part of every key: each is its own image in every cache.
+    const lang = out.lang ? `/lang-${out.lang.tag}` : '';
+    const base = `${style.id}/${this.contentKey(state, style)}${lang}/${t.base}@${t.scale}x`;
+    const key = `${base}/${t.z}/${t.x}/${t.y}.${variantOf(out.encoding)}`;
     const hit = cache.getMemory(key);
     if (hit) return { image: hit, from: 'memory', timing: undefined };
     const fromDisk = await cache.getDisk(key);
@@ -162,7 +170,7 @@ export class RenderService {
     if (owner !== undefined) {
       // The owner's own bounds (queue wait, render time, renderer start) come first; this is the backstop.
       const limit = state.config.render.queue_timeout_ms + state.config.render.timeout_ms + START_WAIT_MS;
-      const got = await this.peers!.forward(owner, tilePath(style.id, t, format), caller.signal, caller.client, limit);
+      const got = await this.peers!.forward(owner, tilePath(style.id, t, out), caller.signal, caller.client, limit);
       if (got) {
         const image: CachedImage = { body: got.body, etag: got.etag, contentType: got.contentType };
         cache.setMemory(key, image);
@@ -173,7 +181,7 @@ export class RenderService {
     const claim = await sharedCache.claim('tile', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal);
     if (claim.kind === 'hit') return this.fromShared(key, claim.body, CONTENT_TYPES[format], true);
     try {
-      return await this.drawTile(state, style, t, format, base, key, caller);
+      return await this.drawTile(state, style, t, out, base, key, caller);
     } finally {
       // Not awaited: with Redis stopped mid-render, the unlock would cost the answer a `shared_timeout_ms`.
       void claim.release();
@@ -190,16 +198,18 @@ export class RenderService {
   }
 
   /** A tile no cache had: drawn in its metatile or batch. */
-  private async drawTile(state: AppState, style: LoadedStyle, t: TileRequest, format: ImageFormat, base: string, key: string, caller: RenderCaller): Promise<RenderResult> {
+  private async drawTile(state: AppState, style: LoadedStyle, t: TileRequest, out: RenderOutput, base: string, key: string, caller: RenderCaller): Promise<RenderResult> {
     const cache = this.cache!;
     const cfg = state.config.render;
-    if (cfg.metatile === 'auto') return this.batchedTile(state, style, t, format, base, key, caller);
+    const format = out.encoding.format;
+    const variant = variantOf(out.encoding);
+    if (cfg.metatile === 'auto') return this.batchedTile(state, style, t, out, base, key, caller);
     const plan = planMetatile(t, cfg.metatile, cfg.tile_buffer, MAX_FRAME);
-    const metaKey = `${base}/${t.z}/${plan.x0}/${plan.y0}/${plan.size}.${extOf(format)}`;
+    const metaKey = `${base}/${t.z}/${plan.x0}/${plan.y0}/${plan.size}.${variant}`;
     const n = 2 ** t.z;
     const cells: [number, number][] = [];
     for (let y = plan.y0; y < Math.min(n, plan.y0 + plan.size); y++) for (let x = plan.x0; x < Math.min(n, plan.x0 + plan.size); x++) cells.push([x, y]);
-    const cellKey = ([x, y]: [number, number]) => `${base}/${t.z}/${x}/${y}.${extOf(format)}`;
+    const cellKey = ([x, y]: [number, number]) => `${base}/${t.z}/${x}/${y}.${variant}`;
     const rendered = await this.inflight.run(
       metaKey,
       async (signal) => {
@@ -217,7 +227,7 @@ export class RenderService {
           release = (await cache.claim(metaKey, cfg.timeout_ms * 2)) ?? (async () => {});
         }
         try {
-          return await withinBudget(cfg.timeout_ms, signal, (budget, cancel) => this.renderMetatile(state, style, plan, cells, cellKey, format, started, budget, cancel, caller.client));
+          return await withinBudget(cfg.timeout_ms, signal, (budget, cancel) => this.renderMetatile(state, style, plan, cells, cellKey, out, started, budget, cancel, caller.client));
         } finally {
           await release();
         }
@@ -234,9 +244,9 @@ export class RenderService {
    * A tile drawn with the other tiles of its block asked for by the time a renderer is free (tile-batches.ts): joins
    * the batch already drawing it, or the block's open batch, or opens one.
    */
-  private async batchedTile(state: AppState, style: LoadedStyle, t: TileRequest, format: ImageFormat, base: string, key: string, caller: RenderCaller): Promise<RenderResult> {
+  private async batchedTile(state: AppState, style: LoadedStyle, t: TileRequest, out: RenderOutput, base: string, key: string, caller: RenderCaller): Promise<RenderResult> {
     const cfg = state.config.render;
-    const ext = extOf(format);
+    const ext = variantOf(out.encoding);
     const cellKey = (x: number, y: number) => `${base}/${t.z}/${x}/${y}.${ext}`;
     const drawing = this.batches.coverOf(key);
     let batchKey: string;
@@ -251,7 +261,7 @@ export class RenderService {
       const by = Math.floor(t.y / edge) * edge;
       const batch = this.batches.join(`${base}/${t.z}/${bx}/${by}.${ext}`, t, edge, cellKey);
       batchKey = batch.key;
-      work = (signal) => this.renderBatch(state, style, batch, format, signal, caller.client);
+      work = (signal) => this.renderBatch(state, style, batch, out, signal, caller.client);
     }
     const rendered = await this.inflight.run(batchKey, work, style.id, caller.signal);
     const image = rendered.images.get(key);
@@ -260,9 +270,10 @@ export class RenderService {
   }
 
   /** Draws a batch once a renderer is free; its frame is decided then (TileBatches.close). */
-  private async renderBatch(state: AppState, style: LoadedStyle, batch: TileBatch, format: ImageFormat, signal: AbortSignal, client: string | undefined): Promise<Rendered> {
+  private async renderBatch(state: AppState, style: LoadedStyle, batch: TileBatch, out: RenderOutput, signal: AbortSignal, client: string | undefined): Promise<Rendered> {
     const cache = this.cache!;
     const cfg = state.config.render;
+    const format = out.encoding.format;
     const started = performance.now();
     try {
       // A view's requests arrive within a few milliseconds of each other: let them join before asking for a renderer.
@@ -291,12 +302,12 @@ export class RenderService {
           const pool = await this.keeper.ready();
           const frameOf = () => {
             const plan = this.batches.close(batch, cfg.tile_buffer, MAX_FRAME);
-            return this.withEncoding(state, style, plan.frame, format, cells(plan).map(([x, y]) => tileRect(plan, x, y)));
+            return this.withEncoding(state, style, plan.frame, out, cells(plan).map(([x, y]) => tileRect(plan, x, y)));
           };
-          const f = await pool.render(styleRef(state, style), frameOf, { cancel, client, onStart: () => budget.start() });
+          const f = await pool.render(styleRef(state, style, out.lang), frameOf, { cancel, client, onStart: () => budget.start() });
           this.keeper.drew(pool);
           const plan = batch.plan!;
-          return this.storeTiles(state, style, { raw: f, tiles: f.tiles, timing: { ...f.timings } }, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), format, started);
+          return this.storeTiles(state, style, { raw: f, tiles: f.tiles, timing: { ...f.timings } }, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), out, started);
         });
       } finally {
         await release();
@@ -313,15 +324,15 @@ export class RenderService {
     plan: ReturnType<typeof planMetatile>,
     cells: [number, number][],
     cellKey: (c: [number, number]) => string,
-    format: ImageFormat,
+    out: RenderOutput,
     started: number,
     budget: Budget,
     cancel: AbortSignal,
     client: string | undefined,
   ): Promise<Rendered> {
-    const frame = this.withEncoding(state, style, plan.frame, format, cells.map(([x, y]) => tileRect(plan, x, y)));
-    const drawn = await this.renderFrame(state, style, frame, budget, cancel, client);
-    return this.storeTiles(state, style, drawn, plan, cells, cellKey, format, started);
+    const frame = this.withEncoding(state, style, plan.frame, out, cells.map(([x, y]) => tileRect(plan, x, y)));
+    const drawn = await this.renderFrame(state, style, out, frame, budget, cancel, client);
+    return this.storeTiles(state, style, drawn, plan, cells, cellKey, out, started);
   }
 
   /**
@@ -335,10 +346,11 @@ export class RenderService {
     plan: MetatilePlan,
     cells: [number, number][],
     cellKey: (c: [number, number]) => string,
-    format: ImageFormat,
+    out: RenderOutput,
     started: number,
   ): Promise<Rendered> {
     const cache = this.cache!;
+    const format = out.encoding.format;
     const encodeStart = performance.now();
     const encode = this.encodeOptions(state);
     const timing = drawn.timing;
@@ -347,7 +359,7 @@ export class RenderService {
     // tiles one by one. Tiles cut here are encoded concurrently: sharp runs each on a libvips thread.
     const bodies = drawn.tiles
       ? drawn.tiles.map((t) => Buffer.from(t))
-      : await Promise.all(cells.map(([x, y]) => encodeRegion(drawn.raw, tileRect(plan, x, y), format, encode)));
+      : await Promise.all(cells.map(([x, y]) => encodeRegion(drawn.raw, tileRect(plan, x, y), out.encoding, encode)));
     const images = new Map<string, CachedImage>();
     await Promise.all(
       cells.map(async (c, i) => {
@@ -374,25 +386,30 @@ export class RenderService {
     style: LoadedStyle,
     cam: Camera,
     ratio: number,
-    format: ImageFormat,
+    out: RenderOutput,
     overlays: Overlays | undefined,
     requestKey: string,
     caller: RenderCaller = {},
   ): Promise<RenderResult> {
-    const key = `${style.id}/${this.contentKey(state, style)}/image/${createHash('sha256').update(requestKey).digest('hex').slice(0, 32)}`;
+    const format = out.encoding.format;
+    // The request's own key, plus what it was resolved to: a negotiated format and a language from Accept-Language
+    // are not in its URL.
+    const what = `${requestKey}\n${variantOf(out.encoding)}\n${out.lang?.tag ?? ''}`;
+    const key = `${style.id}/${this.contentKey(state, style)}/image/${createHash('sha256').update(what).digest('hex').slice(0, 32)}`;
     const hit = this.cache!.getMemory(key);
     if (hit) return { image: hit, from: 'memory', timing: undefined };
     const claim = await sharedCache.claim('image', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal);
     if (claim.kind === 'hit') return this.fromShared(key, claim.body, CONTENT_TYPES[format], false);
     try {
-      return await this.drawImage(state, style, cam, ratio, format, overlays, key, caller);
+      return await this.drawImage(state, style, cam, ratio, out, overlays, key, caller);
     } finally {
       void claim.release();
     }
   }
 
   /** A static map or social card no cache had. */
-  private async drawImage(state: AppState, style: LoadedStyle, cam: Camera, ratio: number, format: ImageFormat, overlays: Overlays | undefined, key: string, caller: RenderCaller): Promise<RenderResult> {
+  private async drawImage(state: AppState, style: LoadedStyle, cam: Camera, ratio: number, out: RenderOutput, overlays: Overlays | undefined, key: string, caller: RenderCaller): Promise<RenderResult> {
+    const format = out.encoding.format;
     const rendered = await this.inflight.run(
       key,
       (signal) =>
@@ -401,10 +418,10 @@ export class RenderService {
           // Static maps come back as pixels and sharp composites and encodes them: encoding in the page (tried, with
           // the overlays drawn there) cost 67-72 ms per 800x600 map against sharp's 21-28 ms, more than the smaller
           // transfer saved (bench/RESULTS.md, "Render overhead").
-          const drawn = await this.renderFrame(state, style, { ...cam, ratio }, budget, cancel, caller.client);
+          const drawn = await this.renderFrame(state, style, out, { ...cam, ratio }, budget, cancel, caller.client);
           const encodeStart = performance.now();
           const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
-          const body = await encodeWithOverlay(drawn.raw, svg, format, this.encodeOptions(state));
+          const body = await encodeWithOverlay(drawn.raw, svg, out.encoding, this.encodeOptions(state));
           const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
           this.cache!.setMemory(key, image);
           // In the background: the answer does not wait for Redis.
@@ -420,9 +437,9 @@ export class RenderService {
   }
 
   /** Pixels of a frame of any size (frame-drawing.ts) on this process's pool. */
-  private async renderFrame(state: AppState, style: LoadedStyle, frame: Frame, budget: Budget, signal: AbortSignal, client?: string): Promise<DrawnFrame> {
+  private async renderFrame(state: AppState, style: LoadedStyle, out: RenderOutput, frame: Frame, budget: Budget, signal: AbortSignal, client?: string): Promise<DrawnFrame> {
     const pool = await this.keeper.ready();
-    return drawFrame(pool, styleRef(state, style), frame, budget, signal, client, (p) => this.keeper.drew(p));
+    return drawFrame(pool, styleRef(state, style, out.lang), frame, budget, signal, client, (p) => this.keeper.drew(p));
   }
 
   get cacheStats(): { entries: number; bytes: number } {

@@ -17,7 +17,10 @@ import {
   type PathDefaults,
 } from './tileserver-gl-grammar.js';
 
-export type ImageFormat = 'png' | 'jpeg' | 'webp';
+export type ImageFormat = 'png' | 'jpeg' | 'webp' | 'avif';
+/** What a URL's format may be: a format, or `auto` (negotiated from the Accept header: image-encoding.ts). */
+export type RequestedFormat = ImageFormat | 'auto';
+export const FORMAT_WORDS = 'png, jpg, jpeg, webp, avif or auto';
 export const MAX_IMAGE_EDGE = 4096;
 export const MAX_SCALE = 3;
 export const MAX_ZOOM = 22;
@@ -38,10 +41,13 @@ const bad = (parameter: string, detail: string): { ok: false; problem: Problem }
 
 export function imageFormat(ext: string): ImageFormat | undefined {
   const e = ext.toLowerCase();
-  return e === 'png' ? 'png' : e === 'jpg' || e === 'jpeg' ? 'jpeg' : e === 'webp' ? 'webp' : undefined;
+  return e === 'png' ? 'png' : e === 'jpg' || e === 'jpeg' ? 'jpeg' : e === 'webp' ? 'webp' : e === 'avif' ? 'avif' : undefined;
 }
 
-export const CONTENT_TYPES: Record<ImageFormat, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
+/** A format a request may name: one of imageFormat's, or `auto`. */
+export const requestedFormat = (ext: string): RequestedFormat | undefined => (ext.toLowerCase() === 'auto' ? 'auto' : imageFormat(ext));
+
+export const CONTENT_TYPES: Record<ImageFormat, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', avif: 'image/avif' };
 
 /** The scale of `@{s}x` (absent: 1): an integer 1..3. */
 export function parseScale(s: string | undefined, parameter = 'scale'): Checked<number> {
@@ -70,7 +76,7 @@ export function withinPixelBudget(width: number, height: number, scale: number, 
   return { parameter, detail: `${shown} is ${pixels} device pixels, more than render.max_pixels (${maxPixels})` };
 }
 
-export function parseSizeSegment(seg: string): Checked<{ width: number; height: number; scale: number; format: ImageFormat }> {
+export function parseSizeSegment(seg: string): Checked<{ width: number; height: number; scale: number; format: RequestedFormat }> {
   const m = /^([^x@.]*)x([^x@.]*)(?:@([^.]*)x)?\.([A-Za-z0-9]+)$/.exec(seg);
   if (!m) return bad('size', `"${seg}" is not {width}x{height}[@{scale}x].{format}`);
   const width = parseDimension(m[1], 'width');
@@ -79,8 +85,8 @@ export function parseSizeSegment(seg: string): Checked<{ width: number; height: 
   if (!height.ok) return height;
   const scale = parseScale(m[3]);
   if (!scale.ok) return scale;
-  const format = imageFormat(m[4]);
-  if (!format) return bad('format', `format ".${m[4]}" is not png, jpg, jpeg or webp`);
+  const format = requestedFormat(m[4]);
+  if (!format) return bad('format', `format ".${m[4]}" is not ${FORMAT_WORDS}`);
   return { ok: true, value: { width: width.value, height: height.value, scale: scale.value, format } };
 }
 

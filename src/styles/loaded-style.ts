@@ -3,6 +3,14 @@ import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 
 export type SpriteScale = 1 | 2 | 3;
 
+/** The languages a style's labels may be asked in (language-choice.ts reads requests against them). */
+export interface StyleLanguages {
+  /** `all`: any tag; a set: those tags (canonical case); `off`: none. */
+  offered: 'all' | ReadonlySet<string> | 'off';
+  default: string | undefined;
+  acceptLanguage: boolean;
+}
+
 export interface LoadedStyle {
   id: string;
   /** Display name: the config's `name`, else the style's own `name`, else the id. */
@@ -19,4 +27,6 @@ export interface LoadedStyle {
   spriteBase?: string;
   /** Sheets built from the style's `sprite_dir` (1x, 2x, 3x), held in memory; they win over files beside the style. */
   builtSprites?: ReadonlyMap<SpriteScale, { png: Buffer; json: Buffer }>;
+  /** The languages its labels may be asked in (language-choice.ts); absent (generated styles): any. */
+  languages?: StyleLanguages;
 }

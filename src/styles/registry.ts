@@ -5,10 +5,13 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { validateStyleMin, type StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
+import { parseLanguageTag } from '../config/language-tag.js';
 import { ConfigError } from '../config/errors.js';
 import type { StyleConfig } from '../config/schema.js';
 import type { TileSource } from '../sources/source.js';
 import type { FontIndex } from './fonts.js';
+import { localizeStyle, styleReadsNames } from './label-language.js';
+import { styleLanguages } from './language-choice.js';
 import type { LoadedStyle } from './loaded-style.js';
 import { sourceRef } from './source-ref.js';
 import { buildSprites } from './sprite-sheet.js';
@@ -101,6 +104,15 @@ async function loadStyle(cfg: StyleConfig): Promise<{ loaded: LoadedStyle; valid
     if (sprite.base) loaded.spriteBase = sprite.base;
   }
   const validatorWarnings = issues.filter((e) => e.severity === 'warning').map((e) => `${cfg.path}: style "${cfg.id}": ${e.message}`);
+  loaded.languages = styleLanguages(cfg);
+  // The label rewrite is checked once per style: a style it cannot make valid is served without languages.
+  if (loaded.languages.offered !== 'off' && styleReadsNames(style)) {
+    const probe = validateStyleMin(localizeStyle(style, parseLanguageTag('de')!)).filter((e) => e.severity !== 'warning');
+    if (probe.length > 0) {
+      loaded.languages = { offered: 'off', default: undefined, acceptLanguage: false };
+      validatorWarnings.push(`${cfg.path}: style "${cfg.id}": its labels cannot be localised (${probe[0].message}); languages are off for it`);
+    }
+  }
   return { loaded, validatorWarnings };
 }
 

@@ -20,6 +20,7 @@
 // takes the centre's value, as gdaldem does with -compute_edges, so holes shade their edges instead of growing.
 import { Color } from '@maplibre/maplibre-gl-style-spec';
 import { type DemWindow, pixelGroundSize, tileSpan, windowWidth } from './dem-window.js';
+import { gridKernels } from '../grid/kernels.js';
 
 export type HillshadeMethod = 'standard' | 'basic' | 'combined' | 'igor' | 'multidirectional';
 export type HillshadeMode = 'color' | 'grey';
@@ -246,6 +247,50 @@ function writeColor(out: Uint8ClampedArray, o: number, r: number, g: number, b: 
 const STANDARD_TABLE_SIZE = 4096;
 
 /**
+ * The `standard` method's accent and shade strengths, which depend on the slope's steepness alone: tabulated once
+ * per tile over a bounded variable, they cost a lookup instead of atan, pow, sin and cos per pixel. Slopes arrive
+ * clamped (MapLibre's byte storage), so |slope| never passes maxSlope: the table spans that range evenly, and its
+ * index is one multiplication (`toIndex`).
+ */
+function standardTables(exaggeration: number, maxSlope: number): StandardTables {
+  const key = `${exaggeration}/${maxSlope}`;
+  const kept = keptTables.get(key);
+  if (kept) return kept;
+  const tables = computeStandardTables(exaggeration, maxSlope);
+  // Tiles of one row of the grid share maxSlope, and most requests the default exaggeration: a few tables serve them.
+  if (keptTables.size >= KEPT_TABLES) keptTables.delete(keptTables.keys().next().value!);
+  keptTables.set(key, tables);
+  return tables;
+}
+
+interface StandardTables {
+  accentOf: Float64Array;
+  shadeOf: Float64Array;
+  toIndex: number;
+}
+
+const KEPT_TABLES = 16;
+const keptTables = new Map<string, StandardTables>();
+
+function computeStandardTables(exaggeration: number, maxSlope: number): StandardTables {
+  // MapLibre's paint property stops at 1; above about 1.07 the shader's exponential base turns negative.
+  const intensity = Math.min(Math.max(exaggeration, 0), 1);
+  const base = 1.875 - intensity * 1.75;
+  const scaleDenominator = base ** HALF_PI - 1;
+  const strength = Math.min(Math.max(intensity * 2, 0), 1);
+  const accentOf = new Float64Array(STANDARD_TABLE_SIZE + 2);
+  const shadeOf = new Float64Array(STANDARD_TABLE_SIZE + 2);
+  const perEntry = maxSlope / STANDARD_TABLE_SIZE;
+  for (let j = 0; j <= STANDARD_TABLE_SIZE + 1; j++) {
+    const slope = Math.atan(0.625 * j * perEntry);
+    const scaled = intensity !== 0.5 ? ((base ** slope - 1) / scaleDenominator) * HALF_PI : slope;
+    accentOf[j] = (1 - Math.cos(scaled)) * strength;
+    shadeOf[j] = Math.sin(scaled) * strength;
+  }
+  return { accentOf, shadeOf, toIndex: STANDARD_TABLE_SIZE / maxSlope };
+}
+
+/**
  * MapLibre's hillshade.fragment.glsl on the CPU. p and q arrive as the slopes its prepare pass delivers (ground
  * slope times the zoom relief, not yet times the exaggeration), east- and south-positive like its `deriv`.
  */
@@ -345,25 +390,7 @@ function colorKernel(method: HillshadeMethod, opts: Required<HillshadeOptions>, 
       };
     }
     default: {
-      // MapLibre's paint property stops at 1; above about 1.07 the shader's exponential base turns negative.
-      const intensity = Math.min(Math.max(opts.exaggeration, 0), 1);
-      const base = 1.875 - intensity * 1.75;
-      const scaleDenominator = base ** HALF_PI - 1;
-      const strength = Math.min(Math.max(intensity * 2, 0), 1);
-      // The accent and shade strengths depend on the slope's steepness alone: tabulated once per tile over a
-      // bounded variable, they cost a lookup instead of atan, pow, sin and cos per pixel.
-      const accentOf = new Float64Array(STANDARD_TABLE_SIZE + 2);
-      const shadeOf = new Float64Array(STANDARD_TABLE_SIZE + 2);
-      // Slopes arrive clamped (MapLibre's byte storage), so |slope| never passes maxSlope: the table spans that range
-      // evenly, and its index is one multiplication.
-      const perEntry = maxSlope / STANDARD_TABLE_SIZE;
-      const toIndex = STANDARD_TABLE_SIZE / maxSlope;
-      for (let j = 0; j <= STANDARD_TABLE_SIZE + 1; j++) {
-        const slope = Math.atan(0.625 * j * perEntry);
-        const scaled = intensity !== 0.5 ? ((base ** slope - 1) / scaleDenominator) * HALF_PI : slope;
-        accentOf[j] = (1 - Math.cos(scaled)) * strength;
-        shadeOf[j] = Math.sin(scaled) * strength;
-      }
+      const { accentOf, shadeOf, toIndex } = standardTables(opts.exaggeration, maxSlope);
       return (ps, qs, n, out, o) => {
         for (let i = 0; i < n; i++, o += channels) {
           const p = ps[i];
@@ -427,28 +454,44 @@ function hasHole(data: Float32Array): boolean {
  * slopes of the tile's edge pixels.
  */
 export function hillshade(win: DemWindow, options: HillshadeOptions = {}): Uint8Array {
-  return shade(win, options, 4).pixels;
+  return shade(win, options, 4, scanWindow(win)).pixels;
 }
 
 /**
  * The same tile in the fewest channels that hold it exactly: grey mode gives grey (1), or grey with alpha (2) where
  * the tile has holes; colour mode gives grey with alpha when the shadow, highlight and accent colours are all grey
  * (MapLibre's defaults are), else RGBA. Fewer channels are fewer bytes to compress: the PNG of a 512 px tile costs
- * about a quarter as much in grey as in RGBA.
+ * about a quarter as much in grey as in RGBA. `kernels` 'javascript' keeps the WebAssembly kernels out (tests compare
+ * the two).
  */
-export function hillshadeImage(win: DemWindow, options: HillshadeOptions = {}): HillshadeImage {
+export function hillshadeImage(win: DemWindow, options: HillshadeOptions = {}, kernels: 'wasm-when-possible' | 'javascript' = 'wasm-when-possible'): HillshadeImage {
   const grey = (options.mode ?? HILLSHADE_DEFAULTS.mode) === 'grey';
+  const scan = kernels === 'javascript' ? { holes: hasHole(win.data), loaded: false } : scanWindow(win);
   const channels: HillshadeChannels = grey
-    ? innerHasHole(win)
+    ? scan.holes && innerHasHole(win)
       ? 2
       : 1
     : [options.shadow ?? HILLSHADE_DEFAULTS.shadow, options.highlight ?? HILLSHADE_DEFAULTS.highlight, options.accent ?? HILLSHADE_DEFAULTS.accent].every(isGrey)
       ? 2
       : 4;
-  return shade(win, options, channels);
+  return shade(win, options, channels, scan);
 }
 
-function shade(win: DemWindow, options: HillshadeOptions, channels: HillshadeChannels): HillshadeImage {
+/** Whether a window has pixels without data, and whether it now sits in the WebAssembly kernels, ready to shade. */
+interface WindowScan {
+  holes: boolean;
+  loaded: boolean;
+}
+
+/** Scans a window for holes: in the kernels when they can shade it (which loads it there), else here. */
+function scanWindow(win: DemWindow): WindowScan {
+  const side = windowWidth(win);
+  const kernels = win.border >= 1 && win.size % 4 === 0 && win.data.length === side * side ? gridKernels() : undefined;
+  if (kernels) return { holes: kernels.loadWindow(win.data), loaded: true };
+  return { holes: hasHole(win.data), loaded: false };
+}
+
+function shade(win: DemWindow, options: HillshadeOptions, channels: HillshadeChannels, scan: WindowScan): HillshadeImage {
   const opts: Required<HillshadeOptions> = { ...HILLSHADE_DEFAULTS };
   for (const [k, v] of Object.entries(options)) if (v !== undefined) (opts as Record<string, unknown>)[k] = v;
   const { size, border, data } = win;
@@ -460,13 +503,17 @@ function shade(win: DemWindow, options: HillshadeOptions, channels: HillshadeCha
   // Colour mode clamps slopes to the storage range times the row's secant: the steepest row is the one nearest a pole.
   const maxSecant = Math.max(mercatorPixel / pixelGroundSize(win, border), mercatorPixel / pixelGroundSize(win, border + size - 1));
   const maxSlope = Math.SQRT2 * Math.max(-STORED_SLOPE_MIN, STORED_SLOPE_MAX) * maxSecant;
-  const kernel = grey ? greyKernel(opts.method, opts.azimuth, opts.altitude, channels) : colorKernel(opts.method, opts, channels, maxSlope);
   // Grey: slopes times gdaldem's z-factor. Colour: slopes times MapLibre's zoom relief, clamped as its byte
   // storage clamps them (the exaggeration is the shader's business there).
   const factor = grey ? opts.exaggeration : maplibreZoomRelief(win.z);
   // With a border every pixel of the tile has its eight neighbours, and without holes none needs replacing: the
-  // common case gets a loop without those checks.
-  const complete = border >= 1 && !hasHole(data);
+  // common case gets a loop without those checks, or the WebAssembly kernels.
+  const complete = border >= 1 && !scan.holes;
+  if (complete && scan.loaded) {
+    const fast = shadeInWasm(win, opts, channels, factor, mercatorPixel, maxSlope);
+    if (fast) return { pixels: fast, channels };
+  }
+  const kernel = grey ? greyKernel(opts.method, opts.azimuth, opts.altitude, channels) : colorKernel(opts.method, opts, channels, maxSlope);
 
   const out = new Uint8Array(size * size * channels);
   const pixels = new Uint8ClampedArray(out.buffer);
@@ -487,29 +534,76 @@ function shade(win: DemWindow, options: HillshadeOptions, channels: HillshadeCha
   return { pixels: out, channels };
 }
 
-/** Horn's slopes of one row of a window with a border and no hole. */
+/**
+ * Horn's slopes of one row of a window with a border and no hole. Horn's kernel is separable: p is the difference
+ * of the vertically smoothed columns (up + 2 mid + down) on either side, q the horizontally smoothed vertical
+ * difference (down - up). Sliding both along the row reads each of the three rows once per pixel instead of
+ * eight loads.
+ */
 function slopesComplete(data: Float32Array, w: number, wr: number, border: number, size: number, k: number, lo: number, hi: number, ps: Float64Array, qs: Float64Array): void {
   const up = (wr - 1) * w + border;
   const mid = wr * w + border;
   const down = (wr + 1) * w + border;
+  let smoothPrev = data[up - 1] + 2 * data[mid - 1] + data[down - 1];
+  let diffPrev = data[down - 1] - data[up - 1];
+  let smooth = data[up] + 2 * data[mid] + data[down];
+  let diff = data[down] - data[up];
   for (let col = 0; col < size; col++) {
-    const a = data[up + col - 1];
-    const b = data[up + col];
-    const c = data[up + col + 1];
-    const d = data[mid + col - 1];
-    const f = data[mid + col + 1];
-    const g = data[down + col - 1];
-    const h = data[down + col];
-    const i = data[down + col + 1];
-    let p = (c + 2 * f + i - (a + 2 * d + g)) * k;
-    let q = (g + 2 * h + i - (a + 2 * b + c)) * k;
+    const u = data[up + col + 1];
+    const d = data[down + col + 1];
+    const smoothNext = u + 2 * data[mid + col + 1] + d;
+    const diffNext = d - u;
+    let p = (smoothNext - smoothPrev) * k;
+    let q = (diffPrev + 2 * diff + diffNext) * k;
     if (p < lo) p = lo;
     else if (p > hi) p = hi;
     if (q < lo) q = lo;
     else if (q > hi) q = hi;
     ps[col] = p;
     qs[col] = q;
+    smoothPrev = smooth;
+    smooth = smoothNext;
+    diffPrev = diff;
+    diff = diffNext;
   }
+}
+
+/**
+ * The common cases through the WebAssembly kernels (src/grid/kernels.ts), which hold the window
+ * already (scanWindow): a complete window shaded grey with gdaldem's plain formula, or in colour with MapLibre's
+ * standard method. Undefined for every other case, and the JavaScript passes shade the tile.
+ */
+function shadeInWasm(win: DemWindow, opts: Required<HillshadeOptions>, channels: HillshadeChannels, factor: number, mercatorPixel: number, maxSlope: number): Uint8Array | undefined {
+  const grey = opts.mode === 'grey';
+  const basic = opts.method === 'basic' || opts.method === 'standard';
+  if (grey ? !basic || channels !== 1 : opts.method !== 'standard' || channels === 1) return undefined;
+  const kernels = gridKernels();
+  if (!kernels) return undefined;
+  const { size, border } = win;
+  const w = windowWidth(win);
+  if (grey) {
+    const rowK = new Float32Array(size);
+    for (let row = 0; row < size; row++) rowK[row] = factor / (8 * pixelGroundSize(win, row + border));
+    const alt = opts.altitude * DEG;
+    const az = opts.azimuth * DEG;
+    return kernels.greyBasic(w, border, size, rowK, Math.sin(alt), Math.cos(az) * Math.cos(alt), Math.sin(az) * Math.cos(alt));
+  }
+  const rows = new Float32Array(size * 3);
+  for (let row = 0; row < size; row++) {
+    const ground = pixelGroundSize(win, row + border);
+    const secant = mercatorPixel / ground;
+    rows[row * 3] = factor / (8 * ground);
+    rows[row * 3 + 1] = STORED_SLOPE_MIN * secant;
+    rows[row * 3 + 2] = STORED_SLOPE_MAX * secant;
+  }
+  const { accentOf, shadeOf, toIndex } = standardTables(opts.exaggeration, maxSlope);
+  const tables = new Float32Array(accentOf.length * 2);
+  tables.set(accentOf);
+  tables.set(shadeOf, accentOf.length);
+  // The shader's azimuth is the paint direction plus PI (as in colorKernel).
+  const azimuth = opts.azimuth * DEG + Math.PI;
+  const colours = Float32Array.from([...premultiplied(opts.shadow, 'shadow'), ...premultiplied(opts.highlight, 'highlight'), ...premultiplied(opts.accent, 'accent')]);
+  return kernels.colorStandard(w, border, size, rows, channels as 2 | 4, tables, STANDARD_TABLE_SIZE, toIndex, Math.cos(azimuth), Math.sin(azimuth), colours);
 }
 
 /** Horn's slopes of one row where pixels may lack data or neighbours (see the file's comment on no data). */

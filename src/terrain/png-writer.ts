@@ -5,6 +5,7 @@
 // the PNG of a 512 px grey tile in about a third of the CPU of libvips' adaptive mode, at a similar size (measured on
 // this machine, 2026-11-28; docs/terrain.md). zlib does the compressing, as it does inside libvips.
 import zlib from 'node:zlib';
+import { gridKernels } from '../grid/kernels.js';
 
 /** PNG colour types by bytes per pixel: grey, grey with alpha, RGBA (8 bits per channel). */
 const COLOUR_TYPE = { 1: 0, 2: 4, 4: 6 } as const;
@@ -31,6 +32,25 @@ function tableCrc32(data: Uint8Array, start: number): number {
   return ~c >>> 0;
 }
 
+/**
+ * Rows filtered "up": row 0 with filter type 0 (none), the others with type 2, each byte minus the one above. The
+ * WebAssembly kernel does it sixteen bytes at a time; without it, this loop.
+ */
+function filterUp(pixels: Uint8Array, stride: number, height: number, kernels: 'wasm-when-possible' | 'javascript' = 'wasm-when-possible'): Uint8Array {
+  const wasm = kernels === 'javascript' ? undefined : gridKernels();
+  if (wasm) return wasm.pngUpFilter(pixels, stride, height);
+  const filtered = filteredBuffer((stride + 1) * height);
+  filtered[0] = 0;
+  filtered.set(pixels.subarray(0, stride), 1);
+  for (let y = 1; y < height; y++) {
+    const o = y * (stride + 1);
+    filtered[o] = 2;
+    const row = y * stride;
+    for (let i = 0; i < stride; i++) filtered[o + 1 + i] = pixels[row + i] - pixels[row - stride + i];
+  }
+  return filtered;
+}
+
 /** The filtered rows of the last image, reused: deflate reads them synchronously, before the next image. */
 let filteredScratch = new Uint8Array(0);
 
@@ -51,21 +71,13 @@ function chunk(type: string, data: Uint8Array): Uint8Array {
 
 /**
  * An 8-bit PNG of `width` x `height` pixels of `channels` bytes each (1 grey, 2 grey and alpha, 4 RGBA; straight
- * alpha), rows filtered "up" (the first row unfiltered) and deflated at zlib `level` (0-9).
+ * alpha), rows filtered "up" (the first row unfiltered) and deflated at zlib `level` (0-9). `kernels` 'javascript'
+ * filters without the WebAssembly kernel (tests compare the two).
  */
-export function encodePng(pixels: Uint8Array, width: number, height: number, channels: 1 | 2 | 4, level: number): Uint8Array {
+export function encodePng(pixels: Uint8Array, width: number, height: number, channels: 1 | 2 | 4, level: number, kernels: 'wasm-when-possible' | 'javascript' = 'wasm-when-possible'): Uint8Array {
   const stride = width * channels;
   if (pixels.length !== stride * height) throw new RangeError(`${width}x${height} pixels of ${channels} bytes need ${stride * height} bytes, got ${pixels.length}`);
-  const filtered = filteredBuffer((stride + 1) * height);
-  // Row 0: filter type 0 (none); the others: type 2 (up).
-  filtered[0] = 0;
-  filtered.set(pixels.subarray(0, stride), 1);
-  for (let y = 1; y < height; y++) {
-    const o = y * (stride + 1);
-    filtered[o] = 2;
-    const row = y * stride;
-    for (let i = 0; i < stride; i++) filtered[o + 1 + i] = pixels[row + i] - pixels[row - stride + i];
-  }
+  const filtered = filterUp(pixels, stride, height, kernels);
   const header = new Uint8Array(13);
   const view = new DataView(header.buffer);
   view.setUint32(0, width);

@@ -10,6 +10,8 @@ export const FORMATS = new Map([
   ['jpg', 'jpeg'],
   ['jpeg', 'jpeg'],
   ['webp', 'webp'],
+  ['avif', 'avif'],
+  ['auto', 'auto'],
 ]);
 
 // ---- Independent readings (models) ---------------------------------------------------------------------------

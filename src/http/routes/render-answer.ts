@@ -4,7 +4,10 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import type { IncomingMessage } from 'node:http';
-import type { RenderResult } from '../../render/render-result.js';
+import type { RenderOutput, RenderResult } from '../../render/render-result.js';
+import { requestEncoding } from '../../render/image-encoding.js';
+import type { RequestedFormat } from '../../render/static-params.js';
+import { languageHeaders, requestLanguage } from '../request-language.js';
 import type { RenderService } from '../../render/service.js';
 import { RenderError } from '../../render/renderer.js';
 import type { Problem } from '../../render/static-params.js';
@@ -21,7 +24,7 @@ import { notModified } from '../respond.js';
 import { param, type Absence } from '../router.js';
 
 export const PROBLEM = { 'application/problem+json': true as const };
-const IMAGE = { 'image/png': true as const, 'image/jpeg': true as const, 'image/webp': true as const };
+const IMAGE = { 'image/png': true as const, 'image/jpeg': true as const, 'image/webp': true as const, 'image/avif': true as const };
 export const RENDER_RESPONSES = {
   200: { description: 'the image', content: IMAGE, headers: { ETag: 'strong validator of the bytes', 'Cache-Control': 'from server.tile_cache_control' } },
   304: { description: 'the If-None-Match ETag is current' },
@@ -35,6 +38,12 @@ export const RENDER_RESPONSES = {
   },
 };
 export const STYLE_PARAM = { style: { schema: v.string(), description: 'style id' } };
+/** The query every render route takes: the encoding and the labels' language (docs/rendering.md, docs/styles.md). */
+export const RENDER_QUERY = {
+  quality: { schema: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), description: 'jpg, webp, avif: encoder quality 1..100 (default render.*_quality)' },
+  lossless: { schema: v.boolean(), description: 'webp, avif: lossless encoding (default false)' },
+  lang: { schema: v.string(), description: "BCP 47 tag: labels in this language (else Accept-Language when the style honours it, else its default_language)" },
+};
 
 export function invalid(c: Context, p: Problem): Response {
   return problem(c, 400, 'Invalid render request', p.detail, { parameter: p.parameter });
@@ -92,9 +101,35 @@ function serverTiming(r: RenderResult): string {
     .join(', ');
 }
 
-export function send(c: Context, r: RenderResult, cacheControl: string): Response {
+/** The output of a render request and the headers it adds to the answer (Vary, Content-Language). */
+export type Output = { ok: true; out: RenderOutput; headers: Record<string, string> } | { ok: false; res: Response };
+
+/**
+ * What a render request asks to be made, besides its view: the encoding (`format` from the URL, `auto` negotiated
+ * from Accept; `quality`, `lossless`) and the language of the labels (`lang`, or Accept-Language when the style
+ * honours it). A bad value is the 400 naming its parameter.
+ */
+export function renderOutput(c: Context, b: Extract<Begun, { state: unknown }>, format: RequestedFormat): Output {
+  const cfg = b.state.config.render;
+  const enc = requestEncoding(
+    format === 'auto' ? undefined : format,
+    { quality: c.req.query('quality'), lossless: c.req.query('lossless'), accept: c.req.header('accept') },
+    { jpeg: cfg.jpeg_quality, webp: cfg.webp_quality, avif: cfg.avif_quality },
+  );
+  if (!enc.ok) return { ok: false, res: invalid(c, enc.problem) };
+  const language = requestLanguage(c, b.style);
+  if (!language.ok) return { ok: false, res: language.res };
+  const headers = languageHeaders(language.value);
+  const vary = [...(enc.value.negotiated ? ['Accept'] : []), ...(headers.Vary ? [headers.Vary] : [])];
+  if (vary.length) headers.Vary = vary.join(', ');
+  const out: RenderOutput = { encoding: enc.value.encoding };
+  if (language.value.lang) out.lang = language.value.lang;
+  return { ok: true, out, headers };
+}
+
+export function send(c: Context, r: RenderResult, cacheControl: string, extra: Record<string, string> = {}): Response {
   const img = r.image;
-  const headers: Record<string, string> = { 'Cache-Control': cacheControl, ETag: img.etag, 'Server-Timing': serverTiming(r) };
+  const headers: Record<string, string> = { 'Cache-Control': cacheControl, ETag: img.etag, 'Server-Timing': serverTiming(r), ...extra };
   if (notModified(c, img.etag)) return c.body(null, 304, headers);
   headers['Content-Type'] = img.contentType;
   return c.body(img.body as Uint8Array<ArrayBuffer>, 200, headers);

@@ -5,12 +5,12 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { fitBounds, MAX_LATITUDE } from '../../render/camera.js';
-import { imageFormat, parseDimension, parseScale, parseViewSegment, withinPixelBudget, MAX_ZOOM, type ImageFormat } from '../../render/static-params.js';
+import { parseDimension, parseScale, parseViewSegment, requestedFormat, withinPixelBudget, FORMAT_WORDS, MAX_ZOOM, type RequestedFormat } from '../../render/static-params.js';
 import { parseLonLat, parseNumber } from '../../render/overlays.js';
 import { parseTileCoord, splitTileFile, type TileCoord } from '../../tiles/coords.js';
 import type { ServerContext } from '../context.js';
 import { param, type Router } from '../router.js';
-import { beginRender, clientOf, invalid, renderAbsence, renderProblem, requestKey, send, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
+import { beginRender, clientOf, invalid, renderAbsence, renderOutput, renderProblem, requestKey, send, RENDER_QUERY, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
 import { PEER_CLIENT_HEADER, PEER_HEADER } from '../../render/peers.js';
 import { registerStaticMapRoutes } from './static-map.js';
 
@@ -35,8 +35,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     }
     const file = splitTileFile(param(c, 'file'));
     if (!file) return invalid(c, { parameter: 'y', detail: `"${param(c, 'file')}" is not {y}[@{scale}x].{format}` });
-    const format = imageFormat(file.ext);
-    if (!format) return invalid(c, { parameter: 'format', detail: `format ".${file.ext}" is not png, jpg, jpeg or webp` });
+    const format = requestedFormat(file.ext);
+    if (!format) return invalid(c, { parameter: 'format', detail: `format ".${file.ext}" is not ${FORMAT_WORDS}` });
     const scale = parseScale(file.scale);
     if (!scale.ok) return invalid(c, scale.problem);
     const coord = parseTileCoord(param(c, 'z'), param(c, 'x'), file.y);
@@ -50,7 +50,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     x: { schema: v.pipe(v.number(), v.integer(), v.minValue(0)) },
     y: { schema: v.pipe(v.number(), v.integer(), v.minValue(0)) },
     scale: { schema: v.picklist(['', '@2x', '@3x']), description: 'optional @{scale}x, 1..3' },
-    format: { schema: v.picklist(['png', 'jpg', 'jpeg', 'webp']) },
+    format: { schema: v.picklist(['png', 'jpg', 'jpeg', 'webp', 'avif', 'auto']), description: 'auto: negotiated from the Accept header (Vary: Accept)' },
   };
   r.add(
     {
@@ -60,6 +60,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       summary: 'Raster tile of a style (512 px base, times the scale)',
       tag: 'Rendering',
       params: tileParams,
+      query: RENDER_QUERY,
       responses: RENDER_RESPONSES,
     },
     (c) => tileHandler(c, undefined),
@@ -73,6 +74,7 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       summary: 'Raster tile of a style with a 256 or 512 px base (a 256 px tile covers the area of the 512 px tile of the same z/x/y)',
       tag: 'Rendering',
       params: { ...tileParams, tile_size: { schema: v.picklist([256, 512]) } },
+      query: RENDER_QUERY,
       responses: RENDER_RESPONSES,
     },
     (c) => tileHandler(c, param(c, 'size')),
@@ -93,7 +95,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
         bounds: { schema: v.string(), description: 'minLng,minLat,maxLng,maxLat; overrides center' },
         width: { schema: v.number(), description: '1..4096 (default 1200)' },
         height: { schema: v.number(), description: '1..4096 (default 630)' },
-        format: { schema: v.picklist(['png', 'jpg', 'jpeg', 'webp']), description: 'default png' },
+        format: { schema: v.picklist(['png', 'jpg', 'jpeg', 'webp', 'avif', 'auto']), description: 'default png; auto: negotiated from the Accept header (Vary: Accept)' },
+        ...RENDER_QUERY,
       },
       responses: RENDER_RESPONSES,
     },
@@ -105,8 +108,10 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       const height = parseDimension(c.req.query('height') ?? '630', 'height');
       if (!height.ok) return invalid(c, height.problem);
       const formatText = c.req.query('format') ?? 'png';
-      const format = imageFormat(formatText);
-      if (!format) return invalid(c, { parameter: 'format', detail: `format "${formatText}" is not png, jpg, jpeg or webp` });
+      const format = requestedFormat(formatText);
+      if (!format) return invalid(c, { parameter: 'format', detail: `format "${formatText}" is not ${FORMAT_WORDS}` });
+      const output = renderOutput(c, b, format);
+      if (!output.ok) return output.res;
       const bounds = c.req.query('bounds');
       const center = c.req.query('center');
       let cam;
@@ -128,8 +133,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
       const tooLarge = withinPixelBudget(width.value, height.value, 1, b.state.config.render.max_pixels, 'width');
       if (tooLarge) return invalid(c, tooLarge);
       try {
-        const img = await b.render.image(b.state, b.style, { ...cam, width: width.value, height: height.value }, 1, format, undefined, requestKey(c), { signal: c.req.raw.signal, client: clientOf(c) });
-        return send(c, img, b.state.config.server.tile_cache_control);
+        const img = await b.render.image(b.state, b.style, { ...cam, width: width.value, height: height.value }, 1, output.out, undefined, requestKey(c), { signal: c.req.raw.signal, client: clientOf(c) });
+        return send(c, img, b.state.config.server.tile_cache_control, output.headers);
       } catch (err) {
         return renderProblem(c, b.style.id, err);
       }
@@ -142,14 +147,16 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
  * The answer for a raster tile of a style once the path is parsed: the same image, validators and problems
  * for /styles/{id}/... and OGC API - Tiles map tiles.
  */
-export async function answerStyleTile(c: Context, b: Extract<Begun, { state: unknown }>, coord: TileCoord, base: 256 | 512, scale: number, format: ImageFormat): Promise<Response> {
+export async function answerStyleTile(c: Context, b: Extract<Begun, { state: unknown }>, coord: TileCoord, base: 256 | 512, scale: number, format: RequestedFormat): Promise<Response> {
   const tooLarge = withinPixelBudget(base, base, scale, b.state.config.render.max_pixels, 'scale');
   if (tooLarge) return invalid(c, tooLarge);
+  const output = renderOutput(c, b, format);
+  if (!output.ok) return output.res;
   try {
     const fromPeer = b.render.isPeerRequest(c.req.header(PEER_HEADER));
     const client = (fromPeer ? c.req.header(PEER_CLIENT_HEADER) : undefined) ?? clientOf(c);
-    const img = await b.render.tile(b.state, b.style, { ...coord, base, scale }, format, { signal: c.req.raw.signal, fromPeer, client });
-    return send(c, img, b.state.config.server.tile_cache_control);
+    const img = await b.render.tile(b.state, b.style, { ...coord, base, scale }, output.out, { signal: c.req.raw.signal, fromPeer, client });
+    return send(c, img, b.state.config.server.tile_cache_control, output.headers);
   } catch (err) {
     return renderProblem(c, b.style.id, err);
   }

@@ -21,7 +21,7 @@ import {
 import { readBoundedText } from '../body.js';
 import { problem } from '../problem.js';
 import { param, type Router } from '../router.js';
-import { clientOf, invalid, PROBLEM, renderAbsence, renderProblem, requestKey, send, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
+import { clientOf, invalid, PROBLEM, renderAbsence, renderOutput, renderProblem, requestKey, send, RENDER_QUERY, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
 
 /** Largest JSON body of the POST form: far beyond any URL, small enough to parse at once. */
 export const STATIC_BODY_MAX_BYTES = 1024 * 1024;
@@ -38,7 +38,7 @@ const PATH_PARAMS = {
   size: { schema: v.string(), description: '{width}x{height}[@{scale}x].{format}' },
 };
 const DESCRIPTION =
-  '`view`: `lon,lat,zoom[@bearing[,pitch]]`, `minLon,minLat,maxLon,maxLat` or `auto` (fitted to the overlays). `size`: `{width}x{height}[@{scale}x].{png|jpg|jpeg|webp}`, width and height 1..4096, scale 1..3.';
+  '`view`: `lon,lat,zoom[@bearing[,pitch]]`, `minLon,minLat,maxLon,maxLat` or `auto` (fitted to the overlays). `size`: `{width}x{height}[@{scale}x].{png|jpg|jpeg|webp|avif|auto}`, width and height 1..4096, scale 1..3.';
 const RAW_DESCRIPTION = ' Under `/static/raw/` the coordinates of the view, paths and markers are EPSG:3857 metres (x,y) instead of degrees, as in tileserver-gl.';
 
 /** What a member of each kind may be in the JSON body. */
@@ -134,6 +134,9 @@ async function drawStatic(c: Context, b: Exclude<Begun, { res: Response }>, para
   if (tooLarge) return invalid(c, tooLarge);
   const cam = staticCamera(view.value, query.value, size.value.width, size.value.height);
   if (!cam.ok) return invalid(c, cam.problem);
+  // Encoding and language come from the query string in both forms (POST included).
+  const output = renderOutput(c, b, size.value.format);
+  if (!output.ok) return output.res;
   try {
     const withIcons = await b.render.markerIcons.resolve(b.state, b.style, query.value.overlays, size.value.scale, c.req.raw.signal);
     if (!withIcons.ok) return invalid(c, withIcons.problem);
@@ -144,8 +147,8 @@ async function drawStatic(c: Context, b: Exclude<Begun, { res: Response }>, para
     }
     const watermark = overlays.watermark ?? b.state.config.styles.find((s) => s.id === b.style.id)?.watermark;
     if (watermark) overlays.watermark = watermark;
-    const img = await b.render.image(b.state, b.style, cam.value, size.value.scale, size.value.format, overlays, key, { signal: c.req.raw.signal, client: clientOf(c) });
-    return send(c, img, b.state.config.server.tile_cache_control);
+    const img = await b.render.image(b.state, b.style, cam.value, size.value.scale, output.out, overlays, key, { signal: c.req.raw.signal, client: clientOf(c) });
+    return send(c, img, b.state.config.server.tile_cache_control, output.headers);
   } catch (err) {
     return renderProblem(c, b.style.id, err);
   }
@@ -166,7 +169,7 @@ export function registerStaticMapRoutes(r: Router, begin: (c: Context) => Begun)
         tag: 'Rendering',
         description: `${DESCRIPTION}${rawText} Overlays longer than a URL may be (server.max_header_bytes) go in the body of the POST form.`,
         params: PATH_PARAMS,
-        query: QUERY_DOCS,
+        query: { ...QUERY_DOCS, ...RENDER_QUERY },
         responses: RENDER_RESPONSES,
       },
       async (c) => {

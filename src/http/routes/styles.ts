@@ -3,6 +3,8 @@
 import * as v from 'valibot';
 import type { Context } from 'hono';
 import { generatedStyle, styleById } from '../../serve/generated.js';
+import { localizeStyle } from '../../styles/label-language.js';
+import { languageHeaders, requestLanguage } from '../request-language.js';
 import { findSource, servedStyle, styleJsonUrl } from '../../serve/rewrite.js';
 import { parseSpriteFile, readSprite } from '../../styles/sprites.js';
 import { styleTileJson } from '../../serve/style-tilejson.js';
@@ -17,6 +19,10 @@ import { renderAbsence } from './render.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
 const STYLE_PARAM = { style: { schema: v.string(), description: 'style id' } };
+/** Labels in the reader's language (docs/styles.md). */
+export const LANG_QUERY = {
+  lang: { schema: v.string(), description: "BCP 47 tag: labels prefer the name in this language (name:xx), then a script-aware fallback, then name; else Accept-Language when the style honours it, else the style's default_language" },
+};
 /** Sprites change only with the style files; clients may keep them a day. */
 const SPRITE_CACHE_CONTROL = 'public, max-age=86400';
 
@@ -53,9 +59,10 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
       description:
         'A configured style, or, when no style has this id but a vector source has, a style generated for that source (one fill, line and circle layer per source-layer).',
       params: STYLE_PARAM,
-      query: KEY_QUERY,
+      query: { ...KEY_QUERY, ...LANG_QUERY },
       responses: {
         200: { description: 'style JSON', content: { 'application/json': true } },
+        400: { description: '`lang` is not a BCP 47 tag, or not one the style offers', content: PROBLEM },
         404: { description: 'no such style, or the source of that id is not a vector source', content: PROBLEM },
       },
     },
@@ -63,10 +70,17 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
       const state = ctx.holder.current;
       const id = param(c, 'style');
       const u = urlContext(c, state);
+      const loaded = styleById(state, id);
+      const language = loaded ? requestLanguage(c, loaded) : undefined;
+      if (language && !language.ok) return language.res;
+      const lang = language?.value;
       const style = state.styles.get(id);
-      if (style) return sendJson(c, state, servedStyle(state, style, u));
+      if (style) {
+        const served = servedStyle(state, style, u);
+        return sendJson(c, state, lang?.lang ? localizeStyle(served, lang.lang) : served, undefined, 200, lang ? languageHeaders(lang) : {});
+      }
       const generated = generatedStyle(state, id, u);
-      if (generated) return sendJson(c, state, generated);
+      if (generated) return sendJson(c, state, generated, undefined, 200, lang ? languageHeaders(lang) : {});
       const source = findSource(state, id);
       if (source && !isVector(source.info.format)) {
         return problem(c, 404, 'Style not found', `no style with id "${id}"; source "${id}" is ${source.info.format}, and styles are generated for vector sources only`);

@@ -208,7 +208,10 @@ async function load(url, key) {
       fadeDuration: 0,
       validateStyle: false,
       refreshExpiredTiles: false,
-      localIdeographFontFamily: false,
+      // CJK is drawn from the machine's fonts, as MapLibre does in a reader's browser by default (glyph PBFs of
+      // ideographs are rare and large): the Makefile installs fonts-droid-fallback for them. Scripts MapLibre shapes
+      // as grapheme clusters (Devanagari, Thai, ...) are drawn from the machine's fonts too (fonts-noto-core).
+      localIdeographFontFamily: 'sans-serif',
       renderWorldCopies: true,
       minZoom: -2,
       maxZoom: 24,

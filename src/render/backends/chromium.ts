@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { killMarked, MARKER_SWITCH } from '../processes.js';
 import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type RendererEventSink, type ResourceFetcher, type StyleRef } from '../renderer.js';
 import { glLaunch, type GlStack } from './gl-stack.js';
-import { FLAT_QUERY, LocalServer } from './local-server.js';
+import { LocalServer, styleQuery } from './local-server.js';
 
 /** Where Chromium or Chrome usually is; Debian's /usr/bin/chromium is a wrapper script around the first. */
 const CANDIDATES = ['/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/opt/google/chrome/chrome'];
@@ -223,7 +223,7 @@ export class ChromiumRenderer implements Renderer {
     const flat = this.flatExtrusions && frame.pitch === 0;
     const job = {
       styleKey: flat ? `${style.key}:flat` : style.key,
-      styleUrl: `${base}/styles/${encodeURIComponent(style.id)}/style.json${flat ? FLAT_QUERY : ''}`,
+      styleUrl: `${base}/styles/${encodeURIComponent(style.id)}/style.json${styleQuery(style, flat)}`,
       upload: upload.url,
       encode,
       width: frame.width,

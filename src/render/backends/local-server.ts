@@ -13,15 +13,24 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { Resource, ResourceFetcher } from '../renderer.js';
+import type { Resource, ResourceFetcher, StyleRef } from '../renderer.js';
 import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 import { flattenExtrusions } from '../flat-extrusions.js';
 import { emptyResource } from '../resources.js';
 import { pageHtml, type PageOptions } from './chromium-page.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
-/** Query of a style URL asking for its flat-extrusion form (flat-extrusions.ts). */
-export const FLAT_QUERY = '?flat-extrusions=1';
+/** Query parameter of a style URL asking for its flat-extrusion form (flat-extrusions.ts), made here, not by the app. */
+export const FLAT_PARAM = 'flat-extrusions';
+
+/** The query of a style's URL in the page: its labels' language (answered by the app) and the flat form. */
+export function styleQuery(style: StyleRef, flat: boolean): string {
+  const q = new URLSearchParams();
+  if (style.lang) q.set('lang', style.lang);
+  if (flat) q.set(FLAT_PARAM, '1');
+  const text = q.toString();
+  return text ? `?${text}` : '';
+}
 /** maplibre-gl files the page may load; nothing else of node_modules is reachable. */
 const ASSETS = new Set(['maplibre-gl.mjs', 'maplibre-gl-worker.mjs']);
 
@@ -152,15 +161,18 @@ export class LocalServer {
   }
 
   private async resource(pathAndQuery: string, base: string, res: http.ServerResponse): Promise<void> {
-    const pathname = pathAndQuery.split('?')[0];
+    const [pathname, search = ''] = pathAndQuery.split('?');
     const fetcher = this.fetcher;
     // The style with flat extrusions (flat-extrusions.ts) is made here from the style as served.
-    const flat = pathAndQuery.endsWith(FLAT_QUERY) && /^\/styles\/[^/]+\/style\.json$/.test(pathname);
+    const query = new URLSearchParams(search);
+    const flat = query.get(FLAT_PARAM) === '1' && /^\/styles\/[^/]+\/style\.json$/.test(pathname);
+    if (flat) query.delete(FLAT_PARAM);
+    const rest = query.toString();
     let answer: Resource;
     if (!fetcher) answer = emptyResource(pathname, 503);
     else {
       try {
-        answer = await fetcher(flat ? pathname : pathAndQuery, base);
+        answer = await fetcher(flat ? `${pathname}${rest ? `?${rest}` : ''}` : pathAndQuery, base);
         if (flat && answer.status === 200) {
           const style = JSON.parse(Buffer.from(answer.body).toString('utf8')) as StyleSpecification;
           answer = { ...answer, body: Buffer.from(JSON.stringify(flattenExtrusions(style))) };

@@ -150,7 +150,7 @@ export class NativeRenderer implements Renderer {
       return slot;
     }
     const base = `${BASE}/${style.key}`;
-    const styleRes = await fetch(`/styles/${encodeURIComponent(style.id)}/style.json`, base);
+    const styleRes = await fetch(`/styles/${encodeURIComponent(style.id)}/style.json${style.lang ? `?lang=${encodeURIComponent(style.lang)}` : ''}`, base);
     if (styleRes.status !== 200) throw new RenderError('style', `the style "${style.id}" could not be read (${styleRes.status})`);
     const json = JSON.parse(Buffer.from(styleRes.body).toString('utf8')) as unknown;
     const slot: MapSlot = { map: undefined as unknown as MbglMap, key, busy: false, fetcher: fetch };
