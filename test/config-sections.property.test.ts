@@ -56,6 +56,7 @@ const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   png_compression: { kind: { int: [0, 9] }, default: 3 },
   jpeg_quality: { kind: { int: [1, 100] }, default: 85 },
   webp_quality: { kind: { int: [1, 100] }, default: 85 },
+  avif_quality: { kind: { int: [1, 100] }, default: 50 },
   flat_extrusions: { kind: { bool: true }, default: true },
   gl: { kind: { oneOf: ['auto', 'lavapipe', 'egl', 'swiftshader'] }, default: 'auto' },
   owner_routing: { kind: { bool: true }, default: true },
@@ -206,6 +207,9 @@ describe('[[styles]] and [[composites]] (properties)', () => {
             path: path.resolve(DIR, s.path),
             ...(s.name === undefined ? {} : { name: s.name }),
             ...(s.spriteDir === undefined ? {} : { sprite_dir: path.resolve(DIR, s.spriteDir) }),
+            // Defaults of the label languages (docs/styles.md).
+            languages: ['*'],
+            accept_language: false,
           })),
         );
         for (const s of styles) {
