@@ -48,6 +48,8 @@ export interface ReaderOptions {
   storage: StorageConfig;
   /** GeoPackage: the feature tables to serve; undefined for all of them. */
   layers?: readonly string[];
+  /** Readers that hold a file whole in memory (GeoJSON): the largest file they accept, in bytes. */
+  maxBytes?: number;
 }
 
 /**
