@@ -56,6 +56,13 @@ layers = ["transportation"]
 properties = ["class", "service", "tunnel"]
 
 [[sources]]
+id = "tight"
+type = "geopackage"
+path = "${files.gpkg}"
+layers = ["transportation"]
+feature_cache_mb = 0.4
+
+[[sources]]
 id = "live"
 type = "geojson"
 path = "${live}"
@@ -164,6 +171,16 @@ test('tiles of the GeoJSON files and of the GeoPackage hold the features PostGIS
       assert.ok(want.length > 0 || layer === 'place', `PostGIS has ${layer} features in ${z}/${x}/${y}`);
       assertSameFeatures(features(await tile(GJ(layer), z, x, y), GJ(layer)), want, `GeoJSON ${layer} ${z}/${x}/${y}`);
       assertSameFeatures(features(gpkg, layer), want, `GeoPackage ${layer} ${z}/${x}/${y}`);
+    }
+  }
+});
+
+test('a GeoPackage source with a feature cache too small for a tile (rows evicted, read again by id or by box) cuts the same tiles', async () => {
+  // Twice over the tiles in two orders, so that rows are found in the cache, missing a few, or missing most.
+  for (const order of [TILES, [...TILES].reverse(), TILES]) {
+    for (const [z, x, y] of order) {
+      const want = features(await tile('city', z, x, y), 'transportation');
+      assert.deepEqual(features(await tile('tight', z, x, y), 'transportation'), want, `${z}/${x}/${y}`);
     }
   }
 });

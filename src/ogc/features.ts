@@ -201,8 +201,8 @@ export function fileQueryablesSchema(s: FileSource, id: string, title: string): 
 function fileFeature(s: FileSource, layer: string, f: FileFeature): Feature {
   const properties: Record<string, unknown> = {};
   for (const name of s.servedProperties(layer)) {
-    const v = f.properties[name];
-    if (v !== undefined) properties[name] = v;
+    // Readers leave missing values out; a feature lists every served property, null when missing (as PostGIS's do).
+    properties[name] = f.properties[name] ?? null;
   }
   return { type: 'Feature', ...(f.id !== undefined ? { id: f.id } : {}), geometry: f.geometry, properties };
 }

@@ -103,8 +103,12 @@ function load(text: string, name: string): Loaded {
     if (!Number.isFinite(box[0])) return;
     if (properties !== null && properties !== undefined && (typeof properties !== 'object' || Array.isArray(properties))) throw new NotGeoJson(`${where}: properties is not an object`);
     const props: Record<string, PropertyValue> = {};
-    for (const [k, v] of Object.entries((properties ?? {}) as Record<string, unknown>)) Object.defineProperty(props, k, { value: propertyValue(v), enumerable: true, writable: true, configurable: true });
-    types.add(props);
+    const seen: Record<string, PropertyValue> = {};
+    for (const [k, v] of Object.entries((properties ?? {}) as Record<string, unknown>)) Object.defineProperty(seen, k, { value: propertyValue(v), enumerable: true, writable: true, configurable: true });
+    types.add(seen);
+    // Null values are kept out of the features (a tile leaves them out, a filter reads a missing value as null), so
+    // that the tiler's tags can be written as they are.
+    for (const k in seen) if (seen[k] !== null) Object.defineProperty(props, k, { value: seen[k], enumerable: true, writable: true, configurable: true });
     const feature: FileFeature = { geometry: g, properties: props };
     // MVT ids are unsigned integers: other ids (strings, negative numbers) are not carried.
     if (typeof id === 'number' && Number.isSafeInteger(id) && id >= 0) feature.id = id;

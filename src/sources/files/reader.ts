@@ -50,6 +50,8 @@ export interface ReaderOptions {
   layers?: readonly string[];
   /** Readers that hold a file whole in memory (GeoJSON): the largest file they accept, in bytes. */
   maxBytes?: number;
+  /** Readers that decode rows found through an index (GeoPackage): bytes of decoded features kept between requests. */
+  cacheBytes?: number;
 }
 
 /**

@@ -92,8 +92,9 @@ function layerOf(name: string, extent: number, tile: GeoJSONVTTile, names: reado
       }
       if (!geometry.length) continue;
     }
-    const tags = (f.tags ?? {}) as Record<string, unknown>;
-    features.push({ id: typeof f.id === 'number' ? f.id : undefined, type: f.type, geometry, properties: names ? pick(tags, names) : pick(tags, Object.keys(tags)) });
+    // The readers leave missing values out: without a choice of properties the tags are written as they are.
+    const tags = (f.tags ?? {}) as Record<string, PropValue>;
+    features.push({ id: typeof f.id === 'number' ? f.id : undefined, type: f.type, geometry, properties: names ? pick(tags, names) : tags });
   }
   return { name, extent, version: 2, features };
 }
@@ -133,6 +134,7 @@ export class FileSource implements TileSource {
       storage,
       layers: cfg.layers,
       maxBytes: cfg.max_size_mb !== undefined ? Math.floor(cfg.max_size_mb * 1048576) : undefined,
+      cacheBytes: cfg.feature_cache_mb !== undefined ? Math.floor(cfg.feature_cache_mb * 1048576) : undefined,
     });
     try {
       return FileSource.generation(cfg, reader, stamp);
@@ -241,7 +243,7 @@ export class FileSource implements TileSource {
     if (isGeoPackage(r)) {
       const t = r.tableOf(layer);
       if (!t) return out;
-      for (const f of r.read(t, bbox)) if (out.push(f) >= limit) break;
+      for (const f of r.read(t, bbox, limit)) if (out.push(f) >= limit) break;
       return out;
     }
     for await (const f of r.features(layer, bbox)) if (out.push(f) >= limit) break;
@@ -273,7 +275,8 @@ export class FileSource implements TileSource {
     try {
       for (const l of gen.reader.layers) {
         const served = gen.served.get(l.name)!;
-        const carried = names ? names.filter((n) => served.includes(n)) : served;
+        // Every property of the layer, unless the configuration or the request chose some.
+        const carried = names ? names.filter((n) => served.includes(n)) : this.cfg.properties ? served : undefined;
         let tile: GeoJSONVTTile | null;
         if (!keep && isInMemory(gen.reader)) tile = this.index(gen, l.name, extent, buffer).getTile(z, x, y);
         else {
