@@ -90,7 +90,9 @@ export function compileFilter(e: Expr, queryables: readonly Queryable[]): Predic
   filterSql(e, queryables);
   const geometryNames = new Set(queryables.filter((q) => q.kind === 'geometry').map((q) => q.name));
   const likes = new Map<string, RegExp>();
-  const value = (s: Scalar, f: EvalFeature): Value => (s.kind === 'literal' ? s.value : (f.properties[s.name] ?? null));
+  // Own properties only: a feature without a property named like one of Object.prototype's (`__proto__`) lacks it.
+  const read = (f: EvalFeature, name: string): Value => (Object.hasOwn(f.properties, name) ? (f.properties[name] ?? null) : null);
+  const value = (s: Scalar, f: EvalFeature): Value => (s.kind === 'literal' ? s.value : read(f, s.name));
   const spatial = (s: Spatial, f: EvalFeature): GeoJsonGeometry[] | null => {
     if (s.kind === 'property') return f.geometry ? [f.geometry] : null;
     if (s.kind === 'geometry') return [s.geometry as GeoJsonGeometry];
@@ -145,7 +147,7 @@ export function compileFilter(e: Expr, queryables: readonly Queryable[]): Predic
       }
       case 'isNull':
         if (e.value.kind === 'literal') return false;
-        return geometryNames.has(e.value.name) ? f.geometry === null : (f.properties[e.value.name] ?? null) === null;
+        return geometryNames.has(e.value.name) ? f.geometry === null : read(f, e.value.name) === null;
       case 's_intersects': {
         const l = spatial(e.left, f);
         const r = spatial(e.right, f);

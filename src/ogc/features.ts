@@ -199,12 +199,13 @@ export function fileQueryablesSchema(s: FileSource, id: string, title: string): 
 }
 
 function fileFeature(s: FileSource, layer: string, f: FileFeature): Feature {
-  const properties: Record<string, unknown> = {};
+  // Null prototype, then spread (own data properties): a property named __proto__ stays a property.
+  const properties: Record<string, unknown> = Object.create(null);
   for (const name of s.servedProperties(layer)) {
     // Readers leave missing values out; a feature lists every served property, null when missing (as PostGIS's do).
-    properties[name] = f.properties[name] ?? null;
+    properties[name] = Object.hasOwn(f.properties, name) ? f.properties[name] : null;
   }
-  return { type: 'Feature', ...(f.id !== undefined ? { id: f.id } : {}), geometry: f.geometry, properties };
+  return { type: 'Feature', ...(f.id !== undefined ? { id: f.id } : {}), geometry: f.geometry, properties: { ...properties } };
 }
 
 /** One page of a file source's features and how many match; memory follows the page, not the file. */

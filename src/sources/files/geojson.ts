@@ -120,6 +120,9 @@ function load(text: string, name: string): Loaded {
   // A property with values of several types is text everywhere (as a database column would hold it).
   for (const key of types.mixed()) for (const f of features) if (f.properties[key] !== null && f.properties[key] !== undefined) f.properties[key] = String(f.properties[key]);
   const bounds = features.length ? (extent as Bounds) : undefined;
+  if (bounds && (bounds[0] < -180.5 || bounds[2] > 180.5 || bounds[1] < -90.5 || bounds[3] > 90.5)) {
+    throw new NotGeoJson(`coordinates reach ${bounds.map((n) => Math.round(n)).join(', ')}, beyond longitude/latitude; GeoJSON is in WGS 84 degrees (RFC 7946): reproject it, e.g. ogr2ogr -t_srs EPSG:4326`);
+  }
   return { features, boxes: Float64Array.from(boxes), layer: { name, fields: types.fields(), bounds, featureCount: features.length }, bytes: text.length * 2 };
 }
 

@@ -33,6 +33,9 @@ const TOLERANCE = 1;
 /** The name filters use for a file feature's geometry (S_INTERSECTS(geometry, ...), geometry IS NULL). */
 export const GEOMETRY_QUERYABLE = 'geometry';
 
+/** How messages name each format. */
+const LABELS: Record<string, string> = { geojson: 'GeoJSON', geopackage: 'GeoPackage' };
+
 const KIND: Record<FieldType, QueryableKind> = { String: 'string', Number: 'number', Boolean: 'boolean' };
 
 /** What the file looked like when it was read: a change of either means it must be read again. */
@@ -127,7 +130,7 @@ export class FileSource implements TileSource {
       stamp = await stampOf(cfg.path);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      throw new SourceOpenError(cfg.id, `cannot read ${type === 'geojson' ? 'GeoJSON' : 'GeoPackage'} ${cfg.path}: ${code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+      throw new SourceOpenError(cfg.id, `cannot read ${LABELS[type] ?? type} ${cfg.path}: ${code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
     }
     const reader = await FILE_READERS[type](cfg.path, {
       sourceId: cfg.id,
