@@ -151,7 +151,7 @@ const INVALID: [string, string, RegExp][] = [
   ['[server]\nupload_max_size_mb = "big"', 'server.upload_max_size_mb', /number/i],
   ['[server]\ndisable_render = "yes"', 'server.disable_render', /boolean/i],
   ['[server]\ndisable_ogc = 1', 'server.disable_ogc', /boolean/i],
-  ['[[sources]]\nid = "a"\ntype = "geojson"\npath = "x"', 'sources[0].type', /pmtiles.*mbtiles/],
+  ['[[sources]]\nid = "a"\ntype = "shapefile"\npath = "x"', 'sources[0].type', /pmtiles.*mbtiles/],
   ['[[sources]]\nid = "a"\ntype = "pmtiles"', 'sources[0].path', /missing|required/i],
   ['[[sources]]\ntype = "pmtiles"\npath = "x"', 'sources[0].id', /missing|required/i],
   ['[[sources]]\nid = "a b/c"\ntype = "pmtiles"\npath = "x"', 'sources[0].id', /letters, digits/],

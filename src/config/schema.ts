@@ -149,6 +149,40 @@ function xyzProblems(s: { url?: string; path?: string; format?: string; subdomai
   return out;
 }
 
+/** Keys of the data-file sources (`type = "geojson"` or `"geopackage"`, docs/files.md); none applies to other types. */
+const FILE_ENTRIES = {
+  /** GeoPackage: the feature tables served, each a layer; default: every feature table. */
+  layers: v.optional(v.pipe(v.array(nonEmpty), v.minLength(1, 'list at least one table, or leave layers out for all'))),
+  /** Properties carried in tiles and OGC API - Features; default: every property. */
+  properties: v.optional(v.array(nonEmpty)),
+  /** Tile extent (units per tile edge); default 4096. */
+  extent: v.optional(v.pipe(v.number(), v.integer(), v.minValue(256), v.maxValue(65536))),
+  /** Units beyond each tile edge that features are kept to (clipped there); default 64. */
+  buffer: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(4096))),
+  /** GeoJSON: the largest file held in memory, in MB; default 256. */
+  max_size_mb: v.optional(v.pipe(v.number(), v.minValue(0.001))),
+  /** GeoPackage: decoded features kept between requests, in MB (0: none); default 64. */
+  feature_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0))),
+  /** Features read for one tile at most (each layer); the rest of a denser tile is left out. Default 200000. */
+  max_features: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Whether tile requests may carry `filter` (CQL2) and `properties` (docs/files.md); default true. */
+  allow_filters: v.optional(v.boolean()),
+};
+
+/** Source types read from a local data file and served as vector tiles made on request. */
+export const FILE_SOURCE_TYPES = ['geojson', 'geopackage'] as const;
+
+/** What is wrong with a data-file source's keys. */
+function fileProblems(s: { type: string; path?: string; [k: string]: unknown }): { key: string; message: string }[] {
+  const out: { key: string; message: string }[] = [];
+  if (s.path !== undefined && isRemotePath(s.path)) out.push({ key: 'path', message: `a ${s.type} source is read from a local file` });
+  if (s.type !== 'geopackage' && s.layers !== undefined) out.push({ key: 'layers', message: 'layers applies to geopackage sources (a GeoJSON file is one layer)' });
+  if (s.type !== 'geopackage' && s.feature_cache_mb !== undefined) out.push({ key: 'feature_cache_mb', message: 'feature_cache_mb applies to geopackage sources (a GeoJSON file is in memory already)' });
+  if (s.type !== 'geojson' && s.max_size_mb !== undefined) out.push({ key: 'max_size_mb', message: 'max_size_mb applies to geojson sources (a GeoPackage is read through its spatial index, not held in memory)' });
+  for (const key of ['resampling', 'colormap', 'dem']) if (s[key] !== undefined) out.push({ key, message: `${key} does not apply to a ${s.type} source (it serves vector tiles)` });
+  return out;
+}
+
 /** A source's `path`: a file, or a remote URL whose shape is checked here so a typo fails at load, not at first use. */
 const sourcePath = v.pipe(
   nonEmpty,
@@ -162,7 +196,7 @@ const sourcePath = v.pipe(
 export const SourceSchema = v.pipe(
   v.object({
     id,
-    type: v.picklist(['pmtiles', 'mbtiles', 'cog', 'vrt', 'xyz']),
+    type: v.picklist(['pmtiles', 'mbtiles', 'cog', 'vrt', 'xyz', ...FILE_SOURCE_TYPES]),
     /**
      * A file path (relative to the config file); or for PMTiles an http(s), s3://, gs:// or az:// URL read with
      * range requests; or for COG/VRT an s3://, gs://, az:// or http(s) URL read through GDAL. Not for xyz (it takes
@@ -170,6 +204,7 @@ export const SourceSchema = v.pipe(
      */
     path: v.optional(sourcePath),
     ...XYZ_ENTRIES,
+    ...FILE_ENTRIES,
     /** Object storage (s3://, gs://, az://): the store's base URL (S3-compatible stores, an Azure endpoint). */
     endpoint: v.optional(v.pipe(v.string(), v.url('an absolute URL such as https://minio.example.com:9000'))),
     /** s3://: the bucket's region (default: the SDK's chain, else us-east-1). */
@@ -211,6 +246,9 @@ export const SourceSchema = v.pipe(
     const at = (key: string): [v.IssuePathItem] => [{ type: 'object', origin: 'value', input: s, key, value: (s as Record<string, unknown>)[key] }];
     if (s.type === 'xyz') {
       for (const problem of xyzProblems(s)) addIssue({ message: problem.message, path: at(problem.key) });
+      for (const key of Object.keys(FILE_ENTRIES)) {
+        if ((s as Record<string, unknown>)[key] !== undefined) addIssue({ message: `${key} applies to data-file sources (type = "geojson" or "geopackage") only`, path: at(key) });
+      }
       return;
     }
     if (s.path === undefined) {
@@ -219,6 +257,13 @@ export const SourceSchema = v.pipe(
     }
     for (const key of Object.keys(XYZ_ENTRIES)) {
       if ((s as Record<string, unknown>)[key] !== undefined) addIssue({ message: `${key} applies to type = "xyz" sources only`, path: at(key) });
+    }
+    if ((FILE_SOURCE_TYPES as readonly string[]).includes(s.type)) {
+      for (const problem of fileProblems(s)) addIssue({ message: problem.message, path: at(problem.key) });
+    } else {
+      for (const key of Object.keys(FILE_ENTRIES)) {
+        if ((s as Record<string, unknown>)[key] !== undefined) addIssue({ message: `${key} applies to data-file sources (type = "geojson" or "geopackage") only`, path: at(key) });
+      }
     }
     if (s.type === 'mbtiles' && isRemotePath(s.path)) {
       addIssue({ message: 'MBTiles is SQLite and is read from a local file only; serve a remote archive as PMTiles', path: [{ type: 'object', origin: 'value', input: s, key: 'path', value: s.path }] });

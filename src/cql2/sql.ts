@@ -57,7 +57,8 @@ export class Cql2Sql {
     const q = this.queryable(s.name);
     if (q.kind === 'geometry') throw new Cql2Error(`property ${JSON.stringify(s.name)} is a geometry: use S_INTERSECTS or IS NULL with it`, s.name);
     const col = ident(q.name);
-    return { sql: q.kind === 'string' ? `(${col})::text COLLATE "C"` : col, kind: q.kind, label: JSON.stringify(s.name) };
+    // Parenthesised: BETWEEN's bounds are b_exprs in PostgreSQL's grammar, which take no bare COLLATE clause.
+    return { sql: q.kind === 'string' ? `((${col})::text COLLATE "C")` : col, kind: q.kind, label: JSON.stringify(s.name) };
   }
 
   private sameKind(op: string, items: { kind: ScalarKind; label: string }[]): ScalarKind {

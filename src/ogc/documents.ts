@@ -7,6 +7,7 @@ import { withKey, type UrlContext } from '../sources/tilejson.js';
 import type { TileSource } from '../sources/source.js';
 import { isVector, type TileFormat } from '../tiles/format.js';
 import { PgTableSource } from '../sources/postgres/table.js';
+import { hasFileFeatures } from './features.js';
 import { CRS84, CRS_3857, TMS_ID, TMS_URI, tileMatrixLimits, type TileMatrixLimits } from './tms.js';
 
 export const REL = {
@@ -155,7 +156,7 @@ export function collection(h: Hrefs, s: TileSource): Record<string, unknown> {
     extent: { spatial: { bbox: [info.bounds], crs: CRS84 } },
     dataType: dataType(s),
   };
-  if (s instanceof PgTableSource) {
+  if (s instanceof PgTableSource || hasFileFeatures(s)) {
     doc.itemType = 'feature';
     doc.crs = [CRS84];
     doc.storageCrs = CRS84;

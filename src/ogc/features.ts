@@ -1,4 +1,4 @@
-// OGC API - Features over a PostGIS table source: queryables from the table's columns, and items read with one
+// OGC API - Features over a PostGIS table source (and, at the end, over a data-file source): queryables from the table's columns, and items read with one
 // parameterised query (plus a count for numberMatched). Every condition (bbox, property=value, CQL2) becomes SQL
 // through ./cql2/sql.ts, so identifiers come from the catalogue and values are bound.
 import { escapeIdentifier as ident } from 'pg';
@@ -7,6 +7,9 @@ import { TileUnavailableError } from '../sources/source.js';
 import { checkBbox, checkString, Cql2Error, storableText, type Expr, type Literal } from '../cql2/ast.js';
 import { Cql2Sql, SqlParams, type Queryable, type QueryableKind } from '../cql2/sql.js';
 import { kindOf, queryables } from '../sources/postgres/queryables.js';
+import { compileFilter } from '../cql2/evaluate.js';
+import { FileSource, GEOMETRY_QUERYABLE } from '../sources/files/source.js';
+import type { FileFeature } from '../sources/files/reader.js';
 
 export { queryables };
 
@@ -177,4 +180,79 @@ export async function readItem(t: FeatureTable, featureId: string): Promise<Feat
     if (err instanceof TileUnavailableError && err.status === 400) return undefined;
     throw err;
   }
+}
+
+/**
+ * A data-file source answers OGC API - Features when it has one layer (a GeoJSON file, a GeoPackage serving one
+ * table): its features are that layer's, read through the file's index and filtered in memory with the same CQL2
+ * semantics as the SQL above (src/cql2/evaluate.ts).
+ */
+export function hasFileFeatures(s: unknown): s is FileSource {
+  return s instanceof FileSource && s.layers.length === 1;
+}
+
+/** The queryables of a file source as JSON Schema: its served properties and its geometry. */
+export function fileQueryablesSchema(s: FileSource, id: string, title: string): Record<string, unknown> {
+  const props: Record<string, unknown> = {};
+  for (const q of s.queryables()) props[q.name] = { title: q.name, ...JSON_SCHEMA_TYPE[q.kind] };
+  return { $schema: 'https://json-schema.org/draft/2020-12/schema', $id: id, type: 'object', title, properties: props, additionalProperties: false };
+}
+
+function fileFeature(s: FileSource, layer: string, f: FileFeature): Feature {
+  // Null prototype, then spread (own data properties): a property named __proto__ stays a property.
+  const properties: Record<string, unknown> = Object.create(null);
+  for (const name of s.servedProperties(layer)) {
+    // Readers leave missing values out; a feature lists every served property, null when missing (as PostGIS's do).
+    properties[name] = Object.hasOwn(f.properties, name) ? f.properties[name] : null;
+  }
+  return { type: 'Feature', ...(f.id !== undefined ? { id: f.id } : {}), geometry: f.geometry, properties: { ...properties } };
+}
+
+/** One page of a file source's features and how many match; memory follows the page, not the file. */
+export async function readFileItems(s: FileSource, q: ItemsQuery): Promise<{ features: Feature[]; numberMatched: number }> {
+  const all = s.queryables();
+  const conditions: Expr[] = [];
+  let box: [number, number, number, number] | undefined;
+  if (q.bbox) {
+    try {
+      box = checkBbox(q.bbox);
+    } catch (err) {
+      if (err instanceof Cql2Error) throw new Cql2Error(err.detail, undefined, 'bbox');
+      throw err;
+    }
+    conditions.push({ op: 's_intersects', left: { kind: 'property', name: GEOMETRY_QUERYABLE }, right: { kind: 'bbox', bbox: box } });
+  }
+  for (const [name, value] of q.equals) {
+    const qa = all.find((x) => x.name === name);
+    if (!qa || qa.kind === 'geometry') throw new Cql2Error(`unknown property ${JSON.stringify(name)}`, name, name);
+    try {
+      conditions.push({ op: 'compare', cmp: '=', left: { kind: 'property', name }, right: { kind: 'literal', value: equalsLiteral(qa, value) } });
+    } catch (err) {
+      if (err instanceof Cql2Error) throw new Cql2Error(err.detail, name, name);
+      throw err;
+    }
+  }
+  if (q.filter) conditions.push(q.filter);
+  const keep = conditions.length ? compileFilter({ op: 'and', args: conditions }, all) : () => true;
+  const layer = s.layers[0].name;
+  const gen = s.generation();
+  // The index is asked for the bbox's box; across the antimeridian (west above east) for every feature.
+  const search = box && box[0] <= box[2] ? box : undefined;
+  const page: Feature[] = [];
+  let matched = 0;
+  for await (const f of gen.reader.features(layer, search)) {
+    if (!keep(f)) continue;
+    if (matched >= q.offset && page.length < q.limit) page.push(fileFeature(s, layer, f));
+    matched++;
+  }
+  return { features: page, numberMatched: matched };
+}
+
+/** One feature of a file source by its id (a non-negative integer), or undefined. */
+export async function readFileItem(s: FileSource, featureId: string): Promise<Feature | undefined> {
+  if (!/^\d{1,15}$/.test(featureId)) return undefined;
+  const id = Number(featureId);
+  const layer = s.layers[0].name;
+  for await (const f of s.generation().reader.features(layer, undefined)) if (f.id === id) return fileFeature(s, layer, f);
+  return undefined;
 }

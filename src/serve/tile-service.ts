@@ -88,7 +88,7 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
     ? chooseEncoding(req.accepted, info.compression === 'gzip' ? 'gzip' : 'identity', compression.enabled)
     : 'identity';
   if (req.filter && !info.filterable) {
-    const why = info.type === 'postgres-table' ? 'its configuration has allow_filters = false' : 'only PostGIS tables take filter and properties';
+    const why = info.type === 'postgres-table' || info.type === 'geojson' || info.type === 'geopackage' ? 'its configuration has allow_filters = false' : 'only PostGIS tables and data-file sources take filter and properties';
     return { kind: 'problem', status: 400, title: 'Filters not available', detail: `source "${info.id}" does not take filter or properties: ${why}` };
   }
   const key = `${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}.${req.format}:${encoding}${info.takesParams ? paramsKey(req.params) : ''}${req.filter ? `|${req.filter.key}` : ''}`;

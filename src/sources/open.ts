@@ -4,6 +4,7 @@ import { StorageSchema, type SourceConfig, type StorageConfig } from '../config/
 import { MbtilesSource } from './mbtiles.js';
 import { PmtilesSource } from './pmtiles.js';
 import { SourceOpenError, type TileSource } from './source.js';
+import { FileSource } from './files/source.js';
 import { XyzSource } from './xyz/source.js';
 
 /** `[storage]` as an empty section gives it: for callers without a whole config (tests, tools). */
@@ -17,6 +18,9 @@ export function openSource(cfg: SourceConfig, storage: StorageConfig = DEFAULT_S
       return MbtilesSource.open(cfg);
     case 'xyz':
       return XyzSource.open(cfg);
+    case 'geojson':
+    case 'geopackage':
+      return FileSource.open(cfg, storage);
     case 'cog':
     case 'vrt':
       return Promise.reject(new SourceOpenError(cfg.id, 'raster sources are opened by the state'));

@@ -1,6 +1,7 @@
 // The pull side: a prom-client registry holding the spec's ten metrics and the render-pool metrics of this
 // process. In a cluster, every worker's registry is summed by the primary on each scrape (scrape-listener.ts).
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { fileSourceMemory } from '../sources/files/metrics.js';
 import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
 import type { RenderLoad } from './render-load.js';
 
@@ -71,6 +72,16 @@ export class PromMetrics {
       registers,
       collect() {
         this.set(load().busy);
+      },
+    });
+    new Gauge({
+      name: 'file_source_memory_bytes',
+      help: 'Memory a data-file source holds between requests (in-memory features and indexes, SQLite page cache), by source; estimated',
+      labelNames: ['source'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [source, bytes] of fileSourceMemory()) this.set({ source }, bytes);
       },
     });
     new Counter({

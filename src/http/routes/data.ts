@@ -157,7 +157,7 @@ function requestFilter(c: Context, state: AppState, info: SourceInfo | undefined
   const parsed = parseTileFilter(query, { maxLength: pg?.tile_filter_max_length ?? 2048, maxTerms: pg?.tile_filter_max_terms ?? 64 });
   if (!parsed.ok) return problem(c, 400, parsed.title, parsed.detail, { parameter: parsed.parameter });
   if (parsed.filter && info && !info.filterable) {
-    const why = info.type === 'postgres-table' ? 'its configuration has allow_filters = false' : 'only PostGIS tables take filter and properties';
+    const why = info.type === 'postgres-table' || info.type === 'geojson' || info.type === 'geopackage' ? 'its configuration has allow_filters = false' : 'only PostGIS tables and data-file sources take filter and properties';
     return problem(c, 400, 'Filters not available', `source "${info.id}" does not take filter or properties: ${why}`);
   }
   return parsed.filter;

@@ -48,6 +48,10 @@ export interface ReaderOptions {
   storage: StorageConfig;
   /** GeoPackage: the feature tables to serve; undefined for all of them. */
   layers?: readonly string[];
+  /** Readers that hold a file whole in memory (GeoJSON): the largest file they accept, in bytes. */
+  maxBytes?: number;
+  /** Readers that decode rows found through an index (GeoPackage): bytes of decoded features kept between requests. */
+  cacheBytes?: number;
 }
 
 /**

@@ -2,6 +2,7 @@
 import * as v from 'valibot';
 import { conformance, Hrefs, landingPage, mapStyles, OPENAPI_30_TYPE, tileMatrixSets } from '../../../ogc/documents.js';
 import { TMS_ID, webMercatorQuad } from '../../../ogc/tms.js';
+import { hasFileFeatures } from '../../../ogc/features.js';
 import { PgTableSource } from '../../../sources/postgres/table.js';
 import type { AppState } from '../../../state/app-state.js';
 import { urlContext, type ServerContext } from '../../context.js';
@@ -12,7 +13,7 @@ import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
 
 const DOC = (description: string) => ({ description, content: { 'application/json': true as const, 'text/html': true as const } });
 
-const hasFeatures = (state: AppState) => [...state.sources.values()].some((s) => s instanceof PgTableSource);
+const hasFeatures = (state: AppState) => [...state.sources.values()].some((s) => s instanceof PgTableSource || hasFileFeatures(s));
 
 export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
   const styled = (state: AppState) => mapStyles(state, ctx.render !== undefined).length > 0;

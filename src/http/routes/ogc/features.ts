@@ -1,4 +1,4 @@
-// OGC API - Features (Part 1, read-only) and Part 3 filtering for PostGIS table sources: items with bbox,
+// OGC API - Features (Part 1, read-only) and Part 3 filtering for PostGIS table sources and single-layer data-file sources: items with bbox,
 // limit/offset paging, property=value and CQL2 filters, one item by id, and the queryables.
 import type { Context } from 'hono';
 import * as v from 'valibot';
@@ -6,7 +6,9 @@ import { Cql2Error, type Expr } from '../../../cql2/ast.js';
 import { parseCql2Json } from '../../../cql2/json.js';
 import { parseCql2Text } from '../../../cql2/text.js';
 import { GEOJSON_TYPE, HTML_TYPE, Hrefs, JSON_TYPE, SCHEMA_TYPE, type Link } from '../../../ogc/documents.js';
-import { DEFAULT_LIMIT, MAX_LIMIT, queryables, queryablesSchema, readItem, readItems } from '../../../ogc/features.js';
+import { DEFAULT_LIMIT, fileQueryablesSchema, hasFileFeatures, MAX_LIMIT, queryables, queryablesSchema, readFileItem, readFileItems, readItem, readItems } from '../../../ogc/features.js';
+import type { FileSource } from '../../../sources/files/source.js';
+import { GEOMETRY_QUERYABLE } from '../../../sources/files/source.js';
 import { CRS84 } from '../../../ogc/tms.js';
 import { PgTableSource } from '../../../sources/postgres/table.js';
 import { urlContext, type ServerContext } from '../../context.js';
@@ -14,7 +16,7 @@ import { problem } from '../../problem.js';
 import { KEY_QUERY, param, type Router } from '../../router.js';
 import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
 
-const COLLECTION = { collectionId: { schema: v.string(), description: 'id of a [[postgres.tables]] source' } };
+const COLLECTION = { collectionId: { schema: v.string(), description: 'id of a [[postgres.tables]] source, or of a data-file source with one layer' } };
 const GEOJSON = { 'application/geo+json': true as const, 'text/html': true as const };
 /** Query parameters items understands besides property names. */
 const ITEMS_PARAMS = new Set(['f', 'key', 'bbox', 'limit', 'offset', 'filter', 'filter-lang', 'filter-crs', 'crs', 'bbox-crs']);
@@ -30,13 +32,17 @@ const CONTENT_CRS = { 'Content-Crs': `<${CRS84}>` };
 const seg = (id: string) => encodeURIComponent(id);
 
 /** The table of a collection, or the 404 to answer (no such collection, or one without features). */
-function tableOf(c: Context, ctx: ServerContext): PgTableSource | Response {
+function tableOf(c: Context, ctx: ServerContext): PgTableSource | FileSource | Response {
   const id = param(c, 'id');
   const s = ctx.holder.current.sources.get(id) ?? ctx.holder.current.composites.get(id);
   if (!s) return problem(c, 404, 'Collection not found', `no collection "${id}"`);
-  if (!(s instanceof PgTableSource)) return problem(c, 404, 'Not found', `collection "${id}" has tiles only; features are offered for [[postgres.tables]] sources`);
+  if (!(s instanceof PgTableSource) && !hasFileFeatures(s)) return problem(c, 404, 'Not found', `collection "${id}" has tiles only; features are offered for [[postgres.tables]] sources and data-file sources with one layer`);
   return s;
 }
+
+/** The queryable names of a collection, and the name of its geometry (not a property=value parameter). */
+const namesOf = (t: PgTableSource | FileSource) =>
+  t instanceof PgTableSource ? { names: new Set(queryables(t.features).map((x) => x.name)), geometry: t.features.geometryColumn } : { names: new Set(t.queryables().map((x) => x.name)), geometry: GEOMETRY_QUERYABLE };
 
 const invalid = (c: Context, parameter: string, detail: string, extra: Record<string, unknown> = {}) => problem(c, 400, 'Invalid parameter', detail, { parameter, ...extra });
 
@@ -53,7 +59,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       method: 'get',
       path: '/ogc/collections/{collectionId}/items',
       hono: '/ogc/collections/:id/items',
-      summary: 'Features of a PostGIS table (GeoJSON), filtered and paged',
+      summary: 'Features of a PostGIS table or a data file (GeoJSON), filtered and paged',
       tag: 'OGC API',
       description:
         'Any queryable name may also be given as a parameter (`name=value`: equality). `filter` takes CQL2 (text or JSON): comparisons, AND/OR/NOT, LIKE, IN, BETWEEN, IS NULL and S_INTERSECTS with a BBOX or a geometry. ' +
@@ -83,11 +89,11 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       if (t instanceof Response) return t;
       const url = new URL(c.req.url);
       const q = url.searchParams;
-      const names = new Set(queryables(t.features).map((x) => x.name));
+      const { names, geometry } = namesOf(t);
       const equals: [string, string][] = [];
       for (const [k, value] of q) {
         if (ITEMS_PARAMS.has(k)) continue;
-        if (!names.has(k) || k === t.features.geometryColumn) return invalid(c, k, `unknown parameter "${k}" (items takes ${[...ITEMS_PARAMS].join(', ')} and the queryables: ${[...names].join(', ')})`);
+        if (!names.has(k) || k === geometry) return invalid(c, k, `unknown parameter "${k}" (items takes ${[...ITEMS_PARAMS].join(', ')} and the queryables: ${[...names].join(', ')})`);
         equals.push([k, value]);
       }
       const limitText = q.get('limit');
@@ -123,7 +129,8 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       }
       let page;
       try {
-        page = await readItems(t.features, { bbox, equals, filter, limit, offset });
+        const query = { bbox, equals, filter, limit, offset };
+        page = t instanceof PgTableSource ? await readItems(t.features, query) : await readFileItems(t, query);
       } catch (err) {
         if (err instanceof Cql2Error) {
           const parameter = err.parameter ?? 'filter';
@@ -162,7 +169,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       method: 'get',
       path: '/ogc/collections/{collectionId}/items/{featureId}',
       hono: '/ogc/collections/:id/items/:fid',
-      summary: 'One feature of a PostGIS table by id (id_column, else the one-column primary key)',
+      summary: 'One feature of a PostGIS table (by id_column, else the one-column primary key) or of a data file (by its integer feature id)',
       tag: 'OGC API',
       params: { ...COLLECTION, featureId: { schema: v.string() } },
       query: DOC_QUERY,
@@ -178,8 +185,8 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       const t = tableOf(c, ctx);
       if (t instanceof Response) return t;
       const fid = param(c, 'fid');
-      if (!t.features.idColumn) return problem(c, 404, 'Feature not found', `collection "${t.info.id}" has no feature ids (set id_column, or give the table a one-column primary key)`);
-      const f = await readItem(t.features, fid);
+      if (t instanceof PgTableSource && !t.features.idColumn) return problem(c, 404, 'Feature not found', `collection "${t.info.id}" has no feature ids (set id_column, or give the table a one-column primary key)`);
+      const f = t instanceof PgTableSource ? await readItem(t.features, fid) : await readFileItem(t, fid);
       if (!f) return problem(c, 404, 'Feature not found', `collection "${t.info.id}" has no feature "${fid}"`);
       const h = new Hrefs(urlContext(c, state));
       const path = `/collections/${seg(t.info.id)}/items/${seg(fid)}`;
@@ -213,7 +220,9 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       const t = tableOf(c, ctx);
       if (t instanceof Response) return t;
       const h = new Hrefs(urlContext(c, state));
-      return sendDoc(c, state, `${t.info.name} queryables`, queryablesSchema(t.features, h.ogc(`/collections/${seg(t.info.id)}/queryables`), t.info.name), SCHEMA_TYPE);
+      const schemaId = h.ogc(`/collections/${seg(t.info.id)}/queryables`);
+      const schema = t instanceof PgTableSource ? queryablesSchema(t.features, schemaId, t.info.name) : fileQueryablesSchema(t, schemaId, t.info.name);
+      return sendDoc(c, state, `${t.info.name} queryables`, schema, SCHEMA_TYPE);
     },
     ogcAbsence,
   );

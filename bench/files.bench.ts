@@ -1,0 +1,105 @@
+// Data files as vector sources (docs/files.md) against the same rows in PostGIS, through one server in one run:
+// the Dortmund OpenMapTiles tile's roads (test/helpers/city-features.ts) written as each format, and loaded into
+// a throwaway PostgreSQL + PostGIS with ogr2ogr. For each format and for the PostGIS table: tiles/s with the tile
+// cache off (every request cuts a tile), the server's CPU seconds per tile, and the ratio to PostGIS; then each
+// file source's memory (the file_source_memory_bytes gauge). Targets (issue 36): GeoPackage >= 0.8x the PostGIS
+// path, GeoJSON in memory >= 2x.
+//
+//   BENCH=files make bench          (or: node --import tsx bench/files.bench.ts after a build)
+//
+// Environment: BENCH_DURATION (s per run, 10), BENCH_CONNECTIONS (32), BENCH_WORKERS (server processes, cores).
+// A new format is one entry of FORMATS: how to write its file from the GeoJSON, and its source's TOML.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CITY_TILE, loadCityIntoPostgis, writeCityFiles, type CityFiles } from '../test/helpers/city-features.js';
+import { startPostgres } from '../test/helpers/postgres.js';
+import { ChildServer, cores, cycleLoad, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+
+const DURATION = envNumber('BENCH_DURATION', 10);
+const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 32);
+const WORKERS = envNumber('BENCH_WORKERS', cores());
+const CLI = path.join(ROOT, 'dist/cli.js');
+const LAYER = 'transportation';
+
+interface Format {
+  /** The source type, and the row's name. */
+  type: string;
+  /** Writes the format's file of `LAYER` into `dir` from the files already written; returns its path. */
+  write(files: CityFiles, dir: string): string;
+  /** Keys of its source beyond id, type and path. */
+  extra?: string;
+}
+
+const FORMATS: Format[] = [
+  { type: 'geojson', write: (files) => files.geojson[LAYER] },
+  { type: 'geopackage', write: (files) => files.gpkg, extra: `layers = ["${LAYER}"]` },
+];
+
+/** The city tile's descendants down to z16: 1 + 4 + 16 + 64 tiles the runs cycle through. */
+function cityTiles(): string[] {
+  const out: string[] = [];
+  for (let dz = 0; dz <= 3; dz++) {
+    const n = 2 ** dz;
+    for (let dx = 0; dx < n; dx++) for (let dy = 0; dy < n; dy++) out.push(`${CITY_TILE.z + dz}/${CITY_TILE.x * n + dx}/${CITY_TILE.y * n + dy}`);
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-bench-files-'));
+  process.stdout.write('writing the city features as each format, starting PostgreSQL + PostGIS...\n');
+  const files = writeCityFiles(dir);
+  const db = await startPostgres([]);
+  let server: ChildServer | undefined;
+  try {
+    loadCityIntoPostgis(files, db.url);
+    const sources = FORMATS.map((f) => `[[sources]]\nid = "${f.type}"\ntype = "${f.type}"\npath = ${JSON.stringify(f.write(files, dir))}\nmaxzoom = 16\n${f.extra ?? ''}\n`).join('\n');
+    const port = await freePort();
+    const scrape = await freePort();
+    const config = path.join(dir, 'files.toml');
+    writeFileSync(
+      config,
+      `[server]\nhost = "127.0.0.1"\nport = ${port}\nworkers = ${WORKERS}\ndisable_render = true\n\n[cache]\nenabled = false\n\n[telemetry]\nscrape_bind = "127.0.0.1:${scrape}"\n\n${sources}\n` +
+        `[postgres]\nconnection_string = "${db.url}"\npool_size = 8\n\n[[postgres.tables]]\nid = "postgis"\ntable = "${LAYER}"\nid_column = "fid"\nmaxzoom = 16\n`,
+    );
+    server = ChildServer.start('files', process.execPath, [CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
+    const base = `http://127.0.0.1:${port}`;
+    await server.waitReady(`${base}/health`);
+    const tiles = cityTiles();
+    const rows: string[][] = [['source', 'tiles/s', 'CPU ms per tile', 'ratio to PostGIS', 'target']];
+    const measure = async (id: string) => {
+      const paths = tiles.map((t) => `/data/${id}/${t}.pbf`);
+      // Every process cuts each tile once first (in-memory indexes are built at the first tile).
+      for (let pass = 0; pass < WORKERS; pass++) for (const p of paths) await httpGet(`${base}${p}`);
+      const cpu0 = server!.cpuSeconds() ?? NaN;
+      const r = await cycleLoad(base, paths, { connections: CONNECTIONS, duration: DURATION, timeout: 10, headers: {} });
+      if (r.non2xx) throw new Error(`${id}: ${r.non2xx} answers were not 2xx`);
+      const cpu = (server!.cpuSeconds() ?? NaN) - cpu0;
+      return { rate: r.requests.average, cpuMs: (cpu * 1000) / Math.max(1, r.requests.total) };
+    };
+    const pg = await measure('postgis');
+    rows.push(['postgis (server CPU only; the database\'s own is not counted)', fmt(pg.rate), fmt(pg.cpuMs, 2), '1.00', '']);
+    for (const f of FORMATS) {
+      const m = await measure(f.type);
+      const target = f.type === 'geojson' ? '>= 2 (in memory)' : '>= 0.8';
+      rows.push([f.type, fmt(m.rate), fmt(m.cpuMs, 2), fmt(m.rate / pg.rate, 2), target]);
+    }
+    const metrics = (await httpGet(`http://127.0.0.1:${scrape}/metrics`)).body.toString();
+    const memory = FORMATS.map((f) => {
+      const bytes = Number(new RegExp(`^file_source_memory_bytes\\{source="${f.type}"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+      return [f.type, `${fmt(bytes / 1048576, 1)} MB`];
+    });
+    process.stdout.write(`\n${tiles.length} tiles (z${CITY_TILE.z}-${CITY_TILE.z + 3}), ${CONNECTIONS} connections, ${WORKERS} processes, ${DURATION} s each, cache off\n`);
+    process.stdout.write(`${table(rows)}\n\nmemory per source (summed over processes)\n${table([['source', 'memory'], ...memory])}\n`);
+  } finally {
+    await server?.stop().catch(() => {});
+    db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
