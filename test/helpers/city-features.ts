@@ -1,6 +1,6 @@
 // Real features for the data-file readers' tests: the OpenMapTiles tile of Dortmund (fixtures/vector/omt-tiles,
 // XYZ 13/4265/2723) decoded and projected to longitude/latitude, every layer in one GeoJSON collection with the
-// layer's name as a property, so that ogr2ogr and hyparquet-writer can write the same features as FlatGeobuf and
+// layer's name as `omt_layer`, so that ogr2ogr and hyparquet-writer can write the same features as FlatGeobuf and
 // GeoParquet. `shift` moves copies of the city elsewhere (the bounded-memory test repeats it to make big files).
 import { readFileSync } from 'node:fs';
 import type { Feature, FeatureCollection, Geometry, Position } from 'geojson';
@@ -19,7 +19,7 @@ export function cityFeatures(): FeatureCollection {
   for (const layer of tile) {
     const project = tileUnitsToLonLat(z, x, y, layer.extent);
     for (const f of layer.features) {
-      const properties: Record<string, string | number | boolean> = { layer: layer.name };
+      const properties: Record<string, string | number | boolean> = { omt_layer: layer.name };
       for (const [k, v] of Object.entries(f.properties)) properties[k] = typeof v === 'bigint' ? Number(v) : v;
       features.push({ type: 'Feature', id: features.length + 1, geometry: featureGeometry(f, project) as Geometry, properties });
     }

@@ -57,6 +57,10 @@ export interface GeoParquetOptions {
   covering?: boolean;
   /** The kinds of the properties (default: from the first batch). */
   kinds?: Map<string, ColumnKind>;
+  /** The geometry column's `crs` (PROJJSON; default absent: OGC:CRS84). */
+  crs?: unknown;
+  /** The geometry column's `encoding` (default WKB; others make files the reader must refuse). */
+  encoding?: string;
 }
 
 /**
@@ -98,8 +102,9 @@ export function writeGeoParquet(path: string, batches: Iterable<readonly GeoJson
     primary_column: 'geometry',
     columns: {
       geometry: {
-        encoding: 'WKB',
+        encoding: options.encoding ?? 'WKB',
         geometry_types: [],
+        ...(options.crs !== undefined ? { crs: options.crs } : {}),
         bbox: extent,
         ...(covering ? { covering: { bbox: { xmin: ['bbox', 'xmin'], ymin: ['bbox', 'ymin'], xmax: ['bbox', 'xmax'], ymax: ['bbox', 'ymax'] } } } : {}),
       },
@@ -153,7 +158,7 @@ const FGB_TYPES: Record<ColumnKind, ColumnType> = { string: ColumnType.String, i
 const NODE_SIZE = 16;
 
 /** Orders features along a Morton curve of their box centres, as the format's writers order them along Hilbert's. */
-function spatialOrder(features: readonly GeoJsonFeature[]): GeoJsonFeature[] {
+export function spatialOrder(features: readonly GeoJsonFeature[]): GeoJsonFeature[] {
   const boxes = features.map((f) => geometryBox(f.geometry as Geometry));
   const all = boxes.reduce((a, b) => [Math.min(a[0], b[0]), Math.min(a[1], b[1]), Math.max(a[2], b[2]), Math.max(a[3], b[3])]);
   const key = (b: number[]) => {

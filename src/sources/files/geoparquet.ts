@@ -227,7 +227,8 @@ export async function openGeoParquet(location: string, options: RangeReaderOptio
     const buffer: AsyncBuffer = { byteLength: file.size, slice: async (s, e) => asArrayBuffer(await cache.read(s, (e ?? file.size) - s)) };
     let metadata: FileMetaData;
     try {
-      metadata = await parquetMetadataAsync(buffer, { parsers: RAW_GEOMETRY });
+      // The footer is usually much smaller than hyparquet's first guess (512 KiB), which a remote file pays for.
+      metadata = await parquetMetadataAsync(buffer, { parsers: RAW_GEOMETRY, initialFetchSize: 64 * 1024 });
     } catch (err) {
       throw new Error(`its Parquet metadata cannot be read (${err instanceof Error ? err.message : String(err)})`);
     }
