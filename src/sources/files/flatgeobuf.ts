@@ -231,7 +231,7 @@ function layerBounds(extent: readonly number[] | undefined, crs: CrsTransform | 
  * Opens a FlatGeobuf file (a local path or an http(s)/s3/gs/az URL). Its one layer is named after the source.
  * Throws SourceOpenError with a one-line reason.
  */
-export async function openFlatGeobuf(location: string, options: RangeReaderOptions): Promise<FlatGeobufReader> {
+export async function openFlatGeobuf(location: string, options: RangeReaderOptions): Promise<FeatureReader> {
   const { sourceId } = options;
   const file = await openRangeFile(location, options, 'FlatGeobuf');
   const cache = new RangeCache(file);
@@ -297,3 +297,4 @@ async function lastFeatureEnd(cache: RangeCache, treeStart: number, header: Head
   if (prefix.byteLength < 4) throw new Error('the last feature is cut short (truncated file)');
   return featuresStart + offset + 4 + new DataView(prefix.buffer, prefix.byteOffset, 4).getUint32(0, true);
 }
+

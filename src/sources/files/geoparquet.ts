@@ -213,7 +213,7 @@ function layerBounds(metadata: FileMetaData, geo: GeoColumn, crs: CrsTransform |
  * Throws SourceOpenError with a one-line reason (not Parquet, no geometry column, an encoding other than WKB,
  * a CRS GDAL cannot read).
  */
-export async function openGeoParquet(location: string, options: RangeReaderOptions): Promise<GeoParquetReader> {
+export async function openGeoParquet(location: string, options: RangeReaderOptions): Promise<FeatureReader> {
   const { sourceId } = options;
   const file: RangeFile = await openRangeFile(location, options, 'GeoParquet');
   const cache = new RangeCache(file);
@@ -252,3 +252,4 @@ export async function openGeoParquet(location: string, options: RangeReaderOptio
     throw new SourceOpenError(sourceId, `cannot open GeoParquet ${location}: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
+
