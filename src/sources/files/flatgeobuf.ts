@@ -297,4 +297,3 @@ async function lastFeatureEnd(cache: RangeCache, treeStart: number, header: Head
   if (prefix.byteLength < 4) throw new Error('the last feature is cut short (truncated file)');
   return featuresStart + offset + 4 + new DataView(prefix.buffer, prefix.byteOffset, 4).getUint32(0, true);
 }
-

@@ -252,4 +252,3 @@ export async function openGeoParquet(location: string, options: RangeReaderOptio
     throw new SourceOpenError(sourceId, `cannot open GeoParquet ${location}: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
-
