@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 // The SDK is imported when the first az:// source opens (about 0.5 s of loading), not at every start.
 import type { BlobClient, StoragePipelineOptions } from '@azure/storage-blob';
 import type { ObjectLocation } from '../../config/object-location.js';
-import { failureOfStatus, isNetworkError, oneLine, StoreError, type ObjectStore, type RangeRead } from './store.js';
+import { contentRangeTotal, failureOfStatus, isNetworkError, oneLine, StoreError, type ObjectStore, type RangeRead } from './store.js';
 
 export interface AzureOptions {
   endpoint?: string;
@@ -73,7 +73,7 @@ export class AzureStore implements ObjectStore {
   async read(offset: number, length: number, signal: AbortSignal, ifMatch: string | undefined): Promise<RangeRead> {
     try {
       const res = await this.blob.download(offset, length, { abortSignal: signal, maxRetryRequests: 0, ...(ifMatch ? { conditions: { ifMatch } } : {}) });
-      return { data: await collect(res.readableStreamBody), etag: res.etag };
+      return { data: await collect(res.readableStreamBody), etag: res.etag, size: contentRangeTotal(res.contentRange) };
     } catch (err) {
       if (isNetworkError(err) && (err as { statusCode?: number }).statusCode === undefined) throw new StoreError('unavailable', oneLine((err as Error).message));
       throw azureFailure(err);

@@ -2,7 +2,7 @@
 // so that plain URLs get what the bucket providers get from reader.ts: retries, a timeout per read, a bound on
 // concurrent reads, metrics, and the ETag pinning that re-opens a replaced archive instead of mixing two.
 import type { ObjectLocation } from '../../config/object-location.js';
-import { failureOfStatus, isNetworkError, oneLine, StoreError, type ObjectStore, type RangeRead } from './store.js';
+import { contentRangeTotal, failureOfStatus, isNetworkError, oneLine, StoreError, type ObjectStore, type RangeRead } from './store.js';
 
 export class HttpStore implements ObjectStore {
   constructor(private readonly loc: ObjectLocation) {}
@@ -38,7 +38,7 @@ export class HttpStore implements ObjectStore {
       throw new StoreError(throttled ? 'unavailable' : failureOfStatus(status, ifMatch !== undefined), `HTTP ${status} ${res.statusText}`.trim(), throttled);
     }
     const data = new Uint8Array(await res.arrayBuffer());
-    return { data, etag };
+    return { data, etag, size: contentRangeTotal(res.headers.get('content-range')) ?? (res.status === 200 ? data.byteLength : undefined) };
   }
 
   close(): void {}

@@ -5,7 +5,7 @@
 // The SDK is imported when the first s3:// or gs:// source opens (about 0.4 s of loading), not at every start.
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { ObjectLocation } from '../../config/object-location.js';
-import { failureOfStatus, isNetworkError, oneLine, StoreError, type ObjectStore, type RangeRead } from './store.js';
+import { contentRangeTotal, failureOfStatus, isNetworkError, oneLine, StoreError, type ObjectStore, type RangeRead } from './store.js';
 
 /** The per-source keys an S3-protocol store takes (TOML; secrets usually as `${VAR}`). */
 export interface S3Options {
@@ -91,7 +91,7 @@ export class S3Store implements ObjectStore {
         { abortSignal: signal },
       );
       const data = out.Body ? await out.Body.transformToByteArray() : new Uint8Array(0);
-      return { data, etag: out.ETag };
+      return { data, etag: out.ETag, size: contentRangeTotal(out.ContentRange) };
     } catch (err) {
       throw s3Failure(err, ifMatch !== undefined);
     }

@@ -6,6 +6,14 @@
 export interface RangeRead {
   data: Uint8Array;
   etag: string | undefined;
+  /** The whole object's size when the store said it (Content-Range): readers of formats with a footer need it. */
+  size?: number;
+}
+
+/** The total of a Content-Range header (`bytes 0-99/1234`), or undefined when it is absent or `*`. */
+export function contentRangeTotal(header: string | null | undefined): number | undefined {
+  const m = /\/(\d+)\s*$/.exec(header ?? '');
+  return m ? Number(m[1]) : undefined;
 }
 
 export interface ObjectStore {
