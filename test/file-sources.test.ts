@@ -15,6 +15,8 @@ import { openSource } from '../src/sources/open.js';
 import { gdalTool } from './helpers/gdal.js';
 import { CITY_LAYERS, CITY_TILE, loadCityIntoPostgis, writeCityFiles, type CityFiles } from './helpers/city-features.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
+import type { Feature as GeoJsonFeature } from 'geojson';
+import { writeGeoParquet } from './helpers/file-data.js';
 import { freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { get, getJson, readMlt, readMvt, type PlainFeature, type PlainTile } from './helpers/vector-tiles.js';
 
@@ -28,6 +30,30 @@ let scrapeUrl: string;
 
 const GJ = (layer: string) => `gj_${layer}`;
 const PG = (layer: string) => `pg_${layer}`;
+const FGB = (layer: string) => `fgb_${layer}`;
+const PQ = (layer: string) => `pq_${layer}`;
+
+/**
+ * Each layer as FlatGeobuf (GDAL's ogr2ogr, the GeoJSON id kept as an integer `fid` column) and as GeoParquet
+ * (an `id` column; Debian 12's GDAL has no Parquet driver): sources of one layer named like the others, serving the
+ * layer's own properties (the id columns are ids, as `id_column` makes them in PostGIS).
+ */
+function writeRangeFormats(files: CityFiles, dir: string): string {
+  let toml = '';
+  for (const layer of CITY_LAYERS) {
+    const collection = JSON.parse(readFileSync(files.geojson[layer], 'utf8')) as { features: { id: number; properties: Record<string, unknown> }[] };
+    const keys = [...new Set(collection.features.flatMap((f) => Object.keys(f.properties)))].sort();
+    const fgb = path.join(dir, `${layer}.fgb`);
+    const r = gdalTool('ogr2ogr', ['-f', 'FlatGeobuf', fgb, files.geojson[layer], '-sql', `SELECT FID AS fid, * FROM "${layer}"`]);
+    if (r.status !== 0) throw new Error(`ogr2ogr FlatGeobuf ${layer}: ${r.stderr}`);
+    const parquet = path.join(dir, `${layer}.parquet`);
+    writeGeoParquet(parquet, [collection.features as GeoJsonFeature[]], { rowGroupSize: 500 });
+    const properties = `properties = [${keys.map((k) => JSON.stringify(k)).join(', ')}]\n`;
+    toml += `[[sources]]\nid = "${FGB(layer)}"\ntype = "flatgeobuf"\npath = "${fgb}"\n${properties}`;
+    toml += `[[sources]]\nid = "${PQ(layer)}"\ntype = "geoparquet"\npath = "${parquet}"\n${properties}`;
+  }
+  return toml;
+}
 
 before(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-file-sources-'));
@@ -39,7 +65,7 @@ before(async () => {
   const adminPort = await freePort();
   scrapeUrl = `http://127.0.0.1:${await freePort()}`;
   adminUrl = `http://127.0.0.1:${adminPort}`;
-  const geojson = CITY_LAYERS.map((l) => `[[sources]]\nid = "${GJ(l)}"\ntype = "geojson"\npath = "${files.geojson[l]}"\n`).join('');
+  const geojson = CITY_LAYERS.map((l) => `[[sources]]\nid = "${GJ(l)}"\ntype = "geojson"\npath = "${files.geojson[l]}"\n`).join('') + writeRangeFormats(files, dir);
   const tables = CITY_LAYERS.map((l) => `[[postgres.tables]]\nid = "${PG(l)}"\ntable = "${l}"\nid_column = "fid"\nmaxzoom = 14\n`).join('');
   server = await startServer({
     toml: `[server]\nwatch = true\ndisable_render = true\nadmin_bind = "127.0.0.1:${adminPort}"\n${geojson}
@@ -163,7 +189,7 @@ const TILES: [number, number, number][] = [
   [CITY_TILE.z - 1, CITY_TILE.x >> 1, CITY_TILE.y >> 1],
 ];
 
-test('tiles of the GeoJSON files and of the GeoPackage hold the features PostGIS tiles of the same rows hold', async () => {
+test('tiles of the GeoJSON, FlatGeobuf and GeoParquet files and of the GeoPackage hold the features PostGIS tiles of the same rows hold', async () => {
   for (const [z, x, y] of TILES) {
     const gpkg = await tile('city', z, x, y);
     for (const layer of CITY_LAYERS) {
@@ -171,6 +197,8 @@ test('tiles of the GeoJSON files and of the GeoPackage hold the features PostGIS
       assert.ok(want.length > 0 || layer === 'place', `PostGIS has ${layer} features in ${z}/${x}/${y}`);
       assertSameFeatures(features(await tile(GJ(layer), z, x, y), GJ(layer)), want, `GeoJSON ${layer} ${z}/${x}/${y}`);
       assertSameFeatures(features(gpkg, layer), want, `GeoPackage ${layer} ${z}/${x}/${y}`);
+      assertSameFeatures(features(await tile(FGB(layer), z, x, y), FGB(layer)), want, `FlatGeobuf ${layer} ${z}/${x}/${y}`);
+      assertSameFeatures(features(await tile(PQ(layer), z, x, y), PQ(layer)), want, `GeoParquet ${layer} ${z}/${x}/${y}`);
     }
   }
 });

@@ -170,15 +170,18 @@ const FILE_ENTRIES = {
 };
 
 /** Source types read from a local data file and served as vector tiles made on request. */
-export const FILE_SOURCE_TYPES = ['geojson', 'geopackage'] as const;
+export const FILE_SOURCE_TYPES = ['geojson', 'geopackage', 'flatgeobuf', 'geoparquet'] as const;
+
+/** Data-file formats read by byte ranges, so also from http(s), s3://, gs:// and az:// URLs. */
+const REMOTE_FILE_TYPES: readonly string[] = ['flatgeobuf', 'geoparquet'];
 
 /** What is wrong with a data-file source's keys. */
 function fileProblems(s: { type: string; path?: string; [k: string]: unknown }): { key: string; message: string }[] {
   const out: { key: string; message: string }[] = [];
-  if (s.path !== undefined && isRemotePath(s.path)) out.push({ key: 'path', message: `a ${s.type} source is read from a local file` });
-  if (s.type !== 'geopackage' && s.layers !== undefined) out.push({ key: 'layers', message: 'layers applies to geopackage sources (a GeoJSON file is one layer)' });
-  if (s.type !== 'geopackage' && s.feature_cache_mb !== undefined) out.push({ key: 'feature_cache_mb', message: 'feature_cache_mb applies to geopackage sources (a GeoJSON file is in memory already)' });
-  if (s.type !== 'geojson' && s.max_size_mb !== undefined) out.push({ key: 'max_size_mb', message: 'max_size_mb applies to geojson sources (a GeoPackage is read through its spatial index, not held in memory)' });
+  if (s.path !== undefined && isRemotePath(s.path) && !REMOTE_FILE_TYPES.includes(s.type)) out.push({ key: 'path', message: `a ${s.type} source is read from a local file (FlatGeobuf and GeoParquet can be remote)` });
+  if (s.type !== 'geopackage' && s.layers !== undefined) out.push({ key: 'layers', message: 'layers applies to geopackage sources (GeoJSON, FlatGeobuf and GeoParquet files are one layer)' });
+  if (s.type !== 'geopackage' && s.feature_cache_mb !== undefined) out.push({ key: 'feature_cache_mb', message: 'feature_cache_mb applies to geopackage sources (a GeoJSON file is in memory already; FlatGeobuf and GeoParquet keep a bounded cache of byte ranges)' });
+  if (s.type !== 'geojson' && s.max_size_mb !== undefined) out.push({ key: 'max_size_mb', message: 'max_size_mb applies to geojson sources (the other formats are read through their spatial index, not held in memory)' });
   for (const key of ['resampling', 'colormap', 'dem']) if (s[key] !== undefined) out.push({ key, message: `${key} does not apply to a ${s.type} source (it serves vector tiles)` });
   return out;
 }
@@ -247,7 +250,7 @@ export const SourceSchema = v.pipe(
     if (s.type === 'xyz') {
       for (const problem of xyzProblems(s)) addIssue({ message: problem.message, path: at(problem.key) });
       for (const key of Object.keys(FILE_ENTRIES)) {
-        if ((s as Record<string, unknown>)[key] !== undefined) addIssue({ message: `${key} applies to data-file sources (type = "geojson" or "geopackage") only`, path: at(key) });
+        if ((s as Record<string, unknown>)[key] !== undefined) addIssue({ message: `${key} applies to data-file sources (type = ${FILE_SOURCE_TYPES.map((t) => `"${t}"`).join(', ')}) only`, path: at(key) });
       }
       return;
     }

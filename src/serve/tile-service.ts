@@ -1,5 +1,6 @@
 // Serving one source tile: source lookup, range checks, cache, stored-gzip handling and content encoding.
 // The HTTP route is a thin shell around `fetchTile`; render workers use the same function for their resources.
+import { FILE_SOURCE_TYPES } from '../config/schema.js';
 import { createHash } from 'node:crypto';
 import type { AppState } from '../state/app-state.js';
 import { TileUnavailableError, type TileFilter, type TileParams, type TileSource } from '../sources/source.js';
@@ -88,7 +89,7 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
     ? chooseEncoding(req.accepted, info.compression === 'gzip' ? 'gzip' : 'identity', compression.enabled)
     : 'identity';
   if (req.filter && !info.filterable) {
-    const why = info.type === 'postgres-table' || info.type === 'geojson' || info.type === 'geopackage' ? 'its configuration has allow_filters = false' : 'only PostGIS tables and data-file sources take filter and properties';
+    const why = info.type === 'postgres-table' || (FILE_SOURCE_TYPES as readonly string[]).includes(info.type) ? 'its configuration has allow_filters = false' : 'only PostGIS tables and data-file sources take filter and properties';
     return { kind: 'problem', status: 400, title: 'Filters not available', detail: `source "${info.id}" does not take filter or properties: ${why}` };
   }
   const key = `${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}.${req.format}:${encoding}${info.takesParams ? paramsKey(req.params) : ''}${req.filter ? `|${req.filter.key}` : ''}`;

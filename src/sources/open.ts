@@ -20,6 +20,8 @@ export function openSource(cfg: SourceConfig, storage: StorageConfig = DEFAULT_S
       return XyzSource.open(cfg);
     case 'geojson':
     case 'geopackage':
+    case 'flatgeobuf':
+    case 'geoparquet':
       return FileSource.open(cfg, storage);
     case 'cog':
     case 'vrt':

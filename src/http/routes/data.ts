@@ -1,4 +1,5 @@
 // Source metadata (/data.json, /data/{id}.json, /index.json) and source tiles (/data/{id}/{z}/{x}/{y}.{format}).
+import { FILE_SOURCE_TYPES } from '../../config/schema.js';
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import type { AppState } from '../../state/app-state.js';
@@ -157,7 +158,7 @@ function requestFilter(c: Context, state: AppState, info: SourceInfo | undefined
   const parsed = parseTileFilter(query, { maxLength: pg?.tile_filter_max_length ?? 2048, maxTerms: pg?.tile_filter_max_terms ?? 64 });
   if (!parsed.ok) return problem(c, 400, parsed.title, parsed.detail, { parameter: parsed.parameter });
   if (parsed.filter && info && !info.filterable) {
-    const why = info.type === 'postgres-table' || info.type === 'geojson' || info.type === 'geopackage' ? 'its configuration has allow_filters = false' : 'only PostGIS tables and data-file sources take filter and properties';
+    const why = info.type === 'postgres-table' || (FILE_SOURCE_TYPES as readonly string[]).includes(info.type) ? 'its configuration has allow_filters = false' : 'only PostGIS tables and data-file sources take filter and properties';
     return problem(c, 400, 'Filters not available', `source "${info.id}" does not take filter or properties: ${why}`);
   }
   return parsed.filter;

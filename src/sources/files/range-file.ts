@@ -15,10 +15,8 @@ import { SourceOpenError, TileUnavailableError } from '../source.js';
 import type { ReaderOptions } from './reader.js';
 
 /** ReaderOptions with what a remote file's store needs beyond its URL (endpoint, region, credentials). */
-export interface RangeReaderOptions extends ReaderOptions {
-  /** The source's configuration, for its storage keys (endpoint, region, access_key_id...); only remote paths use it. */
-  source?: SourceConfig;
-}
+/** The options of the readers that read byte ranges (FlatGeobuf, GeoParquet): ReaderOptions, `source` included. */
+export type RangeReaderOptions = ReaderOptions;
 
 export interface RangeFile {
   /** The file's size in bytes. */

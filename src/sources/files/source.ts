@@ -8,6 +8,7 @@ import { stat } from 'node:fs/promises';
 import { GeoJSONVT, geoJSONToTile, type GeoJSONVTTile } from '@maplibre/geojson-vt';
 import type { Feature as GeoJsonFeature, FeatureCollection } from 'geojson';
 import type { SourceConfig, StorageConfig } from '../../config/schema.js';
+import { isRemotePath } from '../../config/object-location.js';
 import { Cql2Error } from '../../cql2/ast.js';
 import { compileFilter, type Predicate } from '../../cql2/evaluate.js';
 import type { Queryable, QueryableKind } from '../../cql2/sql.js';
@@ -34,7 +35,7 @@ const TOLERANCE = 1;
 export const GEOMETRY_QUERYABLE = 'geometry';
 
 /** How messages name each format. */
-const LABELS: Record<string, string> = { geojson: 'GeoJSON', geopackage: 'GeoPackage' };
+const LABELS: Record<string, string> = { geojson: 'GeoJSON', geopackage: 'GeoPackage', flatgeobuf: 'FlatGeobuf', geoparquet: 'GeoParquet' };
 
 const KIND: Record<FieldType, QueryableKind> = { String: 'string', Number: 'number', Boolean: 'boolean' };
 
@@ -55,7 +56,12 @@ interface Generation {
   indexes: Map<string, GeoJSONVT>;
 }
 
+/**
+ * A local file's stamp. A remote file (FlatGeobuf, GeoParquet in a store) has none here: its readers pin the object's
+ * ETag, and it is read again on every reload (which costs its header), under a revision of that moment.
+ */
 const stampOf = async (path: string): Promise<FileStamp> => {
+  if (isRemotePath(path)) return { mtimeMs: Date.now(), size: -1 };
   const s = await stat(path);
   return { mtimeMs: s.mtimeMs, size: s.size };
 };
@@ -138,6 +144,7 @@ export class FileSource implements TileSource {
       layers: cfg.layers,
       maxBytes: cfg.max_size_mb !== undefined ? Math.floor(cfg.max_size_mb * 1048576) : undefined,
       cacheBytes: cfg.feature_cache_mb !== undefined ? Math.floor(cfg.feature_cache_mb * 1048576) : undefined,
+      source: cfg,
     });
     try {
       return FileSource.generation(cfg, reader, stamp);
@@ -201,7 +208,7 @@ export class FileSource implements TileSource {
     } catch {
       now = undefined;
     }
-    if (now && now.mtimeMs === seen.stamp.mtimeMs && now.size === seen.stamp.size) return;
+    if (now && now.size >= 0 && now.mtimeMs === seen.stamp.mtimeMs && now.size === seen.stamp.size) return;
     try {
       const next = await FileSource.read(this.cfg, this.storage);
       this.current = next;
