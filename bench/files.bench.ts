@@ -9,7 +9,11 @@
 //
 // Environment: BENCH_DURATION (s per run, 10), BENCH_CONNECTIONS (32), BENCH_WORKERS (server processes, cores).
 // A new format is one entry of FORMATS: how to write its file from the GeoJSON, and its source's TOML.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import type { FeatureCollection } from 'geojson';
+import { writeGeoParquet } from '../test/helpers/file-data.js';
+import { makeBigFiles } from './make-big-files.js';
 import os from 'node:os';
 import path from 'node:path';
 import { CITY_TILE, loadCityIntoPostgis, writeCityFiles, type CityFiles } from '../test/helpers/city-features.js';
@@ -34,7 +38,28 @@ interface Format {
 const FORMATS: Format[] = [
   { type: 'geojson', write: (files) => files.geojson[LAYER] },
   { type: 'geopackage', write: (files) => files.gpkg, extra: `layers = ["${LAYER}"]` },
+  {
+    type: 'flatgeobuf',
+    write: (files, dir) => {
+      const out = path.join(dir, `${LAYER}.fgb`);
+      const r = spawnSync('ogr2ogr', ['-f', 'FlatGeobuf', out, files.geojson[LAYER], '-sql', `SELECT FID AS fid, * FROM "${LAYER}"`], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`ogr2ogr FlatGeobuf: ${r.stderr}`);
+      return out;
+    },
+  },
+  {
+    type: 'geoparquet',
+    write: (files, dir) => {
+      const out = path.join(dir, `${LAYER}.parquet`);
+      writeGeoParquet(out, [(JSON.parse(readFileSync(files.geojson[LAYER], 'utf8')) as FeatureCollection).features], { rowGroupSize: 1000 });
+      return out;
+    },
+  },
 ];
+
+/** Gigabytes of each big file (FlatGeobuf, GeoParquet) served in the bounded-memory stage. */
+const BIG_GB = envNumber('BENCH_FILES_GB', 2);
+const BIG_DIR = process.env.BENCH_FILES_DIR ?? path.join(os.tmpdir(), 'tileserver-ts-bench-files');
 
 /** The city tile's descendants down to z16: 1 + 4 + 16 + 64 tiles the runs cycle through. */
 function cityTiles(): string[] {
@@ -95,6 +120,67 @@ async function main(): Promise<void> {
   } finally {
     await server?.stop().catch(() => {});
     db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  await bigFiles();
+}
+
+/**
+ * Files larger than the memory the server is let use: a FlatGeobuf and a GeoParquet of BENCH_FILES_GB each, served
+ * by one process whose resident memory is sampled while tiles from all over them are asked for.
+ */
+async function bigFiles(): Promise<void> {
+  const started = Date.now();
+  const big = makeBigFiles(BIG_DIR, BIG_GB);
+  const made = (Date.now() - started) / 1000;
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-bench-big-'));
+  const config = path.join(dir, 'big.toml');
+  writeFileSync(
+    config,
+    `[server]\nhost = "127.0.0.1"\nport = ${port}\nworkers = 1\ndisable_render = true\n\n[cache]\nenabled = false\n\n` +
+      `[[sources]]\nid = "big-fgb"\ntype = "flatgeobuf"\npath = ${JSON.stringify(big.flatgeobuf)}\nmaxzoom = 16\n\n` +
+      `[[sources]]\nid = "big-parquet"\ntype = "geoparquet"\npath = ${JSON.stringify(big.geoparquet)}\nmaxzoom = 16\n`,
+  );
+  const server = ChildServer.start('files-big', process.execPath, [CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await server.waitReady(`${base}/health`);
+    const idle = server.rssBytes() ?? NaN;
+    // z14 tiles over every copy of the city: each copy's centre tile and its three neighbours to the east and south.
+    const [w, s, e, n] = big.bounds;
+    const tileAt = (lon: number, lat: number, z: number) => {
+      const k = 2 ** z;
+      const r = (lat * Math.PI) / 180;
+      return [Math.floor(((lon + 180) / 360) * k), Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * k)];
+    };
+    const paths = (id: string) => {
+      const out: string[] = [];
+      for (let lon = w + 0.056; lon < e; lon += 0.12) {
+        for (let lat = s + 0.04; lat < n; lat += 0.08) {
+          const [x, y] = tileAt(lon, lat, 14);
+          for (const [dx, dy] of [[0, 0], [1, 0], [0, 1], [1, 1]]) out.push(`/data/${id}/14/${x + dx}/${y + dy}.pbf`);
+        }
+      }
+      return out;
+    };
+    const rows: string[][] = [['source', 'file size', 'tiles/s', 'CPU ms per tile', 'peak server RSS', 'RSS idle']];
+    for (const [id, file] of [['big-fgb', big.flatgeobuf], ['big-parquet', big.geoparquet]] as const) {
+      let peak = 0;
+      const sampler = setInterval(() => (peak = Math.max(peak, server.rssBytes() ?? 0)), 100);
+      const cpu0 = server.cpuSeconds() ?? NaN;
+      const r = await cycleLoad(base, paths(id), { connections: 8, duration: DURATION, timeout: 30, headers: {} });
+      clearInterval(sampler);
+      if (r.non2xx) throw new Error(`${id}: ${r.non2xx} answers were not 2xx`);
+      const cpu = (server.cpuSeconds() ?? NaN) - cpu0;
+      rows.push([id, `${fmt(statSync(file).size / 1e9, 2)} GB`, fmt(r.requests.average), fmt((cpu * 1000) / Math.max(1, r.requests.total), 2), `${fmt(peak / 1048576)} MB`, `${fmt(idle / 1048576)} MB`]);
+    }
+    process.stdout.write(
+      `\nbig files: ${big.copies} copies of the city (${fmt(big.features)} features, a 16 KB text property each) per file, made or found in ${fmt(made)} s under ${BIG_DIR};\n` +
+        `one process, tile cache off, 8 connections, ${DURATION} s per source, z14 tiles over every copy; RSS = the server's process tree, sampled every 100 ms\n${table(rows)}\n`,
+    );
+  } finally {
+    await server.stop().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -226,6 +226,11 @@ export class ChildServer {
     return this.proc.pid === undefined ? undefined : groupCpuSeconds(this.proc.pid);
   }
 
+  /** Resident memory of the server and every process it forked, in bytes (see groupRssBytes). */
+  rssBytes(): number | undefined {
+    return this.proc.pid === undefined ? undefined : groupRssBytes(this.proc.pid);
+  }
+
   get alive(): boolean {
     return this.proc.exitCode === null && this.proc.signalCode === null;
   }
@@ -294,6 +299,25 @@ export function groupCpuSeconds(pgid: number): number | undefined {
     if (Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12]);
   }
   return ticks / clockTicks;
+}
+
+/** Resident memory (bytes) of every live process of a process group, from /proc (Linux): `rss` pages of each. */
+export function groupRssBytes(pgid: number): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  let pages = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // After the command name: state (0), ppid, pgrp (2), ... rss in pages (21).
+    if (Number(f[2]) === pgid) pages += Number(f[21]);
+  }
+  return pages * 4096;
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
