@@ -51,6 +51,11 @@ function writeRangeFormats(files: CityFiles, dir: string): string {
     const properties = `properties = [${keys.map((k) => JSON.stringify(k)).join(', ')}]\n`;
     toml += `[[sources]]\nid = "${FGB(layer)}"\ntype = "flatgeobuf"\npath = "${fgb}"\n${properties}`;
     toml += `[[sources]]\nid = "${PQ(layer)}"\ntype = "geoparquet"\npath = "${parquet}"\n${properties}`;
+    if (layer === 'transportation') {
+      // The same files with decoded-feature caches far too small for a tile.
+      toml += `[[sources]]\nid = "tight_fgb"\ntype = "flatgeobuf"\npath = "${fgb}"\n${properties}feature_cache_mb = 0.05\n`;
+      toml += `[[sources]]\nid = "tight_pq"\ntype = "geoparquet"\npath = "${parquet}"\n${properties}feature_cache_mb = 0.3\n`;
+    }
   }
   return toml;
 }
@@ -203,12 +208,14 @@ test('tiles of the GeoJSON, FlatGeobuf and GeoParquet files and of the GeoPackag
   }
 });
 
-test('a GeoPackage source with a feature cache too small for a tile (rows evicted, read again by id or by box) cuts the same tiles', async () => {
+test('GeoPackage, FlatGeobuf and GeoParquet sources with feature caches too small for a tile (features evicted, read again) cut the same tiles', async () => {
   // Twice over the tiles in two orders, so that rows are found in the cache, missing a few, or missing most.
   for (const order of [TILES, [...TILES].reverse(), TILES]) {
     for (const [z, x, y] of order) {
       const want = features(await tile('city', z, x, y), 'transportation');
       assert.deepEqual(features(await tile('tight', z, x, y), 'transportation'), want, `${z}/${x}/${y}`);
+      assert.deepEqual(features(await tile('tight_fgb', z, x, y), 'tight_fgb'), features(await tile(FGB('transportation'), z, x, y), FGB('transportation')), `FlatGeobuf ${z}/${x}/${y}`);
+      assert.deepEqual(features(await tile('tight_pq', z, x, y), 'tight_pq'), features(await tile(PQ('transportation'), z, x, y), PQ('transportation')), `GeoParquet ${z}/${x}/${y}`);
     }
   }
 });

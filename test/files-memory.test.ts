@@ -52,6 +52,7 @@ for (const kind of ['flatgeobuf', 'geoparquet'] as const) {
     process.stdout.write(`# ${kind}: ${note}\n`);
     assert.ok(out.peakRss < size / 2, note);
     assert.ok(out.peakRss - out.baseRss < size / 4, note);
+    // The range cache (4 MiB), the decoded features (8 MiB, as feature_cache_mb = 8 sets) and the metadata.
     assert.ok(out.memoryBytes < 16e6, note);
   });
 }

@@ -161,7 +161,7 @@ const FILE_ENTRIES = {
   buffer: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(4096))),
   /** GeoJSON: the largest file held in memory, in MB; default 256. */
   max_size_mb: v.optional(v.pipe(v.number(), v.minValue(0.001))),
-  /** GeoPackage: decoded features kept between requests, in MB (0: none); default 64. */
+  /** GeoPackage, FlatGeobuf, GeoParquet: decoded features kept between requests, in MB (0: none); default 64. */
   feature_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0))),
   /** Features read for one tile at most (each layer); the rest of a denser tile is left out. Default 200000. */
   max_features: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
@@ -180,7 +180,7 @@ function fileProblems(s: { type: string; path?: string; [k: string]: unknown }):
   const out: { key: string; message: string }[] = [];
   if (s.path !== undefined && isRemotePath(s.path) && !REMOTE_FILE_TYPES.includes(s.type)) out.push({ key: 'path', message: `a ${s.type} source is read from a local file (FlatGeobuf and GeoParquet can be remote)` });
   if (s.type !== 'geopackage' && s.layers !== undefined) out.push({ key: 'layers', message: 'layers applies to geopackage sources (GeoJSON, FlatGeobuf and GeoParquet files are one layer)' });
-  if (s.type !== 'geopackage' && s.feature_cache_mb !== undefined) out.push({ key: 'feature_cache_mb', message: 'feature_cache_mb applies to geopackage sources (a GeoJSON file is in memory already; FlatGeobuf and GeoParquet keep a bounded cache of byte ranges)' });
+  if (s.type === 'geojson' && s.feature_cache_mb !== undefined) out.push({ key: 'feature_cache_mb', message: 'feature_cache_mb applies to geopackage, flatgeobuf and geoparquet sources (a GeoJSON file is in memory already)' });
   if (s.type !== 'geojson' && s.max_size_mb !== undefined) out.push({ key: 'max_size_mb', message: 'max_size_mb applies to geojson sources (the other formats are read through their spatial index, not held in memory)' });
   for (const key of ['resampling', 'colormap', 'dem']) if (s[key] !== undefined) out.push({ key, message: `${key} does not apply to a ${s.type} source (it serves vector tiles)` });
   return out;

@@ -14,7 +14,7 @@ const sample = () => {
   peakRss = Math.max(peakRss, process.memoryUsage.rss());
 };
 const timer = setInterval(sample, 5);
-const reader = await (kind === 'flatgeobuf' ? openFlatGeobuf : openGeoParquet)(file, { sourceId: 'big', storage: STORAGE });
+const reader = await (kind === 'flatgeobuf' ? openFlatGeobuf : openGeoParquet)(file, { sourceId: 'big', storage: STORAGE, cacheBytes: 8 * 1024 * 1024 }); // feature_cache_mb = 8
 const counts: number[] = [];
 let memoryBytes = 0;
 for (const box of boxes) {

@@ -9,6 +9,7 @@
 // feature boxes and offsets (40 bytes a feature, in memoryBytes()); larger ones are an open error that says how
 // to add the index, since every tile would otherwise read the whole file.
 import * as flatbuffers from 'flatbuffers';
+import { LRUCache } from 'lru-cache';
 import type { Feature as GeoJsonFeature, Geometry } from 'geojson';
 import { ColumnType } from 'flatgeobuf/lib/mjs/flat-geobuf/column-type.js';
 import { Feature } from 'flatgeobuf/lib/mjs/flat-geobuf/feature.js';
@@ -26,6 +27,18 @@ import type { FeatureReader, FieldType, FileFeature, FileLayer, PropertyValue } 
 
 /** Unindexed files up to this size are indexed in memory at open; larger ones are refused. */
 export const UNINDEXED_MAX_BYTES = 128 * 1024 * 1024;
+
+/** The decoded-feature cache's budget when `feature_cache_mb` is not set. */
+export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024;
+/** A decoded feature's memory over its encoded bytes (GeoJSON arrays of numbers, property objects), roughly. */
+const DECODED_FACTOR = 4;
+
+interface DecodedFeature {
+  /** Undefined for a feature without geometry or with a curve type (not served). */
+  feature: FileFeature | undefined;
+  box: readonly number[] | undefined;
+  bytes: number;
+}
 
 const MAGIC = [0x66, 0x67, 0x62, 0x03]; // "fgb" and major version 3
 const HEADER_MAX_BYTES = 10 * 1024 * 1024; // the package's own bound on a header
@@ -59,6 +72,12 @@ class FlatGeobufReader implements FeatureReader {
     private readonly crs: CrsTransform | undefined,
     private readonly idField: string | undefined,
     private readonly metadataBytes: number,
+    /**
+     * Decoded features by offset, with their boxes, kept up to a byte budget (`feature_cache_mb`): neighbouring tiles
+     * and zooms read many of the same features, and decoding one (flatbuffer to GeoJSON, to longitude/latitude)
+     * costs several times finding it. Sizes are the encoded feature's bytes times DECODED_FACTOR.
+     */
+    private readonly decoded: LRUCache<number, DecodedFeature> = new LRUCache({ maxSize: DEFAULT_CACHE_BYTES, sizeCalculation: (d) => d.bytes }),
   ) {}
 
   get layers(): readonly FileLayer[] {
@@ -67,7 +86,7 @@ class FlatGeobufReader implements FeatureReader {
 
   memoryBytes(): number {
     const index = this.memoryIndex ? this.memoryIndex.boxes.byteLength + this.memoryIndex.offsets.byteLength : 0;
-    return this.metadataBytes + index + this.cache.memoryBytes();
+    return this.metadataBytes + index + this.cache.memoryBytes() + this.decoded.calculatedSize;
   }
 
   async close(): Promise<void> {
@@ -78,13 +97,16 @@ class FlatGeobufReader implements FeatureReader {
     if (layer !== this.layer.name) return;
     for await (const offset of this.offsets(bbox, signal)) {
       if (signal?.aborted) return;
-      const f = await this.readFeature(offset);
-      if (!f) continue;
-      if (bbox) {
-        const box = geometryBounds(f.geometry);
-        if (!box || !boxesMeet(box, bbox)) continue;
+      let d = this.decoded.get(offset);
+      if (!d) {
+        const len = await this.lengthAt(offset);
+        const feature = await this.readFeature(offset);
+        d = { feature, box: feature ? geometryBounds(feature.geometry) : undefined, bytes: (4 + len) * DECODED_FACTOR };
+        this.decoded.set(offset, d);
       }
-      yield f;
+      if (!d.feature) continue;
+      if (bbox && (!d.box || !boxesMeet(d.box, bbox))) continue;
+      yield d.feature;
     }
   }
 
@@ -278,7 +300,8 @@ export async function openFlatGeobuf(location: string, options: RangeReaderOptio
     }
     const count = memoryIndex ? memoryIndex.count : header.featuresCount;
     const layer: FileLayer = { name: sourceId, fields, bounds: count > 0 ? layerBounds(extent, crs) : undefined, featureCount: count };
-    return new FlatGeobufReader(cache, header, layer, featuresStart, tree, memoryIndex, crs, idField, 12 + headerLength);
+    const decoded = new LRUCache<number, DecodedFeature>({ maxSize: Math.max(1, options.cacheBytes ?? DEFAULT_CACHE_BYTES), sizeCalculation: (d) => Math.max(1, d.bytes) });
+    return new FlatGeobufReader(cache, header, layer, featuresStart, tree, memoryIndex, crs, idField, 12 + headerLength, decoded);
   } catch (err) {
     await file.close().catch(() => {});
     if (err instanceof SourceOpenError) throw err;

@@ -12,6 +12,7 @@
 //
 // Properties: every top-level column but the geometry and the covering; nested values as JSON text (see
 // property-value.ts). A feature id comes from an integer column named `fid` or `id`, which stays a property.
+import { LRUCache } from 'lru-cache';
 import { parquetMetadataAsync, parquetReadObjects, type AsyncBuffer, type ColumnChunk, type FileMetaData, type ParquetParsers, type SchemaElement } from 'hyparquet';
 import type { Geometry } from 'geojson';
 import type { Bounds } from '../source.js';
@@ -29,6 +30,20 @@ export const SLICE_ROWS = 4096;
 const SLICE_BYTES = 8 * 1024 * 1024;
 /** Matching rows closer than this are read in one range (fewer, larger reads). */
 const RUN_GAP = 64;
+
+/** The decoded-group cache's budget when `feature_cache_mb` is not set. */
+export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024;
+/** Row groups up to this many uncompressed bytes are decoded whole and kept (see GeoParquetReader.groups). */
+const GROUP_CACHE_MAX_BYTES = 4 * 1024 * 1024;
+/** A decoded group's memory over its uncompressed bytes (GeoJSON arrays, property objects), roughly. */
+const DECODED_FACTOR = 4;
+
+interface DecodedGroup {
+  features: FileFeature[];
+  /** Each feature's box in longitude/latitude. */
+  boxes: (readonly number[])[];
+  bytes: number;
+}
 
 /** Geometry stays raw bytes out of hyparquet; parseWkb reads it (EWKB flags, Z/M dropped). */
 const RAW_GEOMETRY: Partial<ParquetParsers> = { geometryFromBytes: (b: Uint8Array) => b, geographyFromBytes: (b: Uint8Array) => b };
@@ -69,6 +84,12 @@ class GeoParquetReader implements FeatureReader {
     private readonly propertyColumns: string[],
     private readonly crs: CrsTransform | undefined,
     private readonly idField: string | undefined,
+    /**
+     * Row groups decoded whole, kept up to a byte budget (`feature_cache_mb`): a tile of a small group decodes the
+     * group once for itself and its neighbours rather than slice by slice for each. Only groups of at most
+     * GROUP_CACHE_MAX_BYTES (uncompressed) are kept this way; larger ones are read as before, by runs of rows.
+     */
+    private readonly groups: LRUCache<number, DecodedGroup> = new LRUCache({ maxSize: DEFAULT_CACHE_BYTES, sizeCalculation: (d) => Math.max(1, d.bytes) }),
   ) {
     this.buffer = { byteLength: cache.size, slice: async (start, end) => asArrayBuffer(await cache.read(start, (end ?? cache.size) - start)) };
     let at = 0;
@@ -83,7 +104,27 @@ class GeoParquetReader implements FeatureReader {
   }
 
   memoryBytes(): number {
-    return (this.metadata.metadata_length ?? 0) + this.cache.memoryBytes();
+    return (this.metadata.metadata_length ?? 0) + this.cache.memoryBytes() + this.groups.calculatedSize;
+  }
+
+  /** A small row group's features and their boxes, decoded once (all its rows, every served column). */
+  private async decodedGroup(g: number): Promise<DecodedGroup> {
+    const kept = this.groups.get(g);
+    if (kept) return kept;
+    const start = this.groupStarts[g];
+    const rows = await this.read(start, start + Number(this.metadata.row_groups[g].num_rows), [...this.propertyColumns, this.geo.name]);
+    const features: FileFeature[] = [];
+    const boxes: (readonly number[])[] = [];
+    for (const row of rows) {
+      const f = this.toFeature(row);
+      const box = f && geometryBounds(f.geometry);
+      if (!f || !box) continue;
+      features.push(f);
+      boxes.push(box);
+    }
+    const group = { features, boxes, bytes: Number(this.metadata.row_groups[g].total_byte_size) * DECODED_FACTOR };
+    this.groups.set(g, group);
+    return group;
   }
 
   async close(): Promise<void> {
@@ -97,6 +138,14 @@ class GeoParquetReader implements FeatureReader {
       if (signal?.aborted) return;
       const group = this.metadata.row_groups[g];
       if (query && !this.groupMeets(group.columns, query)) continue;
+      if (Number(group.total_byte_size) <= GROUP_CACHE_MAX_BYTES && Number(group.total_byte_size) * DECODED_FACTOR <= this.groups.maxSize) {
+        const decoded = await this.decodedGroup(g);
+        for (let i = 0; i < decoded.features.length; i++) {
+          if (signal?.aborted) return;
+          if (!bbox || boxesMeet(decoded.boxes[i], bbox)) yield decoded.features[i];
+        }
+        continue;
+      }
       const start = this.groupStarts[g];
       const rows = Number(group.num_rows);
       const end = start + rows;
@@ -246,7 +295,8 @@ export async function openGeoParquet(location: string, options: RangeReaderOptio
     for (const e of props) fields[e.name] = fieldType(e);
     const idField = idColumn(props.filter(isInteger).map((e) => e.name));
     const layer: FileLayer = { name: sourceId, fields, bounds: layerBounds(metadata, geo, crs), featureCount: Number(metadata.num_rows) };
-    return new GeoParquetReader(cache, metadata, geo, layer, props.map((e) => e.name), crs, idField);
+    const groups = new LRUCache<number, DecodedGroup>({ maxSize: Math.max(1, options.cacheBytes ?? DEFAULT_CACHE_BYTES), sizeCalculation: (d) => Math.max(1, d.bytes) });
+    return new GeoParquetReader(cache, metadata, geo, layer, props.map((e) => e.name), crs, idField, groups);
   } catch (err) {
     await file.close().catch(() => {});
     throw new SourceOpenError(sourceId, `cannot open GeoParquet ${location}: ${err instanceof Error ? err.message : String(err)}`);
