@@ -206,6 +206,11 @@ const INVALID_VALUES: [string, string][] = [
   ['render.gl', '"metal"'],
   ['render.owner_routing', '"yes"'],
   ['render.tile_encoder', '"canvas"'],
+  ['render.avif_quality', '0'],
+  ['render.static_attribution', '"no"'],
+  ['render.marker_hosts', '["https://icons.example.com/"]'],
+  ['render.marker_max_bytes', '0'],
+  ['render.marker_timeout_ms', '60001'],
   ['server.tile_cache_control', '""'],
   ['server.tile_cache_control', '3600'],
   ['server.transcode_threads', '0'],
@@ -240,7 +245,8 @@ test('an invalid value of any [render] key, server.tile_cache_control or server.
     const lines = stderr.split('\n').filter(Boolean);
     assert.equal(code, 1, `${key} = ${value}: exit code ${code}\n${stderr}`);
     assert.equal(lines.length, 1, `${key} = ${value}: one line\n${stderr}`);
-    assert.ok(lines[0].startsWith(`tileserver-ts: ${file}: ${key}: `), `${key} = ${value}: ${lines[0]}`);
+    // A list's entry is named with its index (render.marker_hosts[0]).
+    assert.ok(lines[0].startsWith(`tileserver-ts: ${file}: ${key}: `) || lines[0].startsWith(`tileserver-ts: ${file}: ${key}[0]: `), `${key} = ${value}: ${lines[0]}`);
     assert.doesNotMatch(stderr, /\n\s+at |Error:/, `${key} = ${value}: no stack trace\n${stderr}`);
   }
 });
