@@ -363,7 +363,9 @@ describe('OpenAPI', () => {
       await tab.goto(`${origin}/_openapi`);
       // The reference has loaded the document and drawn one block per operation.
       await tab.waitForSelector('.opblock', { timeout: 20_000 });
-      await tab.waitForLoadState('networkidle');
+      // Swagger UI may still fetch its own assets after drawing; a loaded two-core machine has been seen to need
+      // more than the default 30 s for the network to fall quiet.
+      await tab.waitForLoadState('networkidle', { timeout: 90_000 });
       const text = await tab.textContent('body');
       assert.ok(text?.includes('/data/{source}/{z}/{x}/{y}.{format}'), 'the tile route is in the reference');
       const outside = requested.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith('data:') && !u.startsWith('blob:'));
