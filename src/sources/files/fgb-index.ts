@@ -11,12 +11,6 @@ import type { RangeCache } from './range-cache.js';
 
 export const NODE_BYTES = 40;
 
-/** A feature the search found: its byte offset in the features section and its index in file order. */
-export interface IndexHit {
-  offset: number;
-  index: number;
-}
-
 export class PackedRTree {
   /** [first, end) node indices of each level, leaves (level 0) first. */
   private readonly levels: Array<[number, number]>;
@@ -38,28 +32,37 @@ export class PackedRTree {
     return [v.getFloat64(0, true), v.getFloat64(8, true), v.getFloat64(16, true), v.getFloat64(24, true)];
   }
 
-  /** The features whose box meets `box` (minX, minY, maxX, maxY), in file order. */
-  search(box: readonly number[], signal?: AbortSignal): AsyncGenerator<IndexHit> {
-    const root = this.levels.length - 1;
-    return this.visit(root, this.levels[root][0], this.levels[root][1], box, signal);
-  }
-
-  private async *visit(level: number, first: number, end: number, box: readonly number[], signal?: AbortSignal): AsyncGenerator<IndexHit> {
-    const bytes = await this.cache.read(this.start + first * NODE_BYTES, (end - first) * NODE_BYTES);
-    if (bytes.byteLength < (end - first) * NODE_BYTES) throw new Error('the spatial index is cut short (truncated file)');
-    const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  /**
+   * The byte offsets of the features whose box meets `box` (minX, minY, maxX, maxY), in file order. Collected into
+   * one array by an explicit depth-first walk: a generator per level cost a promise per hit per level, which was a
+   * tenth of a tile's CPU and much of its garbage.
+   */
+  async search(box: readonly number[], signal?: AbortSignal): Promise<number[]> {
+    const out: number[] = [];
     const leafStart = this.levels[0][0];
-    for (let i = first; i < end; i++) {
-      if (signal?.aborted) return;
-      const at = (i - first) * NODE_BYTES;
-      if (v.getFloat64(at, true) > box[2] || v.getFloat64(at + 8, true) > box[3] || v.getFloat64(at + 16, true) < box[0] || v.getFloat64(at + 24, true) < box[1]) continue;
-      const offset = Number(v.getBigUint64(at + 32, true));
-      if (level === 0) {
-        yield { offset, index: i - leafStart };
-      } else {
-        const [, levelEnd] = this.levels[level - 1];
-        yield* this.visit(level - 1, offset, Math.min(offset + this.nodeSize, levelEnd), box, signal);
+    // Nodes still to visit, last pushed first: [level, first child, end]; children are pushed in reverse so that
+    // they are visited, and leaves found, in file order.
+    const stack: [number, number, number][] = [[this.levels.length - 1, ...this.levels[this.levels.length - 1]]];
+    while (stack.length > 0) {
+      if (signal?.aborted) return out;
+      const [level, first, end] = stack.pop()!;
+      const bytes = await this.cache.read(this.start + first * NODE_BYTES, (end - first) * NODE_BYTES);
+      if (bytes.byteLength < (end - first) * NODE_BYTES) throw new Error('the spatial index is cut short (truncated file)');
+      const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      const children: [number, number, number][] = [];
+      for (let i = first; i < end; i++) {
+        const at = (i - first) * NODE_BYTES;
+        if (v.getFloat64(at, true) > box[2] || v.getFloat64(at + 8, true) > box[3] || v.getFloat64(at + 16, true) < box[0] || v.getFloat64(at + 24, true) < box[1]) continue;
+        const offset = Number(v.getBigUint64(at + 32, true));
+        if (level === 0) {
+          if (i >= leafStart) out.push(offset);
+        } else {
+          const [, levelEnd] = this.levels[level - 1];
+          children.push([level - 1, offset, Math.min(offset + this.nodeSize, levelEnd)]);
+        }
       }
+      for (let c = children.length - 1; c >= 0; c--) stack.push(children[c]);
     }
+    return out;
   }
 }

@@ -95,19 +95,40 @@ class FlatGeobufReader implements FeatureReader {
 
   async *features(layer: string, bbox: Bounds | undefined, signal?: AbortSignal): AsyncIterable<FileFeature> {
     if (layer !== this.layer.name) return;
-    for await (const offset of this.offsets(bbox, signal)) {
+    // With the tree, the offsets come as one array (the common case: no generator between the index and here).
+    const query = bbox && this.tree && transformBox(bbox, this.crs?.fromLonLat);
+    const offsets = query && this.tree ? await this.tree.search(query, signal) : this.offsets(bbox, signal);
+    for await (const offset of offsets) {
       if (signal?.aborted) return;
-      let d = this.decoded.get(offset);
-      if (!d) {
-        const len = await this.lengthAt(offset);
-        const feature = await this.readFeature(offset);
-        d = { feature, box: feature ? geometryBounds(feature.geometry) : undefined, bytes: (4 + len) * DECODED_FACTOR };
-        this.decoded.set(offset, d);
-      }
+      const d = this.decoded.get(offset) ?? (await this.decode(offset));
       if (!d.feature) continue;
       if (bbox && (!d.box || !boxesMeet(d.box, bbox))) continue;
       yield d.feature;
     }
+  }
+
+  async featuresArray(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]> {
+    const out: FileFeature[] = [];
+    if (layer !== this.layer.name) return out;
+    if (!this.tree) {
+      for await (const f of this.features(layer, bbox)) if (out.push(f) >= limit) break;
+      return out;
+    }
+    for (const offset of await this.tree.search(transformBox(bbox, this.crs?.fromLonLat))) {
+      const d = this.decoded.get(offset) ?? (await this.decode(offset));
+      if (!d.feature || !d.box || !boxesMeet(d.box, bbox)) continue;
+      if (out.push(d.feature) >= limit) break;
+    }
+    return out;
+  }
+
+  /** The feature at `offset` decoded, with its box, and kept in the decoded-feature cache. */
+  private async decode(offset: number): Promise<DecodedFeature> {
+    const len = await this.lengthAt(offset);
+    const feature = await this.readFeature(offset);
+    const d = { feature, box: feature ? geometryBounds(feature.geometry) : undefined, bytes: (4 + len) * DECODED_FACTOR };
+    this.decoded.set(offset, d);
+    return d;
   }
 
   /** Offsets (in the features section) of the features that may meet `bbox`, in file order. */
@@ -121,7 +142,7 @@ class FlatGeobufReader implements FeatureReader {
       return;
     }
     if (query && this.tree) {
-      for await (const hit of this.tree.search(query, signal)) yield hit.offset;
+      yield* await this.tree.search(query, signal);
       return;
     }
     // Everything, in file order: one feature after the other.

@@ -107,6 +107,30 @@ class GeoParquetReader implements FeatureReader {
     return (this.metadata.metadata_length ?? 0) + this.cache.memoryBytes() + this.groups.calculatedSize;
   }
 
+  /** Whether row group `g` is decoded whole and kept (see `groups`). */
+  private keepsWhole(g: number): boolean {
+    const bytes = Number(this.metadata.row_groups[g].total_byte_size);
+    return bytes <= GROUP_CACHE_MAX_BYTES && bytes * DECODED_FACTOR <= this.groups.maxSize;
+  }
+
+  async featuresArray(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]> {
+    const out: FileFeature[] = [];
+    if (layer !== this.layer.name) return out;
+    const query = transformBox(bbox, this.crs?.fromLonLat);
+    const groups = this.metadata.row_groups.map((_, g) => g).filter((g) => this.groupMeets(this.metadata.row_groups[g].columns, query));
+    if (!groups.every((g) => this.keepsWhole(g))) {
+      for await (const f of this.features(layer, bbox)) if (out.push(f) >= limit) break;
+      return out;
+    }
+    for (const g of groups) {
+      const decoded = await this.decodedGroup(g);
+      for (let i = 0; i < decoded.features.length; i++) {
+        if (boxesMeet(decoded.boxes[i], bbox) && out.push(decoded.features[i]) >= limit) return out;
+      }
+    }
+    return out;
+  }
+
   /** A small row group's features and their boxes, decoded once (all its rows, every served column). */
   private async decodedGroup(g: number): Promise<DecodedGroup> {
     const kept = this.groups.get(g);
@@ -138,7 +162,7 @@ class GeoParquetReader implements FeatureReader {
       if (signal?.aborted) return;
       const group = this.metadata.row_groups[g];
       if (query && !this.groupMeets(group.columns, query)) continue;
-      if (Number(group.total_byte_size) <= GROUP_CACHE_MAX_BYTES && Number(group.total_byte_size) * DECODED_FACTOR <= this.groups.maxSize) {
+      if (this.keepsWhole(g)) {
         const decoded = await this.decodedGroup(g);
         for (let i = 0; i < decoded.features.length; i++) {
           if (signal?.aborted) return;

@@ -256,6 +256,7 @@ export class FileSource implements TileSource {
       for (const f of r.read(t, bbox, limit)) if (out.push(f) >= limit) break;
       return out;
     }
+    if (bbox && r.featuresArray) return r.featuresArray(layer, bbox, limit);
     for await (const f of r.features(layer, bbox)) if (out.push(f) >= limit) break;
     return out;
   }
