@@ -79,6 +79,19 @@ describe('POST /styles/{style}/static/{view}/{size}', () => {
     assert.ok(red > 300, `only ${red} red pixels of the path`);
   });
 
+  test('quality, lossless and lang are body members too, checked as in the query', async () => {
+    const post = (body: unknown, file = '200x150.webp') => request(server.url, `${STATIC}/0,0,1/${file}`, { method: 'POST', headers: json, body: JSON.stringify({ marker: MARKERS[0], ...(body as object) }), timeoutMs: 120_000 });
+    const [low, high] = [await post({ quality: 5 }), await post({ quality: 95 })];
+    for (const r of [low, high]) {
+      assert.equal(r.status, 200, r.body.toString('utf8').slice(0, 300));
+      assert.equal(r.headers['content-type'], 'image/webp');
+    }
+    assert.ok(low.body.length < high.body.length * 0.8, `quality 5: ${low.body.length} bytes, 95: ${high.body.length}`);
+    assert.equal(problemOf(await post({ quality: 0 }), 400).parameter, 'quality');
+    assert.equal(problemOf(await post({ lossless: true }, '200x150.jpg'), 400).parameter, 'lossless');
+    assert.equal(problemOf(await post({ lang: 'not a tag!' }), 400).parameter, 'lang');
+  });
+
   test('bad bodies: 400, 413 and 415 problem JSON naming what is wrong; a bad overlay in the GET form\'s words', async () => {
     const post = (body: string, headers: Record<string, string> = json, size = '300x200.png') => request(server.url, `${STATIC}/auto/${size}`, { method: 'POST', headers, body });
     assert.equal(problemOf(await post('{"path": '), 400).parameter, 'body');

@@ -16,8 +16,8 @@ export interface RequestLanguage {
 
 export type RequestLanguageResult = { ok: true; value: RequestLanguage } | { ok: false; res: Response };
 
-export function requestLanguage(c: Context, style: LoadedStyle): RequestLanguageResult {
-  const choice = chooseLanguage(style.languages ?? ANY_LANGUAGE, style.id, c.req.query('lang'), c.req.header('accept-language'));
+export function requestLanguage(c: Context, style: LoadedStyle, lang: string | undefined = c.req.query('lang')): RequestLanguageResult {
+  const choice = chooseLanguage(style.languages ?? ANY_LANGUAGE, style.id, lang, c.req.header('accept-language'));
   if (!choice.ok) return { ok: false, res: problem(c, 400, 'Invalid language', choice.detail, { parameter: 'lang' }) };
   return { ok: true, value: { lang: labelLanguage(style, choice.lang), vary: choice.vary } };
 }

@@ -187,6 +187,10 @@ export const STATIC_PARAMETERS = {
   linejoin: { kind: 'text', description: 'miter (default), round or bevel: corners of tileserver-gl-syntax paths' },
   attribution: { kind: 'boolean', description: 'draw the attribution of the style\'s sources in the bottom-right corner (default true)' },
   watermark: { kind: 'text', description: `a text drawn in the bottom-left corner (at most ${MAX_WATERMARK} characters; default: the style's configured watermark)` },
+  // Read by the encoder and the label rewrite (src/http/routes/render-answer.ts), listed here so that a POST body takes them too.
+  quality: { kind: 'number', description: 'jpg, webp, avif: encoder quality 1..100 (default render.*_quality)' },
+  lossless: { kind: 'boolean', description: 'webp, avif: lossless encoding (default false)' },
+  lang: { kind: 'text', description: 'BCP 47 tag: labels in this language (else Accept-Language when the style honours it, else its default_language)' },
 } as const satisfies Record<string, StaticParameter>;
 
 export type StaticParameterName = keyof typeof STATIC_PARAMETERS;

@@ -109,15 +109,19 @@ export type Output = { ok: true; out: RenderOutput; headers: Record<string, stri
  * from Accept; `quality`, `lossless`) and the language of the labels (`lang`, or Accept-Language when the style
  * honours it). A bad value is the 400 naming its parameter.
  */
-export function renderOutput(c: Context, b: Extract<Begun, { state: unknown }>, format: RequestedFormat): Output {
+/**
+ * How a render is encoded and in which language: `quality`, `lossless` and `lang` read through `from` (the query
+ * string; a static map's POST body first), the format negotiated from `Accept` when it is `auto`.
+ */
+export function renderOutput(c: Context, b: Extract<Begun, { state: unknown }>, format: RequestedFormat, from: { one(name: string): string | undefined } = { one: (n) => c.req.query(n) }): Output {
   const cfg = b.state.config.render;
   const enc = requestEncoding(
     format === 'auto' ? undefined : format,
-    { quality: c.req.query('quality'), lossless: c.req.query('lossless'), accept: c.req.header('accept') },
+    { quality: from.one('quality'), lossless: from.one('lossless'), accept: c.req.header('accept') },
     { jpeg: cfg.jpeg_quality, webp: cfg.webp_quality, avif: cfg.avif_quality },
   );
   if (!enc.ok) return { ok: false, res: invalid(c, enc.problem) };
-  const language = requestLanguage(c, b.style);
+  const language = requestLanguage(c, b.style, from.one('lang'));
   if (!language.ok) return { ok: false, res: language.res };
   const headers = languageHeaders(language.value);
   const vary = [...(enc.value.negotiated ? ['Accept'] : []), ...(headers.Vary ? [headers.Vary] : [])];

@@ -134,8 +134,8 @@ async function drawStatic(c: Context, b: Exclude<Begun, { res: Response }>, para
   if (tooLarge) return invalid(c, tooLarge);
   const cam = staticCamera(view.value, query.value, size.value.width, size.value.height);
   if (!cam.ok) return invalid(c, cam.problem);
-  // Encoding and language come from the query string in both forms (POST included).
-  const output = renderOutput(c, b, size.value.format);
+  // Encoding and language: members of a POST body, else the query string (GET reads its query through `params`).
+  const output = renderOutput(c, b, size.value.format, { one: (n) => params.one(n) ?? c.req.query(n) });
   if (!output.ok) return output.res;
   try {
     const withIcons = await b.render.markerIcons.resolve(b.state, b.style, query.value.overlays, size.value.scale, c.req.raw.signal);
