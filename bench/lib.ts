@@ -279,13 +279,11 @@ export class ChildServer {
 let clockTicks: number | undefined;
 
 /**
- * CPU seconds (user + system) used so far by every live process of a process group, from /proc (Linux).
- * On a machine shared with other work, CPU time per request is steadier than requests per second.
+ * The /proc stat fields after the command name (which may hold spaces) of every live process of a process group:
+ * state (0), ppid, pgrp (2), ... utime (11), stime (12), ... rss in pages (21).
  */
-export function groupCpuSeconds(pgid: number): number | undefined {
-  if (process.platform !== 'linux') return undefined;
-  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-  let ticks = 0;
+function groupStats(pgid: number): string[][] {
+  const out: string[][] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -294,30 +292,26 @@ export function groupCpuSeconds(pgid: number): number | undefined {
     } catch {
       continue; // exited meanwhile
     }
-    // Fields after the command name (which may hold spaces): state ppid pgrp ... utime (12th) stime (13th).
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12]);
+    if (Number(f[2]) === pgid) out.push(f);
   }
-  return ticks / clockTicks;
+  return out;
+}
+
+/**
+ * CPU seconds (user + system) used so far by every live process of a process group, from /proc (Linux).
+ * On a machine shared with other work, CPU time per request is steadier than requests per second.
+ */
+export function groupCpuSeconds(pgid: number): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+  return groupStats(pgid).reduce((ticks, f) => ticks + Number(f[11]) + Number(f[12]), 0) / clockTicks;
 }
 
 /** Resident memory (bytes) of every live process of a process group, from /proc (Linux): `rss` pages of each. */
 export function groupRssBytes(pgid: number): number | undefined {
   if (process.platform !== 'linux') return undefined;
-  let pages = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // After the command name: state (0), ppid, pgrp (2), ... rss in pages (21).
-    if (Number(f[2]) === pgid) pages += Number(f[21]);
-  }
-  return pages * 4096;
+  return groupStats(pgid).reduce((pages, f) => pages + Number(f[21]), 0) * 4096;
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
