@@ -3,7 +3,8 @@
 // a throwaway PostgreSQL + PostGIS with ogr2ogr. For each format and for the PostGIS table: tiles/s with the tile
 // cache off (every request cuts a tile), the server's CPU seconds per tile, and the ratio to PostGIS; then each
 // file source's memory (the file_source_memory_bytes gauge). Targets (issue 36): GeoPackage >= 0.8x the PostGIS
-// path, GeoJSON in memory >= 2x.
+// path, GeoJSON in memory >= 2x. The runs are made twice: with the workers' default young generation
+// (server.semi_space_mb = 64) and with Node's own (0), which decides how much of a file tile's CPU goes to the GC.
 //
 //   BENCH=files make bench          (or: node --import tsx bench/files.bench.ts after a build)
 //
@@ -80,43 +81,51 @@ async function main(): Promise<void> {
   try {
     loadCityIntoPostgis(files, db.url);
     const sources = FORMATS.map((f) => `[[sources]]\nid = "${f.type}"\ntype = "${f.type}"\npath = ${JSON.stringify(f.write(files, dir))}\nmaxzoom = 16\n${f.extra ?? ''}\n`).join('\n');
-    const port = await freePort();
-    const scrape = await freePort();
-    const config = path.join(dir, 'files.toml');
-    writeFileSync(
-      config,
-      `[server]\nhost = "127.0.0.1"\nport = ${port}\nworkers = ${WORKERS}\ndisable_render = true\n\n[cache]\nenabled = false\n\n[telemetry]\nscrape_bind = "127.0.0.1:${scrape}"\n\n${sources}\n` +
-        `[postgres]\nconnection_string = "${db.url}"\npool_size = 8\n\n[[postgres.tables]]\nid = "postgis"\ntable = "${LAYER}"\nid_column = "fid"\nmaxzoom = 16\n`,
-    );
-    server = ChildServer.start('files', process.execPath, [CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
-    const base = `http://127.0.0.1:${port}`;
-    await server.waitReady(`${base}/health`);
     const tiles = cityTiles();
-    const rows: string[][] = [['source', 'tiles/s', 'CPU ms per tile', 'ratio to PostGIS', 'target']];
-    const measure = async (id: string) => {
-      const paths = tiles.map((t) => `/data/${id}/${t}.pbf`);
-      // Every process cuts each tile once first (in-memory indexes are built at the first tile).
-      for (let pass = 0; pass < WORKERS; pass++) for (const p of paths) await httpGet(`${base}${p}`);
-      const cpu0 = server!.cpuSeconds() ?? NaN;
-      const r = await cycleLoad(base, paths, { connections: CONNECTIONS, duration: DURATION, timeout: 10, headers: {} });
-      if (r.non2xx) throw new Error(`${id}: ${r.non2xx} answers were not 2xx`);
-      const cpu = (server!.cpuSeconds() ?? NaN) - cpu0;
-      return { rate: r.requests.average, cpuMs: (cpu * 1000) / Math.max(1, r.requests.total) };
-    };
-    const pg = await measure('postgis');
-    rows.push(['postgis (server CPU only; the database\'s own is not counted)', fmt(pg.rate), fmt(pg.cpuMs, 2), '1.00', '']);
-    for (const f of FORMATS) {
-      const m = await measure(f.type);
-      const target = f.type === 'geojson' ? '>= 2 (in memory)' : '>= 0.8';
-      rows.push([f.type, fmt(m.rate), fmt(m.cpuMs, 2), fmt(m.rate / pg.rate, 2), target]);
+    // The same sources under the default young generation of the workers (server.semi_space_mb, 64) and under
+    // Node's own (0): a file tile makes many short-lived objects, and that setting decides how many die young.
+    for (const semi of [64, 0]) {
+      const port = await freePort();
+      const scrape = await freePort();
+      const config = path.join(dir, `files-${semi}.toml`);
+      writeFileSync(
+        config,
+        `[server]\nhost = "127.0.0.1"\nport = ${port}\nworkers = ${WORKERS}\ndisable_render = true\nsemi_space_mb = ${semi}\n\n[cache]\nenabled = false\n\n[telemetry]\nscrape_bind = "127.0.0.1:${scrape}"\n\n${sources}\n` +
+          `[postgres]\nconnection_string = "${db.url}"\npool_size = 8\n\n[[postgres.tables]]\nid = "postgis"\ntable = "${LAYER}"\nid_column = "fid"\nmaxzoom = 16\n`,
+      );
+      server = ChildServer.start('files', process.execPath, [CLI, '--config', config], { env: { LOG_LEVEL: 'warn' } });
+      const base = `http://127.0.0.1:${port}`;
+      await server.waitReady(`${base}/health`);
+      const rows: string[][] = [['source', 'tiles/s', 'CPU ms per tile', 'ratio to PostGIS', 'target']];
+      const measure = async (id: string) => {
+        const paths = tiles.map((t) => `/data/${id}/${t}.pbf`);
+        // Every process cuts each tile once first (in-memory indexes are built at the first tile).
+        for (let pass = 0; pass < WORKERS; pass++) for (const p of paths) await httpGet(`${base}${p}`);
+        const cpu0 = server!.cpuSeconds() ?? NaN;
+        const r = await cycleLoad(base, paths, { connections: CONNECTIONS, duration: DURATION, timeout: 10, headers: {} });
+        if (r.non2xx) throw new Error(`${id}: ${r.non2xx} answers were not 2xx`);
+        const cpu = (server!.cpuSeconds() ?? NaN) - cpu0;
+        return { rate: r.requests.average, cpuMs: (cpu * 1000) / Math.max(1, r.requests.total) };
+      };
+      const pg = await measure('postgis');
+      rows.push(['postgis (server CPU only; the database\'s own is not counted)', fmt(pg.rate), fmt(pg.cpuMs, 2), '1.00', '']);
+      for (const f of FORMATS) {
+        const m = await measure(f.type);
+        const target = f.type === 'geojson' ? '>= 2 (in memory)' : '>= 0.8';
+        rows.push([f.type, fmt(m.rate), fmt(m.cpuMs, 2), fmt(m.rate / pg.rate, 2), target]);
+      }
+      const metrics = (await httpGet(`http://127.0.0.1:${scrape}/metrics`)).body.toString();
+      const memory = FORMATS.map((f) => {
+        const bytes = Number(new RegExp(`^file_source_memory_bytes\\{source="${f.type}"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+        return [f.type, `${fmt(bytes / 1048576, 1)} MB`];
+      });
+      const rss = server.rssBytes() ?? NaN;
+      await server.stop().catch(() => {});
+      server = undefined;
+      const young = semi ? `server.semi_space_mb = ${semi}` : "server.semi_space_mb = 0 (Node's own young generation)";
+      process.stdout.write(`\n${tiles.length} tiles (z${CITY_TILE.z}-${CITY_TILE.z + 3}), ${CONNECTIONS} connections, ${WORKERS} processes, ${DURATION} s each, cache off, ${young}\n`);
+      process.stdout.write(`${table(rows)}\n\nmemory per source (summed over processes); the server's RSS after the runs: ${fmt(rss / 1048576)} MB\n${table([['source', 'memory'], ...memory])}\n`);
     }
-    const metrics = (await httpGet(`http://127.0.0.1:${scrape}/metrics`)).body.toString();
-    const memory = FORMATS.map((f) => {
-      const bytes = Number(new RegExp(`^file_source_memory_bytes\\{source="${f.type}"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
-      return [f.type, `${fmt(bytes / 1048576, 1)} MB`];
-    });
-    process.stdout.write(`\n${tiles.length} tiles (z${CITY_TILE.z}-${CITY_TILE.z + 3}), ${CONNECTIONS} connections, ${WORKERS} processes, ${DURATION} s each, cache off\n`);
-    process.stdout.write(`${table(rows)}\n\nmemory per source (summed over processes)\n${table([['source', 'memory'], ...memory])}\n`);
   } finally {
     await server?.stop().catch(() => {});
     db.destroy();

@@ -39,6 +39,9 @@ const alive = (pid: number) => {
   }
 };
 
+/** A process's arguments, node's own flags included. */
+const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+
 /** Pids that served a run of fresh connections. */
 async function servingPids(port: number, candidates: number[], connections = 8): Promise<Set<number>> {
   const seen = new Set<number>();
@@ -114,6 +117,9 @@ describe('workers = 2', () => {
     assert.deepEqual([...served].sort((a, b) => a - b), workers, 'every worker served a connection');
     const tile = await request(server.url, '/data/omt/0/0/0.pbf');
     assert.equal(tile.status, 200);
+    // server.semi_space_mb (default 64) reaches every worker's node, not the primary's (whose heap was made first).
+    for (const pid of workers) assert.ok(cmdline(pid).includes('--max-semi-space-size=64'), `worker ${pid}: ${cmdline(pid).join(' ')}`);
+    assert.ok(!cmdline(primary).some((a) => a.startsWith('--max-semi-space-size')), cmdline(primary).join(' '));
   });
 
   test('SIGHUP re-reads the config file: the new hash and sources on every worker', async () => {
@@ -176,6 +182,7 @@ describe('workers = 2', () => {
       return s.has(replacement) ? s : undefined;
     });
     assert.ok(served.has(replacement));
+    assert.ok(cmdline(replacement).includes('--max-semi-space-size=64'), `the replacement starts with the workers' flags: ${cmdline(replacement).join(' ')}`);
     assert.deepEqual(await hashesSeen(server), new Set([sha256(configText(remote.url, `[[sources]]\nid = "cities"\ntype = "mbtiles"\npath = "${fixture('vector/world_cities.mbtiles')}"\n`))]));
   });
 

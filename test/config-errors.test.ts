@@ -216,6 +216,9 @@ const INVALID_VALUES: [string, string][] = [
   ['server.transcode_threads', '0'],
   ['server.transcode_threads', '1.5'],
   ['server.transcode_threads', '"auto"'],
+  ['server.semi_space_mb', '-1'],
+  ['server.semi_space_mb', '1025'],
+  ['server.semi_space_mb', '2.5'],
 ];
 
 test('every [render] key has an invalid value below', () => {
@@ -225,7 +228,7 @@ test('every [render] key has an invalid value below', () => {
   assert.deepEqual([...covered].sort(), keys.sort());
 });
 
-test('an invalid value of any [render] key, server.tile_cache_control or server.transcode_threads stops start-up: one line naming the key, exit 1, no stack', async () => {
+test('an invalid value of any [render] key, server.tile_cache_control, server.transcode_threads or server.semi_space_mb stops start-up: one line naming the key, exit 1, no stack', async () => {
   const results: { key: string; value: string; code: number | null; stderr: string; file: string }[] = [];
   const queue = [...INVALID_VALUES];
   // Two CLIs at a time: each is a whole Node start.

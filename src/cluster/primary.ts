@@ -8,6 +8,7 @@ import { buildAppState } from '../state/build.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
 import { ServiceReloader, type ApplyReload, type ProcessReloaded } from './reloader.js';
 import { UploadRelay } from './upload-relay.js';
+import { workerExecArgv } from './worker-flags.js';
 import { PEER_ENV, type PeerLink } from '../render/peers.js';
 import { serveClusterLimits } from '../limits/cluster.js';
 
@@ -27,6 +28,8 @@ export class WorkerStartError extends Error {
  * replacement too.
  */
 export function runPrimary(initial: LoadedConfig, count: number): Promise<ServiceReloader> {
+  // Read once: every worker, replacements included, starts with the flags of the configuration the service started with.
+  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, initial.config.server.semi_space_mb) });
   let loaded = initial;
   let stopping = false;
   /** Some worker has listened: from then on a dead worker is replaced. */

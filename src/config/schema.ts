@@ -61,6 +61,12 @@ export const ServerSchema = v.object({
   max_header_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(1_048_576)), 16_384),
   /** Reload when an archive, style, sprite or font file of the configuration changes on disk (as SIGHUP does). */
   watch: v.optional(v.boolean(), false),
+  /**
+   * V8's largest semi-space in MiB for each forked worker process (`--max-semi-space-size`); 0 leaves Node's own
+   * (16). A request's short-lived objects die in the young generation when it is large enough, instead of being
+   * copied and promoted (docs/operations.md). Not reloadable.
+   */
+  semi_space_mb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1024)), 64),
 });
 
 /** GDAL's warp resampling methods (GDALResampleAlg names). */
