@@ -4,6 +4,9 @@
 // properties are the only ones carried; TileJSON hands the filter on; bad filters, filters too long or too costly,
 // sources that take none, and injection attempts get a 400 naming the parameter (or the right rows), never a 500.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import fc from './helpers/fast-check.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
@@ -24,16 +27,29 @@ interface Row {
 
 let db: PostgresCluster;
 let server: TestServer;
+let dir: string;
 let rows: Row[];
 
 before(async () => {
   db = await startPostgres(['seed.sql', 'ogc.sql']);
+  dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-tile-filters-'));
+  const places = path.join(dir, 'places.geojson');
+  writeFileSync(places, JSON.stringify({
+    type: 'FeatureCollection',
+    features: ['park', 'lake', 'park'].map((kind, i) => ({ type: 'Feature', id: i + 1, properties: { kind, rank: i }, geometry: { type: 'Point', coordinates: [10 * i, 5 * i] } })),
+  }));
   server = await startServer({
     toml: `
 [[sources]]
 id = "world"
 type = "pmtiles"
 path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
+[[sources]]
+id = "places"
+type = "geojson"
+path = "${places}"
+filter_max_length = 40
+filter_max_terms = 4
 [postgres]
 connection_string = "${db.url}"
 pool_size = 4
@@ -56,6 +72,7 @@ allow_filters = false
 after(async () => {
   await server?.stop();
   db?.destroy();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const tileUrl = (query: Record<string, string>, source = 'points', fmt = 'pbf') => `${server.url}/data/${source}/0/0/0.${fmt}?${new URLSearchParams(query)}`;
@@ -162,6 +179,30 @@ test('bad input: 400 problem+json naming the parameter; never a 500', async () =
   }
   // The unfiltered source that forbids filters still serves its tiles.
   assert.equal((await get(tileUrl({}, 'fixed'))).status, 200);
+});
+
+test("a data-file source has its own limits (filter_max_length, filter_max_terms), not the [postgres] section's", async () => {
+  const long = `kind = 'park' OR kind = '${'x'.repeat(20)}'`;
+  assert.ok(long.length > 40 && long.length <= 300);
+  const costly = 'rank = 0 OR rank = 1 OR rank = 2';
+  const body = async (query: Record<string, string>, source: string) => {
+    const res = await get(tileUrl(query, source));
+    return { status: res.status, json: res.status === 400 ? JSON.parse(res.body.toString()) : undefined, body: res.body };
+  };
+  // Within the table's limits (300 characters, 20 terms), past the file source's.
+  assert.ok([200, 204].includes((await body({ filter: long }, 'points')).status));
+  const tooLong = await body({ filter: long }, 'places');
+  assert.equal(tooLong.status, 400);
+  assert.match(tooLong.json.title, /Filter too long/);
+  assert.match(tooLong.json.detail, /at most 40/);
+  assert.equal(tooLong.json.parameter, 'filter');
+  const tooCostly = await body({ filter: costly }, 'places');
+  assert.equal(tooCostly.status, 400);
+  assert.match(tooCostly.json.title, /Filter too costly/);
+  // Within its own limits the file source filters: the two parks of the three places.
+  const ok = await body({ filter: "kind = 'park'" }, 'places');
+  assert.equal(ok.status, 200);
+  assert.deepEqual((readMvt(ok.body).get('places')?.features ?? []).map((f) => Number(f.id)).sort(), [1, 3]);
 });
 
 test('injection attempts reach no SQL: the right rows or a 400, and the table is still there', async () => {

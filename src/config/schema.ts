@@ -173,6 +173,10 @@ const FILE_ENTRIES = {
   max_features: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   /** Whether tile requests may carry `filter` (CQL2) and `properties` (docs/files.md); default true. */
   allow_filters: v.optional(v.boolean()),
+  /** Longest `filter` a tile request may carry, in characters; default 2048 (as `[postgres] tile_filter_max_length`). */
+  filter_max_length: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16_384))),
+  /** Most conditions, values and properties one tile filter may hold; default 64 (as `[postgres] tile_filter_max_terms`). */
+  filter_max_terms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000))),
 };
 
 /** Source types read from a local data file and served as vector tiles made on request. */

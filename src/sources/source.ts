@@ -47,6 +47,8 @@ export interface SourceInfo {
   takesParams?: boolean;
   /** Tile requests may carry a CQL2 `filter` and a `properties` list (PostGIS tables, unless `allow_filters = false`). */
   filterable?: boolean;
+  /** How long and how costly a tile filter of this source may be; undefined: the `[postgres]` limits (tables). */
+  filterLimits?: { maxLength: number; maxTerms: number };
   /** An elevation source (`dem` in its configuration): how its tiles encode metres (docs/terrain.md). */
   dem?: DemEncodingName;
   /** Which version of the data this info describes (a remote archive's ETag); part of the tile cache key. */

@@ -155,7 +155,8 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
 function requestFilter(c: Context, state: AppState, info: SourceInfo | undefined, query: URLSearchParams): TileFilter | undefined | Response {
   if (!FILTER_PARAMS.some((p) => query.has(p))) return undefined;
   const pg = state.config.postgres;
-  const parsed = parseTileFilter(query, { maxLength: pg?.tile_filter_max_length ?? 2048, maxTerms: pg?.tile_filter_max_terms ?? 64 });
+  // A data-file source has its own limits (it may be served with no [postgres] section to set them in).
+  const parsed = parseTileFilter(query, info?.filterLimits ?? { maxLength: pg?.tile_filter_max_length ?? 2048, maxTerms: pg?.tile_filter_max_terms ?? 64 });
   if (!parsed.ok) return problem(c, 400, parsed.title, parsed.detail, { parameter: parsed.parameter });
   if (parsed.filter && info && !info.filterable) {
     const why = info.type === 'postgres-table' || (FILE_SOURCE_TYPES as readonly string[]).includes(info.type) ? 'its configuration has allow_filters = false' : 'only PostGIS tables and data-file sources take filter and properties';

@@ -29,6 +29,9 @@ export const DEFAULT_EXTENT = 4096;
 export const DEFAULT_MAX_FEATURES = 200_000;
 export const DEFAULT_MINZOOM = 0;
 export const DEFAULT_MAXZOOM = 14;
+/** A tile filter's limits when the source sets none: those of PostGIS tables by default. */
+const DEFAULT_FILTER_MAX_LENGTH = 2048;
+const DEFAULT_FILTER_MAX_TERMS = 64;
 /** geojson-vt's simplification tolerance, in tile units (of 4096: under a fifth of a 256-pixel tile's pixel). */
 const TOLERANCE = 1;
 /** The name filters use for a file feature's geometry (S_INTERSECTS(geometry, ...), geometry IS NULL). */
@@ -191,6 +194,7 @@ export class FileSource implements TileSource {
         maxzoom,
       })),
       filterable: cfg.allow_filters !== false,
+      filterLimits: { maxLength: cfg.filter_max_length ?? DEFAULT_FILTER_MAX_LENGTH, maxTerms: cfg.filter_max_terms ?? DEFAULT_FILTER_MAX_TERMS },
       // Part of the tile cache key: tiles of the file as it was before a change are not answered after it.
       revision: `${Math.round(stamp.mtimeMs)}-${stamp.size}`,
     };
