@@ -2,7 +2,7 @@
 // layer is the collection `{source}:{layer}`, through the real server. The Dortmund city layers
 // (test/helpers/city-features.ts) are the tables; what each layer collection answers is compared with what GDAL
 // reads from the same table (`ogr2ogr -f GeoJSON -preserve_fid`, with `-spat` for a bbox and `-where` for a
-// filter): the same ids, properties and geometries. One server for the file, a few seconds in all.
+// filter): the same ids, properties and geometries; GDAL's OGCAPI driver opens one. One server, a few seconds.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -146,6 +146,11 @@ test('each layer of a GeoPackage of several tables is a collection {source}:{lay
   sameFeatures([one], gdalFeatures('transportation', ['-fid', '42']), 'city:transportation/items/42');
   assert.ok(one.links.some((l) => l.rel === 'collection' && l.href.endsWith('/ogc/collections/city:transportation')));
   await problemOf('/ogc/collections/city:transportation/items/99999');
+  // A GIS client opens a layer collection as a layer of features (GDAL's OGCAPI driver; its count is numberMatched).
+  const gdal = gdalTool('ogrinfo', ['-ro', '-al', '-so', '-oo', 'API=ITEMS', `OGCAPI:${server.url}/ogc/collections/city:place`]);
+  assert.equal(gdal.status, 0, gdal.stderr);
+  assert.match(gdal.stdout, /Layer name: city:place\n/);
+  assert.match(gdal.stdout, new RegExp(`Feature Count: ${files.counts.place}\\n`));
 });
 
 test('bbox, property=value, CQL2 filters and paging per layer select what ogr2ogr -spat / -where selects', async () => {
