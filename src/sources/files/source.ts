@@ -239,11 +239,6 @@ export class FileSource implements TileSource {
     return this.current.layerQueryables.get(layer) ?? [];
   }
 
-  /** Served property names per layer (OGC API - Features lists them). */
-  servedProperties(layer: string): string[] {
-    return this.current.served.get(layer) ?? [];
-  }
-
   /** The filter as a predicate; throws TileUnavailableError 400 naming `filter` when it does not fit the properties. */
   predicate(filter: TileFilter): Predicate | undefined {
     if (!filter.expr) return undefined;
