@@ -320,7 +320,7 @@ test('OGC API - Features for file sources: items with bbox, property=value, CQL2
   const bad = await fetch(`${server.url}/ogc/collections/roads/items?nosuch=1`);
   assert.equal(bad.status, 400);
   assert.equal(((await bad.json()) as { parameter: string }).parameter, 'nosuch');
-  assert.equal((await fetch(`${server.url}/ogc/collections/city/items`)).status, 404, 'a GeoPackage of several layers has tiles only');
+  assert.equal((await fetch(`${server.url}/ogc/collections/city/items`)).status, 404, 'a GeoPackage of several layers: its own collection has tiles only, each layer is a collection city:{layer} (test/ogc-file-layers.test.ts)');
 });
 
 test('file source memory is reported per source as a metric', async () => {

@@ -7,7 +7,10 @@
 //
 // The path is normalised as @hono/node-server and Hono do it (dot segments resolved by URL, then each segment
 // percent-decoded), so that `/data/os%6D/...` or `/x/../data/osm/...` cannot reach a source under another name.
-// Nothing here throws.
+// Nothing here throws. An OGC layer collection `{source}:{layer}` (src/ogc/layer-ids.ts) touches its source only,
+// so that it is exactly as open as the source whose file it reads, whatever its layer is named.
+
+import { splitLayerCollectionId } from '../ogc/layer-ids.js';
 
 export type Target = { kind: 'source'; id: string } | { kind: 'style'; id: string } | { kind: 'shared' };
 
@@ -95,7 +98,11 @@ export function pathTargets(url: string | undefined): PathTargets {
       if (second === 'upload') return withTargets([SHARED, ...sources(third)]);
       return NONE;
     case 'ogc':
-      if (second === 'collections') return third === undefined || third === '' ? LISTING : withTargets(sources(third));
+      if (second === 'collections') {
+        if (third === undefined || third === '') return LISTING;
+        const layer = splitLayerCollectionId(third);
+        return withTargets(sources(layer ? layer.source : third));
+      }
       if (second === 'styles') return third === undefined || third === '' ? LISTING : withTargets([{ kind: 'style', id: third }]);
       if (second === 'map') return LISTING;
       return NONE;

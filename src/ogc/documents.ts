@@ -7,7 +7,7 @@ import { withKey, type UrlContext } from '../sources/tilejson.js';
 import type { TileSource } from '../sources/source.js';
 import { isVector, type TileFormat } from '../tiles/format.js';
 import { PgTableSource } from '../sources/postgres/table.js';
-import { hasFileFeatures } from './features.js';
+import { layerCollections, ownFeatures, type FileCollection } from './feature-collections.js';
 import { CRS84, CRS_3857, TMS_ID, TMS_URI, tileMatrixLimits, type TileMatrixLimits } from './tms.js';
 
 export const REL = {
@@ -89,7 +89,8 @@ export function selfLinks(h: Hrefs, path: string, title: string, type = JSON_TYP
   ];
 }
 
-const seg = (id: string) => encodeURIComponent(id);
+/** An id as a path segment. A layer collection's ":" stays as it is (a path may hold it), so `city:roads` reads as typed. */
+export const seg = (id: string) => encodeURIComponent(id).replaceAll('%3A', ':');
 
 /** The sources OGC API offers as collections: configured sources, named composites, elevation sources' hillshade and contours. */
 export function collectionSources(state: AppState): TileSource[] {
@@ -117,7 +118,7 @@ export function landingPage(h: Hrefs, styles: boolean): Record<string, unknown> 
       { href: h.ogc('/map/tiles'), rel: REL.tilesetsMap, type: JSON_TYPE, title: 'map tilesets of the dataset (one per style)' },
     );
   }
-  return { title: 'tileserver-ts', description: 'Map tiles of every source and style (OGC API - Tiles) and features of PostGIS tables (OGC API - Features).', links };
+  return { title: 'tileserver-ts', description: 'Map tiles of every source and style (OGC API - Tiles) and features of PostGIS tables and data files (OGC API - Features).', links };
 }
 
 export function conformance(hasFeatures: boolean, styles: boolean): { conformsTo: string[] } {
@@ -141,6 +142,18 @@ export function tileMatrixSets(h: Hrefs): Record<string, unknown> {
 
 const dataType = (s: TileSource) => (isVector(s.info.format) ? 'vector' : 'map');
 
+/** What a collection with features adds to its document: its CRSs and the items and queryables links. */
+function addFeatures(doc: Record<string, unknown>, links: Link[], h: Hrefs, path: string): void {
+  doc.itemType = 'feature';
+  doc.crs = [CRS84];
+  doc.storageCrs = CRS84;
+  links.push(
+    { href: h.ogc(`${path}/items`, { f: 'json' }), rel: 'items', type: GEOJSON_TYPE, title: 'features' },
+    { href: h.ogc(`${path}/items`, { f: 'html' }), rel: 'items', type: HTML_TYPE, title: 'features as HTML' },
+    { href: h.ogc(`${path}/queryables`), rel: REL.queryables, type: SCHEMA_TYPE, title: 'queryables' },
+  );
+}
+
 export function collection(h: Hrefs, s: TileSource): Record<string, unknown> {
   const info = s.info;
   const path = `/collections/${seg(info.id)}`;
@@ -156,23 +169,48 @@ export function collection(h: Hrefs, s: TileSource): Record<string, unknown> {
     extent: { spatial: { bbox: [info.bounds], crs: CRS84 } },
     dataType: dataType(s),
   };
-  if (s instanceof PgTableSource || hasFileFeatures(s)) {
-    doc.itemType = 'feature';
-    doc.crs = [CRS84];
-    doc.storageCrs = CRS84;
-    links.push(
-      { href: h.ogc(`${path}/items`, { f: 'json' }), rel: 'items', type: GEOJSON_TYPE, title: 'features' },
-      { href: h.ogc(`${path}/items`, { f: 'html' }), rel: 'items', type: HTML_TYPE, title: 'features as HTML' },
-      { href: h.ogc(`${path}/queryables`), rel: REL.queryables, type: SCHEMA_TYPE, title: 'queryables' },
-    );
+  if (ownFeatures(s)) addFeatures(doc, links, h, path);
+  // A file of several layers: its tiles here, each layer's features in a collection of its own.
+  for (const l of layerCollections(s)) {
+    links.push({ href: h.ogc(`/collections/${seg(l.id)}`), rel: 'related', type: JSON_TYPE, title: `features of layer ${l.layer} (collection ${l.id})` });
   }
   doc.links = links;
   return doc;
 }
 
-/** `keep`: which sources the request may see (access control, docs/access.md); default all. */
+/**
+ * The collection of one layer of a file source of several layers (`{source}:{layer}`): features only, its extent
+ * the layer's own. Its tiles are that layer of the source's tiles, so it links up to the source's collection
+ * rather than offering a tileset of its own.
+ */
+export function layerCollection(h: Hrefs, c: FileCollection): Record<string, unknown> {
+  const info = c.source.info;
+  const path = `/collections/${seg(c.id)}`;
+  const layer = c.source.layers.find((l) => l.name === c.layer);
+  const links: Link[] = [
+    ...selfLinks(h, path, c.title),
+    { href: h.ogc(`/collections/${seg(info.id)}`), rel: 'up', type: JSON_TYPE, title: `the source ${info.id}, whose vector tiles carry this layer as "${c.layer}"` },
+  ];
+  const doc: Record<string, unknown> = {
+    id: c.id,
+    title: c.title,
+    description: `Layer "${c.layer}" of ${info.name}${info.description ? `: ${info.description}` : ''}`,
+    ...(info.attribution ? { attribution: info.attribution } : {}),
+    // An empty layer has no extent of its own: the source's stands for it.
+    extent: { spatial: { bbox: [layer?.bounds ?? info.bounds], crs: CRS84 } },
+    dataType: 'vector',
+  };
+  addFeatures(doc, links, h, path);
+  doc.links = links;
+  return doc;
+}
+
+/** `keep`: which sources the request may see (access control, docs/access.md); default all. A source's layer collections follow it. */
 export function collections(h: Hrefs, state: AppState, keep: (s: TileSource) => boolean = () => true): Record<string, unknown> {
-  return { links: selfLinks(h, '/collections', 'collections'), collections: collectionSources(state).filter(keep).map((s) => collection(h, s)) };
+  const docs = collectionSources(state)
+    .filter(keep)
+    .flatMap((s) => [collection(h, s), ...layerCollections(s).map((l) => layerCollection(h, l))]);
+  return { links: selfLinks(h, '/collections', 'collections'), collections: docs };
 }
 
 /** The tile matrix limits of a source: its zoom range, cut to its bounds unless its tiles exist everywhere. */

@@ -1,4 +1,4 @@
-// OGC API - Features over a PostGIS table source (and, at the end, over a data-file source): queryables from the table's columns, and items read with one
+// OGC API - Features over a PostGIS table source (and, at the end, over a layer of a data-file source): queryables from the table's columns, and items read with one
 // parameterised query (plus a count for numberMatched). Every condition (bbox, property=value, CQL2) becomes SQL
 // through ./cql2/sql.ts, so identifiers come from the catalogue and values are bound.
 import { escapeIdentifier as ident } from 'pg';
@@ -183,34 +183,35 @@ export async function readItem(t: FeatureTable, featureId: string): Promise<Feat
 }
 
 /**
- * A data-file source answers OGC API - Features when it has one layer (a GeoJSON file, a GeoPackage serving one
- * table): its features are that layer's, read through the file's index and filtered in memory with the same CQL2
- * semantics as the SQL above (src/cql2/evaluate.ts).
+ * The queryables of one layer of a file source as JSON Schema: the layer's served properties and its geometry.
+ * A file source's collections each read one layer (feature-collections.ts): the source's own when it has one
+ * layer, `{source}:{layer}` when it has several.
  */
-export function hasFileFeatures(s: unknown): s is FileSource {
-  return s instanceof FileSource && s.layers.length === 1;
-}
-
-/** The queryables of a file source as JSON Schema: its served properties and its geometry. */
-export function fileQueryablesSchema(s: FileSource, id: string, title: string): Record<string, unknown> {
+export function fileQueryablesSchema(s: FileSource, layer: string, id: string, title: string): Record<string, unknown> {
   const props: Record<string, unknown> = {};
-  for (const q of s.queryables()) props[q.name] = { title: q.name, ...JSON_SCHEMA_TYPE[q.kind] };
+  for (const q of s.layerQueryables(layer)) props[q.name] = { title: q.name, ...JSON_SCHEMA_TYPE[q.kind] };
   return { $schema: 'https://json-schema.org/draft/2020-12/schema', $id: id, type: 'object', title, properties: props, additionalProperties: false };
 }
 
-function fileFeature(s: FileSource, layer: string, f: FileFeature): Feature {
+/** A file feature as OGC API answers it, with `served`, the served properties of its layer. */
+function fileFeature(served: readonly string[], f: FileFeature): Feature {
   // Null prototype, then spread (own data properties): a property named __proto__ stays a property.
   const properties: Record<string, unknown> = Object.create(null);
-  for (const name of s.servedProperties(layer)) {
+  for (const name of served) {
     // Readers leave missing values out; a feature lists every served property, null when missing (as PostGIS's do).
     properties[name] = Object.hasOwn(f.properties, name) ? f.properties[name] : null;
   }
   return { type: 'Feature', ...(f.id !== undefined ? { id: f.id } : {}), geometry: f.geometry, properties: { ...properties } };
 }
 
-/** One page of a file source's features and how many match; memory follows the page, not the file. */
-export async function readFileItems(s: FileSource, q: ItemsQuery): Promise<{ features: Feature[]; numberMatched: number }> {
-  const all = s.queryables();
+/**
+ * One page of the features of a layer of a file source and how many match; memory follows the page, not the file.
+ * Conditions may name only that layer's properties (another layer's are unknown properties, 400).
+ */
+export async function readFileItems(s: FileSource, layer: string, q: ItemsQuery): Promise<{ features: Feature[]; numberMatched: number }> {
+  // One reading of the file from the queryables to the last feature, though a reload may replace it meanwhile.
+  const gen = s.generation();
+  const all = gen.layerQueryables.get(layer) ?? [];
   const conditions: Expr[] = [];
   let box: [number, number, number, number] | undefined;
   if (q.bbox) {
@@ -234,25 +235,24 @@ export async function readFileItems(s: FileSource, q: ItemsQuery): Promise<{ fea
   }
   if (q.filter) conditions.push(q.filter);
   const keep = conditions.length ? compileFilter({ op: 'and', args: conditions }, all) : () => true;
-  const layer = s.layers[0].name;
-  const gen = s.generation();
   // The index is asked for the bbox's box; across the antimeridian (west above east) for every feature.
   const search = box && box[0] <= box[2] ? box : undefined;
+  const served = gen.served.get(layer) ?? [];
   const page: Feature[] = [];
   let matched = 0;
   for await (const f of gen.reader.features(layer, search)) {
     if (!keep(f)) continue;
-    if (matched >= q.offset && page.length < q.limit) page.push(fileFeature(s, layer, f));
+    if (matched >= q.offset && page.length < q.limit) page.push(fileFeature(served, f));
     matched++;
   }
   return { features: page, numberMatched: matched };
 }
 
-/** One feature of a file source by its id (a non-negative integer), or undefined. */
-export async function readFileItem(s: FileSource, featureId: string): Promise<Feature | undefined> {
+/** One feature of a layer of a file source by its id (a non-negative integer), or undefined. */
+export async function readFileItem(s: FileSource, layer: string, featureId: string): Promise<Feature | undefined> {
   if (!/^\d{1,15}$/.test(featureId)) return undefined;
   const id = Number(featureId);
-  const layer = s.layers[0].name;
-  for await (const f of s.generation().reader.features(layer, undefined)) if (f.id === id) return fileFeature(s, layer, f);
+  const gen = s.generation();
+  for await (const f of gen.reader.features(layer, undefined)) if (f.id === id) return fileFeature(gen.served.get(layer) ?? [], f);
   return undefined;
 }

@@ -56,6 +56,8 @@ interface Generation {
   /** Per layer: the properties served (config `properties`, else all). */
   served: Map<string, string[]>;
   queryables: Queryable[];
+  /** Per layer: its own served properties and `geometry` (a layer's OGC API - Features collection filters on these). */
+  layerQueryables: Map<string, Queryable[]>;
   indexes: Map<string, GeoJSONVT>;
 }
 
@@ -198,9 +200,12 @@ export class FileSource implements TileSource {
       // Part of the tile cache key: tiles of the file as it was before a change are not answered after it.
       revision: `${Math.round(stamp.mtimeMs)}-${stamp.size}`,
     };
-    const queryables: Queryable[] = [...kinds].map(([name, kind]) => ({ name, kind }));
-    queryables.push({ name: GEOMETRY_QUERYABLE, kind: 'geometry', srid: 4326 });
-    return { reader, info, stamp, served, queryables, indexes: new Map() };
+    const geometry: Queryable = { name: GEOMETRY_QUERYABLE, kind: 'geometry', srid: 4326 };
+    const queryables: Queryable[] = [...[...kinds].map(([name, kind]) => ({ name, kind })), geometry];
+    const layerQueryables = new Map<string, Queryable[]>(
+      reader.layers.map((l) => [l.name, [...served.get(l.name)!.map((name) => ({ name, kind: KIND[l.fields[name]] })), geometry]]),
+    );
+    return { reader, info, stamp, served, queryables, layerQueryables, indexes: new Map() };
   }
 
   /** Rereads the file when it changed since it was read (a reload of an unchanged configuration); the last good reading stays on failure. */
@@ -230,9 +235,12 @@ export class FileSource implements TileSource {
     return this.current.queryables;
   }
 
-  /** Served property names per layer (OGC API - Features lists them). */
-  servedProperties(layer: string): string[] {
-    return this.current.served.get(layer) ?? [];
+  /**
+   * What a filter on one layer's features may name: that layer's served properties (with that layer's types, where
+   * another layer may have the same name with another type) and `geometry`; none for a layer the file lacks.
+   */
+  layerQueryables(layer: string): Queryable[] {
+    return this.current.layerQueryables.get(layer) ?? [];
   }
 
   /** The filter as a predicate; throws TileUnavailableError 400 naming `filter` when it does not fit the properties. */

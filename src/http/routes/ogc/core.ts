@@ -2,8 +2,7 @@
 import * as v from 'valibot';
 import { conformance, Hrefs, landingPage, mapStyles, OPENAPI_30_TYPE, tileMatrixSets } from '../../../ogc/documents.js';
 import { TMS_ID, webMercatorQuad } from '../../../ogc/tms.js';
-import { hasFileFeatures } from '../../../ogc/features.js';
-import { PgTableSource } from '../../../sources/postgres/table.js';
+import { offersFeatures } from '../../../ogc/feature-collections.js';
 import type { AppState } from '../../../state/app-state.js';
 import { urlContext, type ServerContext } from '../../context.js';
 import { problem } from '../../problem.js';
@@ -13,7 +12,7 @@ import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
 
 const DOC = (description: string) => ({ description, content: { 'application/json': true as const, 'text/html': true as const } });
 
-const hasFeatures = (state: AppState) => [...state.sources.values()].some((s) => s instanceof PgTableSource || hasFileFeatures(s));
+const hasFeatures = (state: AppState) => [...state.sources.values()].some(offersFeatures);
 
 export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
   const styled = (state: AppState) => mapStyles(state, ctx.render !== undefined).length > 0;
@@ -42,7 +41,7 @@ export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
       const doc = openApi30(
         openApiDocument(r.docs(state), ctx.version),
         (p) => p === '/ogc' || p.startsWith('/ogc/'),
-        { title: 'tileserver-ts OGC API', description: 'OGC API - Tiles of every source and style, and OGC API - Features of PostGIS tables.' },
+        { title: 'tileserver-ts OGC API', description: 'OGC API - Tiles of every source and style, and OGC API - Features of PostGIS tables and data files.' },
         u.base,
       );
       return sendDoc(c, state, 'OpenAPI 3.0 description', doc, OPENAPI_30_TYPE);

@@ -1,22 +1,24 @@
-// OGC API - Features (Part 1, read-only) and Part 3 filtering for PostGIS table sources and single-layer data-file sources: items with bbox,
+// OGC API - Features (Part 1, read-only) and Part 3 filtering for PostGIS table sources and the layers of data-file
+// sources (a one-layer source's own collection, `{source}:{layer}` for each layer of a source of several): items with bbox,
 // limit/offset paging, property=value and CQL2 filters, one item by id, and the queryables.
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { Cql2Error, type Expr } from '../../../cql2/ast.js';
 import { parseCql2Json } from '../../../cql2/json.js';
 import { parseCql2Text } from '../../../cql2/text.js';
-import { GEOJSON_TYPE, HTML_TYPE, Hrefs, JSON_TYPE, SCHEMA_TYPE, type Link } from '../../../ogc/documents.js';
-import { DEFAULT_LIMIT, fileQueryablesSchema, hasFileFeatures, MAX_LIMIT, queryables, queryablesSchema, readFileItem, readFileItems, readItem, readItems } from '../../../ogc/features.js';
-import type { FileSource } from '../../../sources/files/source.js';
+import { GEOJSON_TYPE, HTML_TYPE, Hrefs, JSON_TYPE, SCHEMA_TYPE, seg, type Link } from '../../../ogc/documents.js';
+import { findLayerCollection, layerCollections, ownFeatures, type FeatureCollectionOf } from '../../../ogc/feature-collections.js';
+import { DEFAULT_LIMIT, fileQueryablesSchema, MAX_LIMIT, queryables, queryablesSchema, readFileItem, readFileItems, readItem, readItems } from '../../../ogc/features.js';
 import { GEOMETRY_QUERYABLE } from '../../../sources/files/source.js';
 import { CRS84 } from '../../../ogc/tms.js';
-import { PgTableSource } from '../../../sources/postgres/table.js';
 import { urlContext, type ServerContext } from '../../context.js';
 import { problem } from '../../problem.js';
 import { KEY_QUERY, param, type Router } from '../../router.js';
 import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
 
-const COLLECTION = { collectionId: { schema: v.string(), description: 'id of a [[postgres.tables]] source, or of a data-file source with one layer' } };
+const COLLECTION = {
+  collectionId: { schema: v.string(), description: 'id of a [[postgres.tables]] source or of a data-file source with one layer, or `{source}:{layer}` for a layer of a data-file source with several (a GeoPackage of several tables)' },
+};
 const GEOJSON = { 'application/geo+json': true as const, 'text/html': true as const };
 /** Query parameters items understands besides property names. */
 const ITEMS_PARAMS = new Set(['f', 'key', 'bbox', 'limit', 'offset', 'filter', 'filter-lang', 'filter-crs', 'crs', 'bbox-crs']);
@@ -29,20 +31,35 @@ const ITEMS_PARAMS = new Set(['f', 'key', 'bbox', 'limit', 'offset', 'filter', '
 const CRS_PARAMS = ['crs', 'bbox-crs'] as const;
 const CONTENT_CRS = { 'Content-Crs': `<${CRS84}>` };
 
-const seg = (id: string) => encodeURIComponent(id);
-
-/** The table of a collection, or the 404 to answer (no such collection, or one without features). */
-function tableOf(c: Context, ctx: ServerContext): PgTableSource | FileSource | Response {
+/** The collection of features a request names, or the 404 to answer (no such collection, or one without features). */
+function featuresOf(c: Context, ctx: ServerContext): FeatureCollectionOf | Response {
   const id = param(c, 'id');
-  const s = ctx.holder.current.sources.get(id) ?? ctx.holder.current.composites.get(id);
-  if (!s) return problem(c, 404, 'Collection not found', `no collection "${id}"`);
-  if (!(s instanceof PgTableSource) && !hasFileFeatures(s)) return problem(c, 404, 'Not found', `collection "${id}" has tiles only; features are offered for [[postgres.tables]] sources and data-file sources with one layer`);
-  return s;
+  const state = ctx.holder.current;
+  const lookup = (sid: string) => state.sources.get(sid) ?? state.composites.get(sid);
+  const s = lookup(id);
+  if (s) {
+    const own = ownFeatures(s);
+    if (own) return own;
+    const layers = layerCollections(s);
+    if (layers.length) return problem(c, 404, 'Not found', `collection "${id}" has tiles only; the features of its layers are the collections ${layers.map((l) => `"${l.id}"`).join(', ')}`);
+    return problem(c, 404, 'Not found', `collection "${id}" has tiles only; features are offered for [[postgres.tables]] sources and the layers of data-file sources`);
+  }
+  const layer = findLayerCollection(id, lookup);
+  if (layer && 'found' in layer) return layer.found;
+  if (layer) {
+    const own = ownFeatures(layer.source);
+    const layers = layerCollections(layer.source);
+    const where = own ? `its features are the collection "${own.id}"` : layers.length ? `its layers are the collections ${layers.map((l) => `"${l.id}"`).join(', ')}` : 'it has tiles only';
+    return problem(c, 404, 'Collection not found', `no collection "${id}": source "${layer.source.info.id}" has no layer collection of that name (${where})`);
+  }
+  return problem(c, 404, 'Collection not found', `no collection "${id}"`);
 }
 
 /** The queryable names of a collection, and the name of its geometry (not a property=value parameter). */
-const namesOf = (t: PgTableSource | FileSource) =>
-  t instanceof PgTableSource ? { names: new Set(queryables(t.features).map((x) => x.name)), geometry: t.features.geometryColumn } : { names: new Set(t.queryables().map((x) => x.name)), geometry: GEOMETRY_QUERYABLE };
+const namesOf = (t: FeatureCollectionOf) =>
+  t.kind === 'table'
+    ? { names: new Set(queryables(t.source.features).map((x) => x.name)), geometry: t.source.features.geometryColumn }
+    : { names: new Set(t.source.layerQueryables(t.layer).map((x) => x.name)), geometry: GEOMETRY_QUERYABLE };
 
 const invalid = (c: Context, parameter: string, detail: string, extra: Record<string, unknown> = {}) => problem(c, 400, 'Invalid parameter', detail, { parameter, ...extra });
 
@@ -59,7 +76,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       method: 'get',
       path: '/ogc/collections/{collectionId}/items',
       hono: '/ogc/collections/:id/items',
-      summary: 'Features of a PostGIS table or a data file (GeoJSON), filtered and paged',
+      summary: 'Features of a PostGIS table or of a layer of a data file, filtered and paged',
       tag: 'OGC API',
       description:
         'Any queryable name may also be given as a parameter (`name=value`: equality). `filter` takes CQL2 (text or JSON): comparisons, AND/OR/NOT, LIKE, IN, BETWEEN, IS NULL and S_INTERSECTS with a BBOX or a geometry. ' +
@@ -79,13 +96,13 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       responses: {
         200: { description: 'a GeoJSON FeatureCollection with numberMatched, numberReturned and links', content: GEOJSON },
         400: { description: 'an unknown parameter or property, a malformed bbox/limit/offset, or a filter that cannot be parsed or typed (the problem names it)', content: PROBLEM },
-        404: { description: 'no such collection, or a collection without features', content: PROBLEM },
+        404: { description: 'no such collection, or a collection without features (a data file of several layers: its layers are collections `{source}:{layer}`)', content: PROBLEM },
         503: { description: 'the database is unreachable or too slow (Retry-After)', content: PROBLEM },
       },
     },
     async (c) => {
       const state = ctx.holder.current;
-      const t = tableOf(c, ctx);
+      const t = featuresOf(c, ctx);
       if (t instanceof Response) return t;
       const url = new URL(c.req.url);
       const q = url.searchParams;
@@ -130,7 +147,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       let page;
       try {
         const query = { bbox, equals, filter, limit, offset };
-        page = t instanceof PgTableSource ? await readItems(t.features, query) : await readFileItems(t, query);
+        page = t.kind === 'table' ? await readItems(t.source.features, query) : await readFileItems(t.source, t.layer, query);
       } catch (err) {
         if (err instanceof Cql2Error) {
           const parameter = err.parameter ?? 'filter';
@@ -139,7 +156,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         throw err;
       }
       const h = new Hrefs(urlContext(c, state));
-      const path = `/collections/${seg(t.info.id)}/items`;
+      const path = `/collections/${seg(t.id)}/items`;
       // Paging links repeat the request's own parameters (the key is added by Hrefs).
       const keep: Record<string, string> = {};
       for (const [k, value] of q) if (k !== 'key' && k !== 'offset' && k !== 'f' && !(k in keep)) keep[k] = value;
@@ -147,7 +164,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       const links: Link[] = [
         { href: at(offset, 'json'), rel: 'self', type: GEOJSON_TYPE, title: 'this page' },
         { href: at(offset, 'html'), rel: 'alternate', type: HTML_TYPE, title: 'this page as HTML' },
-        { href: h.ogc(`/collections/${seg(t.info.id)}`), rel: 'collection', type: JSON_TYPE, title: 'the collection' },
+        { href: h.ogc(`/collections/${seg(t.id)}`), rel: 'collection', type: JSON_TYPE, title: 'the collection' },
       ];
       if (offset + page.features.length < page.numberMatched) links.push({ href: at(offset + limit, 'json'), rel: 'next', type: GEOJSON_TYPE, title: 'next page' });
       if (offset > 0) links.push({ href: at(Math.max(0, offset - limit), 'json'), rel: 'prev', type: GEOJSON_TYPE, title: 'previous page' });
@@ -159,7 +176,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         timeStamp: new Date().toISOString(),
         links,
       };
-      return sendDoc(c, state, `${t.info.name} features`, doc, GEOJSON_TYPE, CONTENT_CRS);
+      return sendDoc(c, state, `${t.title} features`, doc, GEOJSON_TYPE, CONTENT_CRS);
     },
     ogcAbsence,
   );
@@ -169,7 +186,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       method: 'get',
       path: '/ogc/collections/{collectionId}/items/{featureId}',
       hono: '/ogc/collections/:id/items/:fid',
-      summary: 'One feature of a PostGIS table (by id_column, else the one-column primary key) or of a data file (by its integer feature id)',
+      summary: 'One feature of a PostGIS table (by id_column, else the one-column primary key) or of a layer of a data file (by its integer feature id)',
       tag: 'OGC API',
       params: { ...COLLECTION, featureId: { schema: v.string() } },
       query: DOC_QUERY,
@@ -182,20 +199,20 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
     },
     async (c) => {
       const state = ctx.holder.current;
-      const t = tableOf(c, ctx);
+      const t = featuresOf(c, ctx);
       if (t instanceof Response) return t;
       const fid = param(c, 'fid');
-      if (t instanceof PgTableSource && !t.features.idColumn) return problem(c, 404, 'Feature not found', `collection "${t.info.id}" has no feature ids (set id_column, or give the table a one-column primary key)`);
-      const f = t instanceof PgTableSource ? await readItem(t.features, fid) : await readFileItem(t, fid);
-      if (!f) return problem(c, 404, 'Feature not found', `collection "${t.info.id}" has no feature "${fid}"`);
+      if (t.kind === 'table' && !t.source.features.idColumn) return problem(c, 404, 'Feature not found', `collection "${t.id}" has no feature ids (set id_column, or give the table a one-column primary key)`);
+      const f = t.kind === 'table' ? await readItem(t.source.features, fid) : await readFileItem(t.source, t.layer, fid);
+      if (!f) return problem(c, 404, 'Feature not found', `collection "${t.id}" has no feature "${fid}"`);
       const h = new Hrefs(urlContext(c, state));
-      const path = `/collections/${seg(t.info.id)}/items/${seg(fid)}`;
+      const path = `/collections/${seg(t.id)}/items/${seg(fid)}`;
       const links: Link[] = [
         { href: h.ogc(path, { f: 'json' }), rel: 'self', type: GEOJSON_TYPE, title: 'this feature' },
         { href: h.ogc(path, { f: 'html' }), rel: 'alternate', type: HTML_TYPE, title: 'this feature as HTML' },
-        { href: h.ogc(`/collections/${seg(t.info.id)}`), rel: 'collection', type: JSON_TYPE, title: 'the collection' },
+        { href: h.ogc(`/collections/${seg(t.id)}`), rel: 'collection', type: JSON_TYPE, title: 'the collection' },
       ];
-      return sendDoc(c, state, `${t.info.name} feature ${fid}`, { ...f, links }, GEOJSON_TYPE);
+      return sendDoc(c, state, `${t.title} feature ${fid}`, { ...f, links }, GEOJSON_TYPE);
     },
     ogcAbsence,
   );
@@ -217,12 +234,12 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
     },
     (c) => {
       const state = ctx.holder.current;
-      const t = tableOf(c, ctx);
+      const t = featuresOf(c, ctx);
       if (t instanceof Response) return t;
       const h = new Hrefs(urlContext(c, state));
-      const schemaId = h.ogc(`/collections/${seg(t.info.id)}/queryables`);
-      const schema = t instanceof PgTableSource ? queryablesSchema(t.features, schemaId, t.info.name) : fileQueryablesSchema(t, schemaId, t.info.name);
-      return sendDoc(c, state, `${t.info.name} queryables`, schema, SCHEMA_TYPE);
+      const schemaId = h.ogc(`/collections/${seg(t.id)}/queryables`);
+      const schema = t.kind === 'table' ? queryablesSchema(t.source.features, schemaId, t.title) : fileQueryablesSchema(t.source, t.layer, schemaId, t.title);
+      return sendDoc(c, state, `${t.title} queryables`, schema, SCHEMA_TYPE);
     },
     ogcAbsence,
   );

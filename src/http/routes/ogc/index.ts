@@ -1,5 +1,5 @@
 // OGC API under /ogc: landing page and conformance, tile matrix sets, collections with their tilesets and
-// tiles, rendered map tiles of styles, and features of PostGIS tables. Absent while server.disable_ogc is set.
+// tiles, rendered map tiles of styles, and features of PostGIS tables and data files. Absent while server.disable_ogc is set.
 import type { ServerContext } from '../../context.js';
 import type { Router } from '../../router.js';
 import { registerOgcCoreRoutes } from './core.js';

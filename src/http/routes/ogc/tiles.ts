@@ -3,7 +3,8 @@
 // (answerSourceTile, answerStyleTile): same bytes, headers, 204s and encodings.
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import { collection, collections, datasetMapTilesets, Hrefs, mapStyles, sourceLimits, stylesList, tileset, tilesetList, type TilesetOf } from '../../../ogc/documents.js';
+import { collection, collections, datasetMapTilesets, Hrefs, layerCollection, mapStyles, sourceLimits, stylesList, tileset, tilesetList, type TilesetOf } from '../../../ogc/documents.js';
+import { findLayerCollection } from '../../../ogc/feature-collections.js';
 import { tileMatrixLimits, TMS_ID, TMS_MAX_MATRIX, withinLimits } from '../../../ogc/tms.js';
 import type { TileSource } from '../../../sources/source.js';
 import type { AppState } from '../../../state/app-state.js';
@@ -20,7 +21,7 @@ import { beginRender, RENDER_RESPONSES } from '../render-answer.js';
 import { DOC_QUERY, ogcAbsence, ogcMapAbsence, PROBLEM, sendDoc } from './negotiate.js';
 
 const DOC = (description: string) => ({ description, content: { 'application/json': true as const, 'text/html': true as const } });
-const COLLECTION = { collectionId: { schema: v.string(), description: 'source id' } };
+const COLLECTION = { collectionId: { schema: v.string(), description: 'source id (a `{source}:{layer}` collection of a data file of several layers has features only: its tiles are its source\'s)' } };
 const STYLE = { styleId: { schema: v.string(), description: 'style id' } };
 const TMS = { tileMatrixSetId: { schema: v.literal(TMS_ID) } };
 const TILE = {
@@ -54,11 +55,19 @@ function tileAddress(c: Context, limits: ReturnType<typeof tileMatrixLimits>): T
 }
 
 const noTms = (c: Context) => problem(c, 404, 'Tile matrix set not found', `no tile matrix set "${param(c, 'tms')}" (offered: ${TMS_ID})`);
-const noCollection = (c: Context, id: string) => problem(c, 404, 'Collection not found', `no collection "${id}"`);
+/** The 404 of a collection without tiles: none of that id, or a file layer's, whose tiles are its source's. */
+function noCollection(c: Context, state: AppState, id: string): Response {
+  const layer = findLayerCollection(id, (sid) => sourceOf(state, sid));
+  if (layer && 'found' in layer) {
+    const { source, layer: name } = layer.found;
+    return problem(c, 404, 'Not found', `collection "${id}" has features only; its tiles are layer "${name}" of the tiles of collection "${source.info.id}"`);
+  }
+  return problem(c, 404, 'Collection not found', `no collection "${id}"`);
+}
 
 export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
   r.add(
-    { method: 'get', path: '/ogc/collections', hono: '/ogc/collections', summary: 'Collections: every source', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the collections'), 400: DOC_ERRORS[400] } },
+    { method: 'get', path: '/ogc/collections', hono: '/ogc/collections', summary: 'Collections: every source, and each layer of a data file of several layers (`{source}:{layer}`)', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the collections'), 400: DOC_ERRORS[400] } },
     (c) => {
       const state = ctx.holder.current;
       const see = visibleTo(c, state);
@@ -67,12 +76,16 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     ogcAbsence,
   );
   r.add(
-    { method: 'get', path: '/ogc/collections/{collectionId}', hono: '/ogc/collections/:id', summary: 'A collection (source): extent and links', tag: 'OGC API', params: COLLECTION, query: DOC_QUERY, responses: { 200: DOC('the collection'), ...DOC_ERRORS } },
+    { method: 'get', path: '/ogc/collections/{collectionId}', hono: '/ogc/collections/:id', summary: 'A collection (a source, or a layer `{source}:{layer}` of a data file of several layers): extent and links', tag: 'OGC API', params: COLLECTION, query: DOC_QUERY, responses: { 200: DOC('the collection'), ...DOC_ERRORS } },
     (c) => {
       const state = ctx.holder.current;
-      const s = sourceOf(state, param(c, 'id'));
-      if (!s) return noCollection(c, param(c, 'id'));
-      return sendDoc(c, state, s.info.name, collection(new Hrefs(urlContext(c, state)), s));
+      const id = param(c, 'id');
+      const s = sourceOf(state, id);
+      if (s) return sendDoc(c, state, s.info.name, collection(new Hrefs(urlContext(c, state)), s));
+      // `{source}:{layer}`: a layer of a data file of several layers, a collection of features only.
+      const layer = findLayerCollection(id, (sid) => sourceOf(state, sid));
+      if (layer && 'found' in layer) return sendDoc(c, state, layer.found.title, layerCollection(new Hrefs(urlContext(c, state)), layer.found));
+      return problem(c, 404, 'Collection not found', `no collection "${id}"`);
     },
     ogcAbsence,
   );
@@ -81,7 +94,7 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const s = sourceOf(state, param(c, 'id'));
-      if (!s) return noCollection(c, param(c, 'id'));
+      if (!s) return noCollection(c, state, param(c, 'id'));
       return sendDoc(c, state, `${s.info.name} tilesets`, tilesetList(new Hrefs(urlContext(c, state)), { kind: 'source', source: s }));
     },
     ogcAbsence,
@@ -100,7 +113,7 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const s = sourceOf(state, param(c, 'id'));
-      if (!s) return noCollection(c, param(c, 'id'));
+      if (!s) return noCollection(c, state, param(c, 'id'));
       if (param(c, 'tms') !== TMS_ID) return noTms(c);
       return sendDoc(c, state, `${s.info.name} tileset`, tileset(new Hrefs(urlContext(c, state)), { kind: 'source', source: s }));
     },
@@ -131,7 +144,7 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     (c) => {
       const state = ctx.holder.current;
       const s = sourceOf(state, param(c, 'id'));
-      if (!s) return noCollection(c, param(c, 'id'));
+      if (!s) return noCollection(c, state, param(c, 'id'));
       if (param(c, 'tms') !== TMS_ID) return noTms(c);
       const at = tileAddress(c, sourceLimits(s));
       if (at instanceof Response) return at;
