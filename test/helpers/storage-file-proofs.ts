@@ -157,7 +157,7 @@ export function rangeFileProofs(ctx: () => ProofContext, files: () => RangeFiles
     for (const id of ['fgb-swap', 'pq-swap']) {
       const res = await request(server.url, `/data/${id}/13/4265/2723.pbf`, TIMEOUT);
       assert.equal(res.status, 503, `${id}: ${res.status} ${res.status === 200 ? `${readMvt(res.body).get(id)?.features.length} features` : res.body}`);
-      assert.match(JSON.parse(res.body.toString()).detail as string, new RegExp(`source "${id}": cannot read .*the object changed`));
+      assert.match(JSON.parse(res.body.toString()).detail as string, new RegExp(`source "${id}": cannot read .*: the object changed since the source opened it, a reload serves the new one`));
     }
     process.kill(server.proc.pid!, 'SIGHUP');
     const [dx] = copyShift(1);

@@ -78,7 +78,9 @@ class RemoteFile implements RangeFile {
       return data;
     } catch (err) {
       if (!(err instanceof StoreError)) throw err;
-      throw new TileUnavailableError(503, 'Storage unavailable', `source "${this.sourceId}": cannot read ${this.channel.location.url}: ${err.reason}`, RETRY_AFTER_STORAGE);
+      // A changed object stays unreadable until a reload opens it again (docs/files.md): the message says so.
+      const reason = err.kind === 'changed' ? `the object changed since the source opened it, a reload serves the new one (${err.reason})` : err.reason;
+      throw new TileUnavailableError(503, 'Storage unavailable', `source "${this.sourceId}": cannot read ${this.channel.location.url}: ${reason}`, RETRY_AFTER_STORAGE);
     }
   }
 
