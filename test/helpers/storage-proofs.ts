@@ -3,12 +3,14 @@
 // missing object stop start-up with one line, a replaced object is re-opened (new tiles and new TileJSON, never
 // the old header with the new tiles, and a reload reads the new header), an outage answers 503 for that source
 // only and recovers without a restart, a slow store answers 503 by the read timeout, and the storage metrics
-// count it all. Between the server under test and the store sits a TCP proxy (outage, delay).
+// count it all. Between the server under test and the store sits a TCP proxy (outage, delay). FlatGeobuf and
+// GeoParquet sources in the same store, served by the same server, have proofs of their own (storage-file-proofs.ts).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fixture, freePort, runCli, startServer, writeTempConfig, type TestServer } from './server.js';
-import { getJson, request, storedPmtilesTile, waitFor } from './foundation.js';
+import { getJson, request, storedPmtilesTile, tempDir, waitFor } from './foundation.js';
+import { rangeFileProofs, rangeFileSources, uploadRangeFiles, writeRangeFiles, type RangeFiles } from './storage-file-proofs.js';
 import { readFixture, startTcpProxy, type TcpProxy } from './object-storage.js';
 import { parseScrape } from './prom-text.js';
 
@@ -60,12 +62,15 @@ export function storageProofs(start: () => Promise<StoreUnderTest>, extraSources
   let proxy: TcpProxy;
   let server: TestServer;
   let metricsPort: number;
+  let files: RangeFiles;
   const path = (key: string) => `${store.scheme}://${store.bucket}/${key}`;
 
   before(async () => {
     store = await start();
+    files = writeRangeFiles(tempDir('tsts-range-files-'));
     await store.put('planet/omt.pmtiles', readFixture(OMT));
     await store.put('planet/swap.pmtiles', readFixture(OMT));
+    await uploadRangeFiles(store, files);
     proxy = await startTcpProxy(store.port);
     metricsPort = await freePort();
     const toml = `
@@ -92,6 +97,7 @@ ${store.keys(proxy.url)}
 id = "local"
 type = "pmtiles"
 path = "${OMT}"
+${rangeFileSources(path, store.keys(proxy.url), files)}
 ${await extraSources(store, proxy.url)}
 `;
     // The TOML first: a store may derive its environment from the endpoints its keys were asked for.
@@ -274,6 +280,11 @@ ${await extraSources(store, proxy.url)}
       writeFileSync(file, before);
     }
   });
+
+  rangeFileProofs(
+    () => ({ store, proxy, server }),
+    () => files,
+  );
 
   return () => ({ store, proxy, server });
 }

@@ -4,7 +4,8 @@
 // this, so a tile's read costs the ranges that hold its features, never the whole file.
 //
 // A remote file is pinned to the ETag of its first read: a file replaced in the store fails its later reads as
-// 'changed' (a 503 for those requests) rather than mixing two files' bytes; a reload opens the new one.
+// 'changed' (a 503 for those requests) rather than mixing two files' bytes; a reload opens the new one. Each read
+// asks for that ETag (If-Match) and checks the one in the answer, for stores that do not honour If-Match.
 import { open, type FileHandle } from 'node:fs/promises';
 import { isRemotePath } from '../../config/object-location.js';
 import type { SourceConfig } from '../../config/schema.js';
@@ -69,12 +70,17 @@ class RemoteFile implements RangeFile {
     const n = Math.max(0, Math.min(length, this.size - offset));
     if (n === 0) return new Uint8Array(0);
     try {
-      const { data } = await this.channel.read(offset, n, this.etag);
+      const { data, etag } = await this.channel.read(offset, n, this.etag);
+      // A store that ignores If-Match (s3rver, some S3-compatible servers) answers from the new object with its
+      // new ETag: the ETag in the answer is what tells the two files apart.
+      if (this.etag !== undefined && etag !== undefined && etag !== this.etag) throw new StoreError('changed', `the object changed (ETag ${etag}, opened as ${this.etag})`);
       this.bytesRead += data.byteLength;
       return data;
     } catch (err) {
       if (!(err instanceof StoreError)) throw err;
-      throw new TileUnavailableError(503, 'Storage unavailable', `source "${this.sourceId}": cannot read ${this.channel.location.url}: ${err.reason}`, RETRY_AFTER_STORAGE);
+      // A changed object stays unreadable until a reload opens it again (docs/files.md): the message says so.
+      const reason = err.kind === 'changed' ? `the object changed since the source opened it, a reload serves the new one (${err.reason})` : err.reason;
+      throw new TileUnavailableError(503, 'Storage unavailable', `source "${this.sourceId}": cannot read ${this.channel.location.url}: ${reason}`, RETRY_AFTER_STORAGE);
     }
   }
 

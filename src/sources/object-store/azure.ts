@@ -64,7 +64,10 @@ async function collect(stream: NodeJS.ReadableStream | undefined): Promise<Uint8
   if (!stream) return new Uint8Array(0);
   const parts: Buffer[] = [];
   for await (const chunk of Readable.from(stream as AsyncIterable<Buffer>)) parts.push(chunk as Buffer);
-  return Buffer.concat(parts);
+  const all = Buffer.concat(parts);
+  // A plain Uint8Array over the same bytes, as the other providers return: a Buffer's slice() is a view, not a copy,
+  // and readers that take `.slice().buffer` for an ArrayBuffer of their range got the whole backing store instead.
+  return new Uint8Array(all.buffer, all.byteOffset, all.byteLength);
 }
 
 export class AzureStore implements ObjectStore {

@@ -4,6 +4,7 @@
 
 /** One ranged read: the bytes and the object's ETag as the store reported it (undefined when it has none). */
 export interface RangeRead {
+  /** A plain Uint8Array, never a Buffer (whose slice() does not copy; the readers above rely on it copying). */
   data: Uint8Array;
   etag: string | undefined;
   /** The whole object's size when the store said it (Content-Range): readers of formats with a footer need it. */
