@@ -8,7 +8,7 @@ import { checkBbox, checkString, Cql2Error, storableText, type Expr, type Litera
 import { Cql2Sql, SqlParams, type Queryable, type QueryableKind } from '../cql2/sql.js';
 import { kindOf, queryables } from '../sources/postgres/queryables.js';
 import { compileFilter } from '../cql2/evaluate.js';
-import { FileSource, GEOMETRY_QUERYABLE } from '../sources/files/source.js';
+import { FileSource, GEOMETRY_QUERYABLE, type Generation } from '../sources/files/source.js';
 import type { FileFeature } from '../sources/files/reader.js';
 
 export { queryables };
@@ -208,9 +208,12 @@ function fileFeature(served: readonly string[], f: FileFeature): Feature {
  * One page of the features of a layer of a file source and how many match; memory follows the page, not the file.
  * Conditions may name only that layer's properties (another layer's are unknown properties, 400).
  */
-export async function readFileItems(s: FileSource, layer: string, q: ItemsQuery): Promise<{ features: Feature[]; numberMatched: number }> {
+export function readFileItems(s: FileSource, layer: string, q: ItemsQuery): Promise<{ features: Feature[]; numberMatched: number }> {
   // One reading of the file from the queryables to the last feature, though a reload may replace it meanwhile.
-  const gen = s.generation();
+  return s.onCurrentReading((gen) => readLayerItems(gen, layer, q));
+}
+
+async function readLayerItems(gen: Generation, layer: string, q: ItemsQuery): Promise<{ features: Feature[]; numberMatched: number }> {
   const all = gen.layerQueryables.get(layer) ?? [];
   const conditions: Expr[] = [];
   let box: [number, number, number, number] | undefined;
@@ -252,7 +255,8 @@ export async function readFileItems(s: FileSource, layer: string, q: ItemsQuery)
 export async function readFileItem(s: FileSource, layer: string, featureId: string): Promise<Feature | undefined> {
   if (!/^\d{1,15}$/.test(featureId)) return undefined;
   const id = Number(featureId);
-  const gen = s.generation();
-  for await (const f of gen.reader.features(layer, undefined)) if (f.id === id) return fileFeature(gen.served.get(layer) ?? [], f);
-  return undefined;
+  return s.onCurrentReading(async (gen) => {
+    for await (const f of gen.reader.features(layer, undefined)) if (f.id === id) return fileFeature(gen.served.get(layer) ?? [], f);
+    return undefined;
+  });
 }

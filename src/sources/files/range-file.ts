@@ -3,9 +3,10 @@
 // retries, timeouts, concurrency bound, metrics and health. The FlatGeobuf and GeoParquet readers read through
 // this, so a tile's read costs the ranges that hold its features, never the whole file.
 //
-// A remote file is pinned to the ETag of its first read: a file replaced in the store fails its later reads as
-// 'changed' (a 503 for those requests) rather than mixing two files' bytes; a reload opens the new one. Each read
-// asks for that ETag (If-Match) and checks the one in the answer, for stores that do not honour If-Match.
+// A remote file is pinned to the ETag of its first read: a file replaced in the store fails its later reads with
+// FileChangedError rather than mixing two files' bytes, and the file source reads the new file from its start
+// (src/sources/files/source.ts). Each read asks for that ETag (If-Match) and checks the one in the answer, for
+// stores that do not honour If-Match.
 import { open, type FileHandle } from 'node:fs/promises';
 import { isRemotePath } from '../../config/object-location.js';
 import type { SourceConfig } from '../../config/schema.js';
@@ -15,9 +16,14 @@ import { StoreError } from '../object-store/store.js';
 import { SourceOpenError, TileUnavailableError } from '../source.js';
 import type { ReaderOptions } from './reader.js';
 
-/** ReaderOptions with what a remote file's store needs beyond its URL (endpoint, region, credentials). */
 /** The options of the readers that read byte ranges (FlatGeobuf, GeoParquet): ReaderOptions, `source` included. */
 export type RangeReaderOptions = ReaderOptions;
+
+/**
+ * A read of a remote file found the object replaced since the file was opened. A 503 for whoever does not handle
+ * it; the file source handles it by reading the new object from its start and answering from that.
+ */
+export class FileChangedError extends TileUnavailableError {}
 
 export interface RangeFile {
   /** The file's size in bytes. */
@@ -78,9 +84,9 @@ class RemoteFile implements RangeFile {
       return data;
     } catch (err) {
       if (!(err instanceof StoreError)) throw err;
-      // A changed object stays unreadable until a reload opens it again (docs/files.md): the message says so.
-      const reason = err.kind === 'changed' ? `the object changed since the source opened it, a reload serves the new one (${err.reason})` : err.reason;
-      throw new TileUnavailableError(503, 'Storage unavailable', `source "${this.sourceId}": cannot read ${this.channel.location.url}: ${reason}`, RETRY_AFTER_STORAGE);
+      const detail = `source "${this.sourceId}": cannot read ${this.channel.location.url}: `;
+      if (err.kind === 'changed') throw new FileChangedError(503, 'Storage unavailable', `${detail}the object changed since the source opened it (${err.reason})`, RETRY_AFTER_STORAGE);
+      throw new TileUnavailableError(503, 'Storage unavailable', `${detail}${err.reason}`, RETRY_AFTER_STORAGE);
     }
   }
 

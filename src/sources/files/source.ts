@@ -23,6 +23,7 @@ import { GpkgGeometryError } from './gpkg-geometry.js';
 import { trackMemory, untrackMemory } from './metrics.js';
 import type { FeatureReader, FieldType, FileFeature, FileLayer } from './reader.js';
 import { FILE_READERS, type FileSourceType } from './readers.js';
+import { FileChangedError } from './range-file.js';
 
 export const DEFAULT_BUFFER = 64;
 export const DEFAULT_EXTENT = 4096;
@@ -49,7 +50,7 @@ interface FileStamp {
 }
 
 /** One reading of the file: its reader, what it serves, and the geojson-vt indexes of in-memory layers. */
-interface Generation {
+export interface Generation {
   reader: FeatureReader;
   info: SourceInfo;
   stamp: FileStamp;
@@ -121,6 +122,9 @@ export class FileSource implements TileSource {
   ) {
     trackMemory(this, cfg.id, () => this.memoryBytes());
   }
+
+  /** Reading a replaced remote file again (onCurrentReading), shared by the requests that found it replaced. */
+  private renewing: Promise<Generation> | undefined;
 
   get info(): SourceInfo {
     return this.current.info;
@@ -273,13 +277,55 @@ export class FileSource implements TileSource {
     return out;
   }
 
-  /** The reading requests use now (OGC API - Features reads one generation from start to end). */
-  generation(): Generation {
-    return this.current;
+  /**
+   * `use` run on the current reading. When a remote file turns out to have been replaced in its store (a read
+   * answered with another ETag), the new file is read from its start, once however many requests noticed, and
+   * `use` runs again on that reading: as a remote PMTiles archive is re-opened, so the service follows the store
+   * without a reload. When the new object cannot be read the answer is the 503, and the next request tries again.
+   */
+  async onCurrentReading<T>(use: (gen: Generation) => Promise<T>): Promise<T> {
+    const gen = this.current;
+    try {
+      return await use(gen);
+    } catch (err) {
+      if (!(err instanceof FileChangedError)) throw err;
+      let next: Generation;
+      try {
+        next = await this.renew(gen);
+      } catch (reopen) {
+        const reason = reopen instanceof SourceOpenError ? reopen.reason : (reopen as Error).message;
+        throw new TileUnavailableError(503, 'Storage unavailable', `source "${this.cfg.id}": ${this.cfg.path} was replaced and cannot be read again: ${reason}`, err.retryAfter);
+      }
+      return use(next);
+    }
   }
 
-  async getTile(z: number, x: number, y: number, _params?: unknown, _format?: unknown, filter?: TileFilter): Promise<Uint8Array | undefined> {
-    const gen = this.current;
+  /** Reads a replaced remote file again, once for every request that found it replaced meanwhile. */
+  private renew(seen: Generation): Promise<Generation> {
+    if (this.current !== seen) return Promise.resolve(this.current);
+    if (!this.renewing) {
+      this.renewing = FileSource.read(this.cfg, this.storage)
+        .then((next) => {
+          // A reload may have read it meanwhile: the newest reading stays.
+          if (this.current === seen) {
+            this.current = next;
+            log.info(`source "${this.cfg.id}": ${this.cfg.path} was replaced in its store; read again`);
+            setTimeout(() => void seen.reader.close().catch(() => {}), 30_000).unref();
+          } else void next.reader.close().catch(() => {});
+          return this.current;
+        })
+        .finally(() => {
+          this.renewing = undefined;
+        });
+    }
+    return this.renewing;
+  }
+
+  getTile(z: number, x: number, y: number, _params?: unknown, _format?: unknown, filter?: TileFilter): Promise<Uint8Array | undefined> {
+    return this.onCurrentReading((gen) => this.cutTile(gen, z, x, y, filter));
+  }
+
+  private async cutTile(gen: Generation, z: number, x: number, y: number, filter: TileFilter | undefined): Promise<Uint8Array | undefined> {
     const extent = this.cfg.extent ?? DEFAULT_EXTENT;
     const buffer = this.cfg.buffer ?? DEFAULT_BUFFER;
     const limit = this.cfg.max_features ?? DEFAULT_MAX_FEATURES;
