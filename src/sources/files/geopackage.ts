@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import type { Geometry, Position } from 'geojson';
 import { SourceOpenError, type Bounds } from '../source.js';
 import { FeatureCache } from './feature-cache.js';
+import { BoxIndex, MAX_BOXES_IN_MEMORY } from './gpkg-boxes.js';
 import { GpkgGeometryError, readGpkgGeometry } from './gpkg-geometry.js';
 import type { FeatureReader, FieldType, FileFeature, FileLayer, OpenReader, PropertyValue } from './reader.js';
 
@@ -61,9 +62,11 @@ interface Table {
   /** A column is named `__proto__`: properties must be defined, not assigned. */
   protoColumn: boolean;
   /** FIDs of the rows whose envelope meets a box. */
-  idsInBox: Database.Statement<{ w: number; s: number; e: number; n: number }, unknown>;
+  idsInBox: Database.Statement<{ w: number; s: number; e: number; n: number; limit: number }, unknown>;
   byId: Database.Statement<[number], unknown[]>;
   cache: FeatureCache;
+  /** The R*Tree's boxes in memory, for a table of at most MAX_BOXES_IN_MEMORY rows (gpkg-boxes.ts). */
+  boxes: BoxIndex | undefined;
 }
 
 class GeoPackageReader implements FeatureReader {
@@ -137,8 +140,7 @@ class GeoPackageReader implements FeatureReader {
     }
     let [w, s, e, n] = bbox;
     if (t.mercator) [w, s, e, n] = [toX(w), toY(s), toX(e), toY(n)];
-    const ids: number[] = [];
-    for (const id of t.idsInBox.iterate({ w, s, e, n })) if (ids.push(id as number) >= limit) break;
+    const ids = t.boxes ? t.boxes.search(w, s, e, n, limit) : (t.idsInBox.all({ w, s, e, n, limit: Number.isFinite(limit) ? limit : -1 }) as number[]);
     ids.sort((a, b) => a - b);
     // This request's features, held here: reading the missing rows may evict cached ones it also needs.
     const fresh = new Map<number, FileFeature | undefined>();
@@ -172,11 +174,11 @@ class GeoPackageReader implements FeatureReader {
   }
 
   memoryBytes(): number {
-    // SQLite's page cache of this connection (its bound: its own setting) and the decoded features kept.
+    // SQLite's page cache of this connection (its bound: its own setting), the decoded features kept and the boxes.
     const pages = this.db.pragma('cache_size', { simple: true }) as number;
     const pageSize = this.db.pragma('page_size', { simple: true }) as number;
     let decoded = 0;
-    for (const t of this.tables.values()) decoded += t.cache.bytes;
+    for (const t of this.tables.values()) decoded += t.cache.bytes + (t.boxes?.bytes ?? 0);
     return (pages < 0 ? -pages * 1024 : pages * pageSize) + decoded;
   }
 
@@ -185,7 +187,7 @@ class GeoPackageReader implements FeatureReader {
   }
 }
 
-function openTable(db: Db, id: string, location: string, name: string, geomColumn: string, srsId: number, cacheBytes: number): Table {
+function openTable(db: Db, id: string, location: string, name: string, geomColumn: string, srsId: number, cacheBytes: number, boxesInMemory: number): Table {
   const where = `${location}: table "${name}"`;
   const srs = db.prepare('SELECT organization, organization_coordsys_id AS code FROM gpkg_spatial_ref_sys WHERE srs_id = ?').get(srsId) as { organization: string; code: number } | undefined;
   const epsg = srs && srs.organization.toUpperCase() === 'EPSG' ? srs.code : srsId;
@@ -212,13 +214,14 @@ function openTable(db: Db, id: string, location: string, name: string, geomColum
   // JavaScript (an IN (subquery) ... ORDER BY plan costs SQLite about twice as much).
   const inBox = db.prepare(`SELECT ${list} FROM ${quote(rtree)} AS r JOIN ${quote(name)} AS t ON t.${quote(pk.name)} = r.id WHERE r.minx <= $e AND r.maxx >= $w AND r.miny <= $n AND r.maxy >= $s`).raw(true) as Table['inBox'];
   const all = db.prepare(`SELECT ${list} FROM ${quote(name)} AS t ORDER BY t.${quote(pk.name)}`).raw(true) as Table['all'];
-  const idsInBox = db.prepare(`SELECT id FROM ${quote(rtree)} WHERE minx <= $e AND maxx >= $w AND miny <= $n AND maxy >= $s`).pluck(true) as Table['idsInBox'];
+  const idsInBox = db.prepare(`SELECT id FROM ${quote(rtree)} WHERE minx <= $e AND maxx >= $w AND miny <= $n AND maxy >= $s LIMIT $limit`).pluck(true) as Table['idsInBox'];
   const byId = db.prepare(`SELECT ${list} FROM ${quote(name)} AS t WHERE t.${quote(pk.name)} = ?`).raw(true) as Table['byId'];
   const extent = db.prepare(`SELECT min(minx) AS w, min(miny) AS s, max(maxx) AS e, max(maxy) AS n, count(*) AS c FROM ${quote(rtree)}`).get() as { w: number | null; s: number; e: number; n: number; c: number };
   const mercator = epsg === 3857;
   let bounds: Bounds | undefined;
   if (extent.w !== null) bounds = mercator ? [toLon(extent.w), toLat(extent.s), toLon(extent.e), toLat(extent.n)] : [extent.w, extent.s, extent.e, extent.n];
-  return { layer: { name, fields, bounds, featureCount: extent.c }, inBox, all, columns, booleans, mercator, protoColumn: columns.includes('__proto__'), idsInBox, byId, cache: new FeatureCache(cacheBytes) };
+  const boxes = extent.c <= boxesInMemory ? BoxIndex.build(db.prepare(`SELECT id, minx, maxx, miny, maxy FROM ${quote(rtree)}`).raw(true).iterate() as Iterable<unknown[]>, extent.c) : undefined;
+  return { layer: { name, fields, bounds, featureCount: extent.c }, inBox, all, columns, booleans, mercator, protoColumn: columns.includes('__proto__'), idsInBox, byId, cache: new FeatureCache(cacheBytes), boxes };
 }
 
 export const openGeoPackage: OpenReader = async (location, options) => {
@@ -238,7 +241,7 @@ export const openGeoPackage: OpenReader = async (location, options) => {
     for (const name of wanted) {
       const row = rows.find((r) => r.name === name);
       if (!row) throw new SourceOpenError(id, `${location} has no feature table "${name}" (layers); it has ${rows.map((r) => r.name).join(', ')}`);
-      tables.set(name, openTable(db, id, location, row.name, row.geom, row.srs, Math.floor((options.cacheBytes ?? DEFAULT_CACHE_BYTES) / wanted.length)));
+      tables.set(name, openTable(db, id, location, row.name, row.geom, row.srs, Math.floor((options.cacheBytes ?? DEFAULT_CACHE_BYTES) / wanted.length), options.boxesInMemory ?? MAX_BOXES_IN_MEMORY));
     }
     return new GeoPackageReader(db, tables, location);
   } catch (err) {

@@ -57,6 +57,11 @@ export interface ReaderOptions {
   maxBytes?: number;
   /** Readers that decode rows found through an index (GeoPackage): bytes of decoded features kept between requests. */
   cacheBytes?: number;
+  /**
+   * GeoPackage: the most rows of a table whose R*Tree boxes are held in memory (gpkg-boxes.ts); a larger table is
+   * searched through the R*Tree. Default MAX_BOXES_IN_MEMORY; the tests set 0 to read through the R*Tree.
+   */
+  boxesInMemory?: number;
   /** The source's configuration, for the storage keys of a remote file (endpoint, region, credentials). */
   source?: SourceConfig;
 }
