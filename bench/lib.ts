@@ -2,7 +2,7 @@
 // with everything they forked, readiness polling, plain HTTP GETs, number formatting and tables.
 import autocannon, { type AutocannonClient, type AutocannonResult } from 'autocannon';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -515,4 +515,88 @@ export const outsideRendererGpu = (s: CpuSplit) => (s.total > 0 ? (s.total - s.r
 export function formatCpuSplit(s: CpuSplit): string {
   const parts = PROCESS_KINDS.filter((k) => s[k] > 0).map((k) => `${k} ${fmt((100 * s[k]) / s.total, 1)} % (${fmt(s[k], 1)} s)`);
   return `CPU by process: ${parts.join(', ') || 'none'}; total ${fmt(s.total, 1)} s; outside renderer+GPU ${fmt(100 * outsideRendererGpu(s), 1)} %`;
+}
+
+/** One run of wrk (C, an event loop per thread): cheaper per request than autocannon, which runs in Node. */
+export interface WrkRun {
+  rps: number;
+  mbPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Non-2xx answers and socket errors. */
+  errors: number;
+  /** CPU seconds wrk itself used (user + system): the load generator shares the cores. */
+  wrkCpu: number;
+  requests: number;
+}
+
+/** wrk's `--latency` figures: "50%  1.23ms". */
+function wrkLatencyMs(out: string, pct: string): number {
+  const m = new RegExp(`^\\s+${pct}%\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(out);
+  if (!m) return NaN;
+  const v = Number(m[1]);
+  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+}
+
+function sizeMb(v: string, unit: string): number {
+  const f: Record<string, number> = { B: 1e-6, KB: 1e-3, MB: 1, GB: 1e3 };
+  return Number(v) * (f[unit] ?? NaN);
+}
+
+/**
+ * One wrk run of the Lua script `script` (wrkPathList) against `base`; bash's `times` reports wrk's CPU time (the
+ * children of the shell). Debian's wrk, which `make bench` installs.
+ */
+export function wrk(base: string, script: string, o: { threads: number; connections: number; seconds: number; headers: Record<string, string> }): WrkRun {
+  const headers = Object.entries(o.headers).map(([k, v]) => `-H ${JSON.stringify(`${k}: ${v}`)}`).join(' ');
+  const cmd = `wrk -t${o.threads} -c${o.connections} -d${o.seconds}s --latency -s "$1" ${headers} "$2"; times`;
+  const r = spawnSync('bash', ['-c', cmd, 'bash', script, base], { encoding: 'utf8' });
+  if (r.error) throw new Error(`wrk did not run (${r.error.message}); make bench installs Debian's wrk`);
+  const rps = /Requests\/sec:\s+([\d.]+)/.exec(r.stdout);
+  const transfer = /Transfer\/sec:\s+([\d.]+)(B|KB|MB|GB)/.exec(r.stdout);
+  const total = /(\d+) requests in/.exec(r.stdout);
+  if (r.status !== 0 || !rps || !transfer || !total) throw new Error(`wrk failed:\n${r.stdout}${r.stderr}`);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0);
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(r.stdout);
+  const socketErrors = socket ? socket.slice(1).reduce((n, v) => n + Number(v), 0) : 0;
+  // `times` prints the shell's user/system times, then its children's: "0m1.234s 0m0.567s".
+  const lines = r.stdout.trim().split('\n');
+  const children = /^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/.exec(lines[lines.length - 1] ?? '');
+  const wrkCpu = children ? Number(children[1]) * 60 + Number(children[2]) + Number(children[3]) * 60 + Number(children[4]) : NaN;
+  return {
+    rps: Number(rps[1]),
+    mbPerSec: sizeMb(transfer[1], transfer[2]),
+    p50Ms: wrkLatencyMs(r.stdout, '50'),
+    p99Ms: wrkLatencyMs(r.stdout, '99'),
+    errors: non2xx + socketErrors,
+    wrkCpu,
+    requests: Number(total[1]),
+  };
+}
+
+/** A wrk Lua script asking for `paths` in turn, each thread and connection starting at its own place in the list. */
+export function wrkPathList(dir: string, name: string, paths: string[]): string {
+  const file = path.join(dir, `${name}.lua`);
+  writeFileSync(
+    file,
+    `-- Each thread, and each connection's requests within it, walk the list from their own place.
+local paths = {
+${paths.map((p) => JSON.stringify(p)).join(',\n')}
+}
+local n = #paths
+local started = 0
+function setup(thread)
+  thread:set("offset", started * 997)
+  started = started + 1
+end
+function init(args)
+  i = offset or 0
+end
+function request()
+  i = i + 1
+  return wrk.format("GET", paths[(i % n) + 1])
+end
+`,
+  );
+  return file;
 }

@@ -22,7 +22,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { buildBenchData, MBTILES, PMTILES } from '../scripts/build-bench-data.js';
-import { ChildServer, cores, envNumber, fmt, freePort, httpGet, ROOT, table } from './lib.js';
+import { ChildServer, cores, envNumber, fmt, freePort, httpGet, ROOT, table, wrk, wrkPathList, type WrkRun } from './lib.js';
 
 const DURATION = envNumber('BENCH_DURATION', 10);
 const WARMUP = envNumber('BENCH_WARMUP', 3);
@@ -41,17 +41,6 @@ interface Scenario {
 interface Server {
   label: string;
   start(port: number, dir: string): ChildServer;
-}
-
-interface WrkRun {
-  rps: number;
-  mbPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  errors: number;
-  /** CPU seconds wrk itself used (user + system). */
-  wrkCpu: number;
-  requests: number;
 }
 
 /** Writes each tile of `zxys` as it is stored in the MBTiles copy of the archive, under `root/data/world/z/x/y.pbf`. */
@@ -126,76 +115,6 @@ const nginx: Server = {
   },
 };
 
-/** wrk's `--latency` figures: "50%  1.23ms". */
-function latencyMs(out: string, pct: string): number {
-  const m = new RegExp(`^\\s+${pct}%\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(out);
-  if (!m) return NaN;
-  const v = Number(m[1]);
-  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
-}
-
-function sizeMb(v: string, unit: string): number {
-  const f: Record<string, number> = { B: 1e-6, KB: 1e-3, MB: 1, GB: 1e3 };
-  return Number(v) * (f[unit] ?? NaN);
-}
-
-/**
- * One wrk run. A Lua script asks for the scenario's tiles in turn, each connection starting at its own place in
- * the list; bash's `times` reports wrk's CPU time (the children of the shell).
- */
-function wrk(base: string, script: string, seconds: number): WrkRun {
-  const cmd = `wrk -t${THREADS} -c${CONNECTIONS} -d${seconds}s --latency -s "$1" -H "Accept-Encoding: ${ACCEPT}" "$2"; times`;
-  const r = spawnSync('bash', ['-c', cmd, 'bash', script, base], { encoding: 'utf8' });
-  if (r.error) throw new Error(`wrk did not run (${r.error.message}); make bench installs Debian's wrk`);
-  const rps = /Requests\/sec:\s+([\d.]+)/.exec(r.stdout);
-  const transfer = /Transfer\/sec:\s+([\d.]+)(B|KB|MB|GB)/.exec(r.stdout);
-  const total = /(\d+) requests in/.exec(r.stdout);
-  if (r.status !== 0 || !rps || !transfer || !total) throw new Error(`wrk failed:\n${r.stdout}${r.stderr}`);
-  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0);
-  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(r.stdout);
-  const socketErrors = socket ? socket.slice(1).reduce((n, v) => n + Number(v), 0) : 0;
-  // `times` prints the shell's user/system times, then its children's: "0m1.234s 0m0.567s".
-  const lines = r.stdout.trim().split('\n');
-  const children = /^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/.exec(lines[lines.length - 1] ?? '');
-  const wrkCpu = children ? Number(children[1]) * 60 + Number(children[2]) + Number(children[3]) * 60 + Number(children[4]) : NaN;
-  return {
-    rps: Number(rps[1]),
-    mbPerSec: sizeMb(transfer[1], transfer[2]),
-    p50Ms: latencyMs(r.stdout, '50'),
-    p99Ms: latencyMs(r.stdout, '99'),
-    errors: non2xx + socketErrors,
-    wrkCpu,
-    requests: Number(total[1]),
-  };
-}
-
-function luaScript(dir: string, name: string, zxys: string[]): string {
-  const file = path.join(dir, `${name}.lua`);
-  const list = zxys.map((z) => `"${tilePath(z)}"`).join(',\n');
-  writeFileSync(
-    file,
-    `-- Each thread, and each connection's requests within it, walk the list from their own place.
-local paths = {
-${list}
-}
-local n = #paths
-local started = 0
-function setup(thread)
-  thread:set("offset", started * 997)
-  started = started + 1
-end
-function init(args)
-  i = offset or 0
-end
-function request()
-  i = i + 1
-  return wrk.format("GET", paths[(i % n) + 1])
-end
-`,
-  );
-  return file;
-}
-
 /** Every tile from both servers: status 200 and the same bytes, gzip-encoded as stored. */
 async function compare(bases: string[], zxys: string[]): Promise<string> {
   let same = 0;
@@ -227,7 +146,7 @@ async function main(): Promise<void> {
   const nginxVersion = spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '');
   try {
     const bytes = writeTileFiles(path.join(dir, 'www'), all);
-    const scripts = new Map(scenarios.map((s, i) => [s.name, luaScript(dir, `scenario-${i}`, s.zxys)]));
+    const scripts = new Map(scenarios.map((s, i) => [s.name, wrkPathList(dir, `scenario-${i}`, s.zxys.map(tilePath))]));
     process.stdout.write(
       `stored bytes: tileserver-ts vs ${nginxVersion} serving the same ${fmt(all.length)} tiles (${fmt(bytes / 1e6, 1)} MB as stored) as files\n` +
         `  wrk ${THREADS} threads x ${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s of warm-up, one server at a time, Accept-Encoding: ${ACCEPT}\n` +
@@ -258,9 +177,9 @@ async function main(): Promise<void> {
         await child.waitReady(base + tilePath(list.hot));
         for (const s of scenarios) {
           const script = scripts.get(s.name)!;
-          if (WARMUP > 0) wrk(base, script, WARMUP);
+          if (WARMUP > 0) wrk(base, script, { threads: THREADS, connections: CONNECTIONS, seconds: WARMUP, headers: { 'Accept-Encoding': ACCEPT } });
           const before = child.cpuSeconds();
-          const run = wrk(base, script, DURATION);
+          const run = wrk(base, script, { threads: THREADS, connections: CONNECTIONS, seconds: DURATION, headers: { 'Accept-Encoding': ACCEPT } });
           const after = child.cpuSeconds();
           if (!child.alive) throw new Error(`${server.label} died during "${s.name}":\n${child.output()}`);
           const serverCpuUs = before !== undefined && after !== undefined ? ((after - before) * 1e6) / Math.max(1, run.requests) : NaN;
