@@ -293,7 +293,9 @@ export class FileSource implements TileSource {
       try {
         next = await this.renew(gen);
       } catch (reopen) {
-        const reason = reopen instanceof SourceOpenError ? reopen.reason : (reopen as Error).message;
+        // A SourceOpenError's reason is this service's own sentence; anything else is logged, not sent.
+        if (!(reopen instanceof SourceOpenError)) log.warn(`source "${this.cfg.id}": reading the replaced ${this.cfg.path} again failed: ${(reopen as Error).message}`);
+        const reason = reopen instanceof SourceOpenError ? reopen.reason : 'it could not be read (the reason is logged)';
         throw new TileUnavailableError(503, 'Storage unavailable', `source "${this.cfg.id}": ${this.cfg.path} was replaced and cannot be read again: ${reason}`, err.retryAfter);
       }
       return use(next);
