@@ -6,17 +6,17 @@
 // give the same TileJSON, tiles and OGC items as the local ones. A source that cannot be opened stops start-up with
 // one line; an object replaced under a running source is never mixed with the old one, and is read again at once.
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { Feature } from 'geojson';
 import { cityFeatures } from './city-collection.js';
 import { copyShift, shiftedCopy, writeGeoParquet } from './file-data.js';
-import { getJson, request, waitFor } from './foundation.js';
+import { getJson, request } from './foundation.js';
 import { gdalTool } from './gdal.js';
 import { readFixture } from './object-storage.js';
 import { runCli, writeTempConfig } from './server.js';
-import type { ProofContext, StoreUnderTest } from './storage-proofs.js';
+import { failedReloadLine, type ProofContext, type StoreUnderTest } from './storage-proofs.js';
 import { readMvt } from './vector-tiles.js';
 
 export interface RangeFiles {
@@ -137,21 +137,11 @@ export function rangeFileProofs(ctx: () => ProofContext, files: () => RangeFiles
 
     // The running server: a reload that adds the missing object fails with its line and keeps serving.
     const missing = url('data/absent.parquet');
-    const file = server.configFile!;
-    const before = readFileSync(file, 'utf8');
-    const seen = server.output().length;
-    writeFileSync(file, `${before}\n[[sources]]\nid = "pq-gone"\ntype = "geoparquet"\npath = "${missing}"\n${store.keys(proxy.url)}\n`);
-    try {
-      process.kill(server.proc.pid!, 'SIGHUP');
-      const line = await waitFor('the failed reload in the log', () => server.output().slice(seen).split('\n').find((l) => l.includes('pq-gone')));
-      // The log is JSON: the message's quotes are escaped in it.
-      assert.ok(line.replaceAll('\\"', '"').includes(`source "pq-gone": cannot open GeoParquet ${missing}: `), line);
-      assert.match(line, store.missingReason);
-      assert.equal((await request(server.url, '/data/pq-gone.json', TIMEOUT)).status, 404);
-      assert.equal((await request(server.url, '/data/pq-remote/14/8531/5447.pbf', TIMEOUT)).status, 200, 'the running configuration still serves');
-    } finally {
-      writeFileSync(file, before);
-    }
+    const line = await failedReloadLine(server, `[[sources]]\nid = "pq-gone"\ntype = "geoparquet"\npath = "${missing}"\n${store.keys(proxy.url)}`, 'pq-gone');
+    assert.ok(line.includes(`source "pq-gone": cannot open GeoParquet ${missing}: `), line);
+    assert.match(line, store.missingReason);
+    assert.equal((await request(server.url, '/data/pq-gone.json', TIMEOUT)).status, 404);
+    assert.equal((await request(server.url, '/data/pq-remote/14/8531/5447.pbf', TIMEOUT)).status, 200, 'the running configuration still serves');
   });
 
   test('an object replaced in the store: the source reads the new file from its start and answers from it, never from a mix of the two', async () => {

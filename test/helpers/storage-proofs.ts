@@ -27,6 +27,24 @@ export function tileAt(lon: number, lat: number, z: number): [number, number] {
   return [x, y];
 }
 
+/**
+ * Appends `sources` (TOML) to a running server's configuration file and sends SIGHUP; resolves with the log line of
+ * the reload that fails on source `id`, its JSON-escaped quotes undone. The file is put back before it resolves.
+ */
+export async function failedReloadLine(server: TestServer, sources: string, id: string): Promise<string> {
+  const file = server.configFile!;
+  const before = readFileSync(file, 'utf8');
+  const seen = server.output().length;
+  writeFileSync(file, `${before}\n${sources}\n`);
+  try {
+    process.kill(server.proc.pid!, 'SIGHUP');
+    const line = await waitFor(`the failed reload naming "${id}" in the log`, () => server.output().slice(seen).split('\n').find((l) => l.includes(`source \\"${id}\\"`) || l.includes(`source "${id}"`)));
+    return line.replaceAll('\\"', '"');
+  } finally {
+    writeFileSync(file, before);
+  }
+}
+
 export interface StoreUnderTest {
   /** s3, gs or az */
   scheme: string;
@@ -265,20 +283,11 @@ ${await extraSources(store, proxy.url)}
 
   test('a reload that adds a source with wrong credentials fails with its one line and keeps the running configuration', async () => {
     const url = path('planet/omt.pmtiles');
-    const file = server.configFile!;
-    const before = readFileSync(file, 'utf8');
-    const seen = server.output().length;
-    writeFileSync(file, `${before}\n[[sources]]\nid = "late"\ntype = "pmtiles"\npath = "${url}"\n${store.wrongKeys(proxy.url)}\n`);
-    try {
-      process.kill(server.proc.pid!, 'SIGHUP');
-      const line = await waitFor('the failed reload in the log', () => server.output().slice(seen).split('\n').find((l) => l.includes('source \\"late\\"') || l.includes('source "late"')));
-      assert.ok(line.includes(url), line);
-      assert.match(line, store.deniedReason);
-      assert.equal((await request(server.url, '/data/late.json', TIMEOUT)).status, 404);
-      assert.equal((await request(server.url, '/data/remote/0/0/0.pbf', gz)).status, 200, 'the running configuration still serves');
-    } finally {
-      writeFileSync(file, before);
-    }
+    const line = await failedReloadLine(server, `[[sources]]\nid = "late"\ntype = "pmtiles"\npath = "${url}"\n${store.wrongKeys(proxy.url)}`, 'late');
+    assert.ok(line.includes(url), line);
+    assert.match(line, store.deniedReason);
+    assert.equal((await request(server.url, '/data/late.json', TIMEOUT)).status, 404);
+    assert.equal((await request(server.url, '/data/remote/0/0/0.pbf', gz)).status, 200, 'the running configuration still serves');
   });
 
   rangeFileProofs(
