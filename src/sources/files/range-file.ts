@@ -76,10 +76,8 @@ class RemoteFile implements RangeFile {
     const n = Math.max(0, Math.min(length, this.size - offset));
     if (n === 0) return new Uint8Array(0);
     try {
-      const { data, etag } = await this.channel.read(offset, n, this.etag);
-      // A store that ignores If-Match (s3rver, some S3-compatible servers) answers from the new object with its
-      // new ETag: the ETag in the answer is what tells the two files apart.
-      if (this.etag !== undefined && etag !== undefined && etag !== this.etag) throw new StoreError('changed', `the object changed (ETag ${etag}, opened as ${this.etag})`);
+      // Pinned to the ETag of the first read: the channel throws StoreError 'changed' for another object.
+      const { data } = await this.channel.read(offset, n, this.etag);
       this.bytesRead += data.byteLength;
       return data;
     } catch (err) {

@@ -75,6 +75,9 @@ export class StorageChannel {
           throw err instanceof StoreError || !deadline.aborted ? err : this.timedOut();
         });
         this.markReachable();
+        // A store that ignores If-Match (s3rver, some S3-compatible servers) answers from a replaced object with its
+        // new ETag: the ETag in the answer is what tells the two objects apart.
+        if (ifMatch !== undefined && out.etag !== undefined && out.etag !== ifMatch) throw new StoreError('changed', `the object changed (ETag ${out.etag}, opened as ${ifMatch})`);
         return out;
       } catch (err) {
         const e = err instanceof StoreError ? err : new StoreError('unavailable', String((err as Error)?.message ?? err));
@@ -153,7 +156,8 @@ export class StorageChannel {
 /**
  * A pmtiles `Source` for one generation of an archive: every range it reads must come from the object with
  * the ETag of the generation's first read (the header). The pmtiles package passes the header's ETag with each
- * read too; both say the same, and a mismatch throws StoreError 'changed', which the package does not catch.
+ * read too; both say the same, and a mismatch (the channel's check) throws StoreError 'changed', which the package
+ * does not catch.
  */
 export class PinnedSource implements Source {
   private etag: string | undefined;
@@ -175,11 +179,9 @@ export class PinnedSource implements Source {
 
   async getBytes(offset: number, length: number, _signal?: AbortSignal, etag?: string): Promise<RangeResponse> {
     const expected = this.etag ?? etag;
+    // The channel throws StoreError 'changed' when the answer's ETag is not the expected one.
     const out = await this.channel.read(offset, length, expected);
     if (expected === undefined && this.etag === undefined) this.etag = out.etag;
-    else if (expected !== undefined && out.etag !== undefined && out.etag !== expected) {
-      throw new StoreError('changed', `the object changed (ETag ${out.etag}, opened as ${expected})`);
-    }
     const { data } = out;
     return { data: data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer, etag: this.etag };
   }
