@@ -118,6 +118,7 @@ test('in a configuration file: a well-formed xyz source loads (path holds its ur
   const ok = load(source('url = "https://{s}.tiles.example/{z}/{x}/{y}.pbf?key=k"\nsubdomains = ["a", "b"]\nformat = "pbf"\nheaders_env = { Authorization = "UP_KEY" }\ntimeout_ms = 2000'));
   assert.ok(ok.ok, ok.ok ? '' : ok.message);
   const s = ok.config.sources[0];
+  assert.ok(s.type === 'xyz', 'the source is parsed as the xyz kind');
   assert.equal(s.path, 'https://{s}.tiles.example/{z}/{x}/{y}.pbf?key=k');
   assert.deepEqual(s.headers_env, { Authorization: 'UP_KEY' });
   for (const [extra, key, what] of [

@@ -7,16 +7,14 @@ import { parse as parseToml } from 'smol-toml';
 import * as v from 'valibot';
 import { ConfigSchema, type Config } from './schema.js';
 import { expandEnv } from './env.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, issuePath } from './errors.js';
 import { didYouMean } from './suggest.js';
 import { unknownKeys, type UnknownKey } from './unknown-keys.js';
-import { compositeConfigProblems } from './composites.js';
 import { resolveAuth } from './auth-files.js';
+import { configProblems } from './checks.js';
 
-export { ConfigError };
-
-/** Source ids of uploaded files start with this (src/uploads/names.ts); configured ids may not. */
-export const UPLOAD_ID_PREFIX = 'upload-';
+export { ConfigError, issuePath };
+export { UPLOAD_ID_PREFIX } from './checks.js';
 
 export interface LoadedConfig {
   config: Config;
@@ -29,22 +27,13 @@ export interface LoadedConfig {
   overrides?: Partial<Pick<Config['server'], 'host' | 'port' | 'workers'>>;
 }
 
-/** Formats a valibot issue path as `sources[2].path`. */
-export function issuePath(issue: v.BaseIssue<unknown>): string {
-  let out = '';
-  for (const item of issue.path ?? []) {
-    const key = (item as { key: unknown }).key;
-    out += typeof key === 'number' ? `[${key}]` : out ? `.${String(key)}` : String(key);
-  }
-  return out || '(root)';
-}
-
 /**
  * valibot's message for a missing required key reads "Invalid key: Expected "path" but received undefined", and
  * a failed integer check does not say what it wanted: both are put in words a user editing the file understands.
  */
 function issueMessage(issue: v.BaseIssue<unknown>): string {
-  if (issue.kind === 'schema' && issue.type === 'object' && issue.input === undefined) return 'required key is missing';
+  // A source kind words its own missing keys (sources/index.ts); valibot's default starts "Invalid key".
+  if (issue.kind === 'schema' && (issue.type === 'object' || issue.type === 'loose_object') && issue.input === undefined && issue.message.startsWith('Invalid key')) return 'required key is missing';
   if (issue.type === 'integer') return `expected an integer but received ${issue.received}`;
   return issue.message;
 }
@@ -60,10 +49,15 @@ function unknownTopLevelLine(label: string, u: UnknownKey, value: unknown): stri
 /** An unknown key inside a known section: a warning, the rest of the file loads. */
 function unknownKeyWarning(label: string, u: UnknownKey): string {
   const guess = didYouMean(u.key, u.known);
-  return `${label}: unknown key ${u.path} (ignored${guess ? `; did you mean "${guess}"?` : ''})`;
+  const elsewhere = u.declaredFor ? `; it applies to type = ${u.declaredFor.map((t) => `"${t}"`).join(', ')}` : '';
+  return `${label}: unknown key ${u.path} (ignored${guess ? `; did you mean "${guess}"?` : ''}${elsewhere})`;
 }
 
-/** Validates an already-parsed TOML document. `label` names the file in messages. */
+/**
+ * Validates an already-parsed TOML document. `label` names the file in messages. Every problem found is
+ * reported in one ConfigError, a line each: the schema's, then (on a file the schema accepts) those of the
+ * files [auth] names and of the checks across sections (checks.ts).
+ */
 export function validateConfig(raw: unknown, label: string, baseDir: string, env: NodeJS.ProcessEnv = process.env): { config: Config; warnings: string[]; authDigest: string } {
   const expanded = expandEnv(raw, env, label);
   const unknown = unknownKeys(ConfigSchema, expanded);
@@ -79,40 +73,10 @@ export function validateConfig(raw: unknown, label: string, baseDir: string, env
     const resolved = resolveAuth(config.auth, baseDir, label, env);
     config = { ...config, auth: resolved.auth };
     authDigest = resolved.digest;
+    lines.push(...resolved.problems);
   }
-  // A key's rate class must be one [rate_limits] defines: a misspelt class would silently give the default budget.
-  const classes = config.rate_limits?.classes;
-  if (classes && config.auth) {
-    for (const k of config.auth.keys) {
-      if (k.rate_class !== undefined && !(k.rate_class in classes))
-        throw new ConfigError(`${label}: auth.keys: key "${k.name}" has rate_class "${k.rate_class}", which [rate_limits.classes] does not define (it has ${Object.keys(classes).join(', ') || 'none'})`);
-    }
-  }
-  const seen = new Set<string>();
-  for (const [i, s] of config.sources.entries()) {
-    if (seen.has(s.id)) throw new ConfigError(`${label}: sources: duplicate source id "${s.id}"`);
-    seen.add(s.id);
-    // Uploaded files are served as `upload-<uuid>` (src/uploads/): a configured id there could collide with one.
-    if (s.id.startsWith(UPLOAD_ID_PREFIX)) throw new ConfigError(`${label}: sources[${i}]: id "${s.id}" starts with "${UPLOAD_ID_PREFIX}", which is kept for uploaded files`);
-    // An empty zoom range would make every tile of the source a silent 204.
-    if (s.minzoom !== undefined && s.maxzoom !== undefined && s.minzoom > s.maxzoom)
-      throw new ConfigError(`${label}: sources[${i}]: minzoom ${s.minzoom} is above maxzoom ${s.maxzoom}`);
-  }
-  const pg = config.postgres;
-  const dbEntries = pg ? ([['tables', pg.tables], ['functions', pg.functions], ['outdb_rasters', pg.outdb_rasters]] as const) : [];
-  for (const [section, entries] of dbEntries)
-    for (const [i, e] of entries.entries())
-      if (e.id.startsWith(UPLOAD_ID_PREFIX))
-        throw new ConfigError(`${label}: postgres.${section}[${i}]: id "${e.id}" starts with "${UPLOAD_ID_PREFIX}", which is kept for uploaded files`);
-  for (const [i, c] of config.composites.entries())
-    if (c.id.startsWith(UPLOAD_ID_PREFIX)) throw new ConfigError(`${label}: composites[${i}]: id "${c.id}" starts with "${UPLOAD_ID_PREFIX}", which is kept for uploaded files`);
-  const compositeProblems = compositeConfigProblems(config);
-  if (compositeProblems.length) throw new ConfigError(compositeProblems.map((p) => `${label}: ${p}`).join('\n'));
-  const mcp = config.mcp;
-  if (mcp.auth_token !== undefined && mcp.oauth.enabled)
-    throw new ConfigError(`${label}: mcp.auth_token: a static token and [mcp.oauth] enabled cannot both be set; choose one way to authenticate /mcp`);
-  if (mcp.oauth.enabled && mcp.oauth.consent_secret === undefined)
-    throw new ConfigError(`${label}: mcp.oauth.consent_secret: required when [mcp.oauth] is enabled (the operator's answer on the consent page)`);
+  lines.push(...configProblems(config).map((p) => `${label}: ${p}`));
+  if (lines.length) throw new ConfigError(lines.join('\n'));
   const warnings = unknown.filter((u) => !u.topLevel).map((u) => unknownKeyWarning(label, u));
   return { config, warnings, authDigest };
 }

@@ -3,7 +3,6 @@
 // (for hillshade and contours, also above the data's own deepest zoom) and elevations at points (the API).
 import sharp from 'sharp';
 import type { AppState } from '../state/app-state.js';
-import type { SourceConfig } from '../config/schema.js';
 import type { SourceInfo, TileSource } from '../sources/source.js';
 import type { RasterPool } from '../sources/raster/pool.js';
 import { OutdbRasterSource } from '../sources/raster/outdb.js';
@@ -226,7 +225,7 @@ export function elevationSource(state: AppState, id: string): ElevationLookup {
   if (!kept) byState.set(state, (kept = new Map()));
   let found = kept.get(id);
   if (!found) {
-    const cfg = state.config.sources.find((s) => s.id === id) as SourceConfig | undefined;
+    const cfg = state.config.sources.find((s) => s.id === id);
     found =
       source instanceof OutdbRasterSource
         ? new CatalogueElevation(source, encoding)

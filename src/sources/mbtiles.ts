@@ -3,7 +3,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
-import type { SourceConfig } from '../config/schema.js';
+import type { MbtilesSourceConfig } from '../config/schema.js';
 import { bytesMatchFormat, formatFromMetadata, imageWidth, isGzip, sniffImage, type TileFormat } from '../tiles/format.js';
 import { sniffVectorFormat } from '../tiles/vector-sniff.js';
 import { demOf } from './dem-info.js';
@@ -18,7 +18,7 @@ export class MbtilesSource implements TileSource {
     private readonly select: Database.Statement<[number, number, number], { tile_data: Buffer }>,
   ) {}
 
-  static async open(cfg: SourceConfig): Promise<MbtilesSource> {
+  static async open(cfg: MbtilesSourceConfig): Promise<MbtilesSource> {
     if (!existsSync(cfg.path)) throw new SourceOpenError(cfg.id, `cannot open MBTiles ${cfg.path}: no such file`);
     let db: Db | undefined;
     try {
@@ -80,7 +80,7 @@ function numbers(text: string | undefined, count: number): number[] | undefined 
   return parts.length === count && parts.every(Number.isFinite) ? parts : undefined;
 }
 
-function describe(cfg: SourceConfig, db: Db, layout: Layout, meta: Map<string, string>): SourceInfo {
+function describe(cfg: MbtilesSourceConfig, db: Db, layout: Layout, meta: Map<string, string>): SourceInfo {
   const sample = (db.prepare(layout.sample).get() as { tile_data: Buffer } | undefined)?.tile_data;
   const declared = meta.get('format');
   let format: TileFormat | undefined = formatFromMetadata(declared);

@@ -7,7 +7,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import { Compression, PMTiles, SharedPromiseCache, TileType, type Cache, type Entry, type Header, type RangeResponse, type Source } from 'pmtiles';
 import { isRemotePath } from '../config/object-location.js';
-import type { SourceConfig, StorageConfig } from '../config/schema.js';
+import type { PmtilesSourceConfig, StorageConfig } from '../config/schema.js';
 import { log } from '../log.js';
 import { imageWidth, type StoredCompression, type TileFormat } from '../tiles/format.js';
 import { lonLatToTile } from '../tiles/coords.js';
@@ -90,7 +90,7 @@ interface Generation {
   readonly info: SourceInfo;
 }
 
-async function openGeneration(cfg: SourceConfig, source: Source, revision: () => string | undefined): Promise<Generation> {
+async function openGeneration(cfg: PmtilesSourceConfig, source: Source, revision: () => string | undefined): Promise<Generation> {
   const archive = new PMTiles(source, new ArchiveCache(), keepStored);
   const header = await archive.getHeader();
   const metadata = await readMetadata(source, header);
@@ -114,7 +114,7 @@ async function demTileSize(archive: PMTiles, info: SourceInfo): Promise<number> 
 }
 
 /** A storage failure during a tile read: 503 with Retry-After for this source only. */
-function unavailable(cfg: SourceConfig, err: StoreError): TileUnavailableError {
+function unavailable(cfg: PmtilesSourceConfig, err: StoreError): TileUnavailableError {
   return new TileUnavailableError(503, 'Storage unavailable', `source "${cfg.id}": cannot read ${cfg.path}: ${err.reason}`, RETRY_AFTER_STORAGE);
 }
 
@@ -123,7 +123,7 @@ export class PmtilesSource implements TileSource {
   private generations = 0;
 
   private constructor(
-    private readonly cfg: SourceConfig,
+    private readonly cfg: PmtilesSourceConfig,
     private current: Generation,
     private readonly handle: FileHandle | undefined,
     private readonly channel: StorageChannel | undefined,
@@ -150,7 +150,7 @@ export class PmtilesSource implements TileSource {
     return this.current.info;
   }
 
-  static async open(cfg: SourceConfig, storage: StorageConfig): Promise<PmtilesSource> {
+  static async open(cfg: PmtilesSourceConfig, storage: StorageConfig): Promise<PmtilesSource> {
     if (isRemotePath(cfg.path)) return PmtilesSource.openRemote(cfg, storage);
     let handle: FileHandle | undefined;
     try {
@@ -166,7 +166,7 @@ export class PmtilesSource implements TileSource {
     }
   }
 
-  private static async openRemote(cfg: SourceConfig, storage: StorageConfig): Promise<PmtilesSource> {
+  private static async openRemote(cfg: PmtilesSourceConfig, storage: StorageConfig): Promise<PmtilesSource> {
     let channel: StorageChannel | undefined;
     try {
       channel = await openChannel(cfg, storage);
@@ -181,7 +181,7 @@ export class PmtilesSource implements TileSource {
   }
 
   /** A generation of a remote archive; an object replaced while its header and metadata are read is read again. */
-  private static async remoteGeneration(cfg: SourceConfig, channel: StorageChannel, n: number): Promise<Generation> {
+  private static async remoteGeneration(cfg: PmtilesSourceConfig, channel: StorageChannel, n: number): Promise<Generation> {
     for (let attempt = 0; ; attempt++) {
       const source = new PinnedSource(channel, `${cfg.path}#${n}.${attempt}`);
       try {
@@ -268,7 +268,7 @@ async function readMetadata(source: Source, header: Header): Promise<Record<stri
   return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
 }
 
-function describe(cfg: SourceConfig, header: Header, metadata: Record<string, unknown>, revision: string | undefined): SourceInfo {
+function describe(cfg: PmtilesSourceConfig, header: Header, metadata: Record<string, unknown>, revision: string | undefined): SourceInfo {
   const format = TILE_TYPES[header.tileType as TileType];
   if (!format) throw new SourceOpenError(cfg.id, `PMTiles tile type ${header.tileType} (${TileType[header.tileType] ?? 'unknown'}) is not a format this server serves`);
   let compression: StoredCompression;

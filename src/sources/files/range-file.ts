@@ -9,7 +9,6 @@
 // stores that do not honour If-Match.
 import { open, type FileHandle } from 'node:fs/promises';
 import { isRemotePath } from '../../config/object-location.js';
-import type { SourceConfig } from '../../config/schema.js';
 import { openChannel } from '../object-store/open.js';
 import { RETRY_AFTER_STORAGE, type StorageChannel } from '../object-store/reader.js';
 import { StoreError } from '../object-store/store.js';
@@ -115,7 +114,7 @@ export async function openRangeFile(location: string, options: RangeReaderOption
   let channel: StorageChannel | undefined;
   try {
     // openChannel reads the id, the path and the storage keys (endpoint, credentials) of a source's configuration.
-    const cfg = { ...(options.source ?? {}), id: sourceId, path: location } as SourceConfig;
+    const cfg = { ...options.source, id: sourceId, path: location };
     channel = await openChannel(cfg, options.storage);
     const first = await channel.read(0, FIRST_READ, undefined);
     const size = first.size ?? (first.data.byteLength < FIRST_READ ? first.data.byteLength : undefined);

@@ -2,7 +2,7 @@
 // typed fields, and the features of a layer that meet a box, read through the file's own spatial index. Each
 // format's reader implements this; the source (tiling, filters, OGC API - Features) is written once above it.
 import type { Geometry } from 'geojson';
-import type { SourceConfig, StorageConfig } from '../../config/schema.js';
+import type { FileSourceConfig, StorageConfig } from '../../config/schema.js';
 import type { Bounds } from '../source.js';
 
 /** A property's type as TileJSON's `vector_layers` names it. */
@@ -63,7 +63,7 @@ export interface ReaderOptions {
    */
   boxesInMemory?: number;
   /** The source's configuration, for the storage keys of a remote file (endpoint, region, credentials). */
-  source?: SourceConfig;
+  source?: FileSourceConfig;
 }
 
 /**

@@ -7,7 +7,7 @@
 import { stat } from 'node:fs/promises';
 import { GeoJSONVT, geoJSONToTile, type GeoJSONVTTile } from '@maplibre/geojson-vt';
 import type { Feature as GeoJsonFeature, FeatureCollection } from 'geojson';
-import type { SourceConfig, StorageConfig } from '../../config/schema.js';
+import type { FileSourceConfig, StorageConfig } from '../../config/schema.js';
 import { isRemotePath } from '../../config/object-location.js';
 import { Cql2Error } from '../../cql2/ast.js';
 import { compileFilter, type Predicate } from '../../cql2/evaluate.js';
@@ -116,7 +116,7 @@ function layerOf(name: string, extent: number, tile: GeoJSONVTTile, names: reado
 
 export class FileSource implements TileSource {
   private constructor(
-    private readonly cfg: SourceConfig,
+    private readonly cfg: FileSourceConfig,
     private readonly storage: StorageConfig,
     private current: Generation,
   ) {
@@ -134,11 +134,11 @@ export class FileSource implements TileSource {
     return this.current.reader.layers;
   }
 
-  static async open(cfg: SourceConfig, storage: StorageConfig): Promise<FileSource> {
+  static async open(cfg: FileSourceConfig, storage: StorageConfig): Promise<FileSource> {
     return new FileSource(cfg, storage, await FileSource.read(cfg, storage));
   }
 
-  private static async read(cfg: SourceConfig, storage: StorageConfig): Promise<Generation> {
+  private static async read(cfg: FileSourceConfig, storage: StorageConfig): Promise<Generation> {
     const type = cfg.type as FileSourceType;
     let stamp: FileStamp;
     try {
@@ -163,7 +163,7 @@ export class FileSource implements TileSource {
     }
   }
 
-  private static generation(cfg: SourceConfig, reader: FeatureReader, stamp: FileStamp): Generation {
+  private static generation(cfg: FileSourceConfig, reader: FeatureReader, stamp: FileStamp): Generation {
     const minzoom = cfg.minzoom ?? DEFAULT_MINZOOM;
     const maxzoom = cfg.maxzoom ?? DEFAULT_MAXZOOM;
     if (minzoom > maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${minzoom} is above maxzoom ${maxzoom}`);

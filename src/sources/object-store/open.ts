@@ -1,5 +1,5 @@
 // Picks the provider module for a remote source's path and builds its shared reader.
-import type { SourceConfig, StorageConfig } from '../../config/schema.js';
+import type { StoredSourceConfig, StorageConfig } from '../../config/schema.js';
 import { AzureStore, azureBlob } from './azure.js';
 import { gcsClient } from './gcs.js';
 import { HttpStore } from './http.js';
@@ -12,7 +12,7 @@ export function readSettings(storage: StorageConfig): ReadSettings {
   return { timeoutMs: storage.read_timeout_ms, retries: storage.read_retries, maxConcurrent: storage.max_concurrent_reads };
 }
 
-async function storeFor(loc: ObjectLocation, cfg: SourceConfig): Promise<ObjectStore> {
+async function storeFor(loc: ObjectLocation, cfg: StoredSourceConfig): Promise<ObjectStore> {
   switch (loc.provider) {
     case 's3':
       return S3Store.create(await s3Client(cfg), loc);
@@ -29,7 +29,7 @@ async function storeFor(loc: ObjectLocation, cfg: SourceConfig): Promise<ObjectS
 }
 
 /** The reader of a remote source; throws StoreError when its settings cannot make a client. */
-export async function openChannel(cfg: SourceConfig, storage: StorageConfig): Promise<StorageChannel> {
+export async function openChannel(cfg: StoredSourceConfig, storage: StorageConfig): Promise<StorageChannel> {
   const loc = parseLocation(cfg.path);
   if (typeof loc === 'string') throw new StoreError('invalid', loc);
   return new StorageChannel(cfg.id, loc, await storeFor(loc, cfg), readSettings(storage));

@@ -18,7 +18,6 @@ export class PgFunctionSource implements TileSource {
 
   static open(cfg: PgFunctionConfig, fn: TileFunction, pool: PgPool): PgFunctionSource {
     if (fn.kind === 'outdb') throw new SourceOpenError(cfg.id, `${fn.schema}.${fn.name} returns raster file paths: configure it under [[postgres.outdb_rasters]]`);
-    if (cfg.minzoom > cfg.maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${cfg.minzoom} is above maxzoom ${cfg.maxzoom}`);
     const withQuery = fn.kind === 'zxy_query';
     const args = fn.argTypes.map((t, i) => `$${i + 1}::${t}`).join(', ');
     const sql = `SELECT ${ident(fn.schema)}.${ident(fn.name)}(${args}) AS mvt`;

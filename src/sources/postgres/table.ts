@@ -79,7 +79,6 @@ export class PgTableSource implements TileSource {
       if (!col) throw new SourceOpenError(cfg.id, `table ${table.schema}.${table.table} has no column "${cfg.id_column}" (id_column)`);
       if (!INTEGER_ID.test(col.type)) throw new SourceOpenError(cfg.id, `id_column "${cfg.id_column}" is ${col.type}; MVT feature ids must be integers`);
     }
-    if (cfg.minzoom > cfg.maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${cfg.minzoom} is above maxzoom ${cfg.maxzoom}`);
     if (!table.srid) throw new SourceOpenError(cfg.id, `${table.schema}.${table.table}.${table.geometryColumn} has no SRID (declare it, e.g. geometry(Point, 4326))`);
     const layer = cfg.id;
     const sql = tableTileSql(cfg, table, layer);

@@ -1,7 +1,7 @@
 // A Cloud Optimized GeoTIFF (`type = "cog"`) or GDAL VRT (`type = "vrt"`) served as raster tiles (png, jpg,
 // webp), warped to web mercator in the raster pool. Zoom range: 0 up to the zoom where a tile pixel matches a
 // source pixel (overridable); bounds from the file's georeferencing, so tiles outside the data answer 204.
-import type { Config, SourceConfig } from '../../config/schema.js';
+import type { Config, RasterSourceConfig } from '../../config/schema.js';
 import type { RasterPool } from './pool.js';
 import type { TileFormat } from '../../tiles/format.js';
 import { defaultCenter, SourceOpenError, type SourceInfo, type TileParams, type TileSource } from '../source.js';
@@ -22,7 +22,7 @@ export class CogSource implements TileSource {
 
   private constructor(
     readonly info: SourceInfo,
-    private readonly cfg: SourceConfig,
+    private readonly cfg: RasterSourceConfig,
     private readonly pool: RasterPool,
     private readonly config: Config,
   ) {
@@ -30,7 +30,7 @@ export class CogSource implements TileSource {
     if (isRemotePath(cfg.path)) this.storageProblem = () => this.health.unreachable;
   }
 
-  static async open(cfg: SourceConfig, pool: RasterPool, config: Config): Promise<CogSource> {
+  static async open(cfg: RasterSourceConfig, pool: RasterPool, config: Config): Promise<CogSource> {
     let described;
     try {
       described = await pool.describe(cfg.path);

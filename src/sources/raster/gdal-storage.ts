@@ -6,7 +6,7 @@
 // options are process-wide, so two raster sources on the same provider must agree on them: a conflict is a
 // start-up error, not a coin toss per request.
 import { parseLocation } from '../../config/object-location.js';
-import type { Config, SourceConfig } from '../../config/schema.js';
+import type { Config, RasterSourceConfig } from '../../config/schema.js';
 import type { GdalOptions } from '../../raster/warp-tile.js';
 import { SourceOpenError } from '../source.js';
 
@@ -43,7 +43,7 @@ function fromEnvironment(config: Config, env: NodeJS.ProcessEnv): GdalOptions {
 }
 
 /** A connection string naming the blob endpoint and whichever of account, key and SAS the source gives. */
-function azureConnectionString(endpoint: string, s: SourceConfig): string {
+function azureConnectionString(endpoint: string, s: RasterSourceConfig): string {
   const parts = [`BlobEndpoint=${endpoint.replace(/\/+$/, '')}`];
   if (s.account) parts.push(`AccountName=${s.account}`);
   if (s.account_key) parts.push(`AccountKey=${s.account_key}`);
@@ -52,7 +52,7 @@ function azureConnectionString(endpoint: string, s: SourceConfig): string {
 }
 
 /** The GDAL options a raster source's own storage keys stand for. */
-function fromSource(s: SourceConfig): GdalOptions {
+function fromSource(s: RasterSourceConfig): GdalOptions {
   const loc = parseLocation(s.path);
   if (typeof loc === 'string') return {};
   const out: GdalOptions = {};

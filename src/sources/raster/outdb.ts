@@ -38,7 +38,6 @@ export class OutdbRasterSource implements TileSource {
 
   static open(cfg: OutdbRasterConfig, fn: TileFunction, db: PgPool, rasters: RasterPool, config: Config): OutdbRasterSource {
     if (!fn.outColumns.includes('filepath')) throw new SourceOpenError(cfg.id, `${fn.schema}.${fn.name} must return a column named filepath`);
-    if (cfg.minzoom > cfg.maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${cfg.minzoom} is above maxzoom ${cfg.maxzoom}`);
     if (cfg.dem && cfg.colormap) throw new SourceOpenError(cfg.id, 'dem and colormap exclude each other: an elevation source serves encoded elevations');
     const dynamic = cfg.colormap?.rescale_mode === 'dynamic';
     if (dynamic && !(fn.outColumns.includes('rescale_min') && fn.outColumns.includes('rescale_max'))) {

@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { poolShare, workerCount } from '../../config/sizing.js';
-import type { Config, SourceConfig } from '../../config/schema.js';
+import type { Config, RasterSourceConfig } from '../../config/schema.js';
 import { gdalStorageOptions, type GdalOptions } from './gdal-storage.js';
 import { isRemotePath } from '../../config/object-location.js';
 import { RETRY_AFTER_STORAGE } from '../object-store/reader.js';
@@ -129,7 +129,7 @@ export class RasterPool {
    * of the store itself (network, 5xx, throttling, timeout) counts.
    */
   private async storeFails(file: string): Promise<boolean> {
-    const cfg = this.config.sources.find((s) => s.path === file) ?? ({ id: 'raster', type: 'cog', path: file } as SourceConfig);
+    const cfg = this.config.sources.find((s): s is RasterSourceConfig => (s.type === 'cog' || s.type === 'vrt') && s.path === file) ?? { id: 'raster', path: file };
     try {
       const channel = await openChannel(cfg, this.config.storage);
       try {

@@ -15,7 +15,7 @@
 // configuration file or the parsed configuration. Messages and logs name the URL without its query string and
 // never a header.
 import { LRUCache } from 'lru-cache';
-import type { SourceConfig } from '../../config/schema.js';
+import type { XyzSourceConfig } from '../../config/schema.js';
 import { expandUrl, parseUrlTemplate, redactedUrl, subdomainOf, type UrlTemplate } from '../../config/xyz-template.js';
 import { log } from '../../log.js';
 import type { TileFormat } from '../../tiles/format.js';
@@ -50,7 +50,7 @@ export class XyzSource implements TileSource {
   private constructor(
     readonly info: SourceInfo,
     private readonly template: UrlTemplate,
-    private readonly cfg: SourceConfig,
+    private readonly cfg: XyzSourceConfig,
     private readonly headers: Record<string, string>,
   ) {
     this.timeoutMs = cfg.timeout_ms ?? XYZ_DEFAULTS.timeout_ms;
@@ -62,7 +62,7 @@ export class XyzSource implements TileSource {
   }
 
   /** Checks the template and reads the header values from the environment; no request is made (an upstream down at start must not stop the service). */
-  static async open(cfg: SourceConfig, env: NodeJS.ProcessEnv = process.env): Promise<XyzSource> {
+  static async open(cfg: XyzSourceConfig, env: NodeJS.ProcessEnv = process.env): Promise<XyzSource> {
     const url = cfg.url ?? cfg.path;
     const template = parseUrlTemplate(url);
     if (typeof template === 'string') throw new SourceOpenError(cfg.id, `url: ${template}`);

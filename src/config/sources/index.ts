@@ -1,0 +1,99 @@
+// `[[sources]]`: one schema per kind of source under a variant on `type`, so a source's type is exactly its
+// kind's keys and callers narrow on `type` instead of casting. The kinds' keys are read loosely, so that a key
+// of another kind reaches the refusals (kind.ts) rather than vanishing, and are then reduced to the declared
+// ones: the parsed source holds what its type declares and nothing else.
+import * as v from 'valibot';
+import { keyPath } from '../sections/common.js';
+import { section } from '../sections/section.js';
+import { files, fileProblems, FILE_ENTRIES } from './files.js';
+import { refusal, type Problem, type SourceKind } from './kind.js';
+import type { StorageKeysConfig } from './common.js';
+import { mbtiles, mbtilesProblems, MBTILES_ENTRIES } from './mbtiles.js';
+import { pmtiles, pmtilesProblems, PMTILES_ENTRIES } from './pmtiles.js';
+import { raster, rasterProblems, RASTER_ENTRIES } from './raster.js';
+import { xyz, xyzProblems, XYZ_ENTRIES, XYZ_REQUIRED } from './xyz.js';
+
+export { FILE_SOURCE_TYPES } from './files.js';
+export { STORAGE_KEYS, type StorageKeysConfig } from './common.js';
+
+/** In the order an unknown `type` lists them. */
+const KINDS: readonly SourceKind[] = [pmtiles, mbtiles, raster, xyz, files];
+
+/** valibot's words for a missing key, replaced where the kind says what the key should hold. */
+function missingKeyMessage(kind: SourceKind) {
+  return (issue: v.LooseObjectIssue): string => {
+    const key = String(issue.path?.at(-1)?.key);
+    if (issue.input !== undefined) return issue.message;
+    if (kind === xyz && Object.hasOwn(XYZ_REQUIRED, key)) return XYZ_REQUIRED[key];
+    if (key === 'path') return `missing: a ${kind.types.join(' or ')} source needs a path (a file or a URL)`;
+    return issue.message;
+  };
+}
+
+const option = <E extends v.ObjectEntries>(kind: SourceKind, entries: E) => v.looseObject(entries, missingKeyMessage(kind));
+
+/** The parsed source without the keys it does not declare (they were refused or warned about). */
+type Declared<T> = T extends unknown ? { [K in keyof T as string extends K ? never : K]: T[K] } : never;
+
+function declared<T extends { type: string }>(s: T): Declared<T> {
+  const kind = KINDS.find((k) => k.types.includes(s.type))!;
+  return Object.fromEntries(Object.entries(s).filter(([key]) => Object.hasOwn(kind.entries, key))) as Declared<T>;
+}
+
+/** Every source type, for the message of one that is missing or unknown. */
+const TYPES = KINDS.flatMap((k) => k.types.map((t) => `"${t}"`));
+
+function typeMessage(issue: v.VariantIssue): string {
+  return issue.input === undefined ? `required key is missing (one of ${TYPES.join(', ')})` : `Invalid type: Expected ${TYPES.join(' | ')} but received ${issue.received}`;
+}
+
+export const SourceSchema = v.pipe(
+  v.variant('type', [
+    option(pmtiles, PMTILES_ENTRIES),
+    option(mbtiles, MBTILES_ENTRIES),
+    option(raster, RASTER_ENTRIES),
+    option(xyz, XYZ_ENTRIES),
+    option(files, FILE_ENTRIES),
+  ], typeMessage),
+  // Runs on the loose value even when a key of the kind is invalid, so a refused key is reported along with it.
+  v.rawCheck(({ dataset, addIssue }) => {
+    const s = dataset.value as Record<string, unknown> | undefined;
+    const kind = KINDS.find((k) => k.types.includes(String(s?.type)));
+    if (!s || !kind) return;
+    for (const key of Object.keys(s)) {
+      const message = refusal(key, String(s.type), kind, KINDS);
+      if (message) addIssue({ message, path: keyPath(s, key) });
+    }
+  }),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const s = dataset.value;
+    const problem: Problem = (key, message) => addIssue({ message, path: keyPath(s, key) });
+    switch (s.type) {
+      case 'pmtiles':
+        return pmtilesProblems(s, problem);
+      case 'mbtiles':
+        return mbtilesProblems(s, problem);
+      case 'cog':
+      case 'vrt':
+        return rasterProblems(s, problem);
+      case 'xyz':
+        return xyzProblems(s, problem);
+      default:
+        return fileProblems(s, problem);
+    }
+  }),
+  // xyz sources keep their template in `path` too: every source has a path (a file or a URL) after parsing.
+  v.transform((s) => (s.type === 'xyz' ? { ...declared(s), path: s.url } : declared(s))),
+);
+
+export const sources = section(v.optional(v.array(SourceSchema), []));
+
+export type SourceConfig = v.InferOutput<typeof SourceSchema>;
+export type PmtilesSourceConfig = Extract<SourceConfig, { type: 'pmtiles' }>;
+export type MbtilesSourceConfig = Extract<SourceConfig, { type: 'mbtiles' }>;
+export type RasterSourceConfig = Extract<SourceConfig, { type: 'cog' | 'vrt' }>;
+export type XyzSourceConfig = Extract<SourceConfig, { type: 'xyz' }>;
+export type FileSourceConfig = Extract<SourceConfig, { type: (typeof FILE_ENTRIES.type.options)[number] }>;
+/** What a reader of a remote source needs: its id, its path and the storage keys that say how to reach it. */
+export type StoredSourceConfig = Pick<SourceConfig, 'id' | 'path'> & StorageKeysConfig;

@@ -1,0 +1,33 @@
+// What a source kind declares besides its keys: why it refuses keys of other kinds. Every kind's keys are its own
+// (a pmtiles source's type has no `subdomains`); a key of another kind in a source is an error when either kind
+// says why it cannot apply, and otherwise an ignored key with a warning (unknown-keys.ts), as any unknown key is.
+import type * as v from 'valibot';
+
+/** Why a key cannot apply to a source of this `type`; undefined when this kind has nothing to say about it. */
+export type Refusal = (key: string, type: string) => string | undefined;
+
+export interface SourceKind {
+  /** The `type` values of this kind. */
+  readonly types: readonly string[];
+  /** The keys it declares (its schema's entries). */
+  readonly entries: Record<string, unknown>;
+  /** Its own keys that every other kind refuses with this message: they mean nothing elsewhere. */
+  readonly ownKeysElsewhere?: (key: string) => string;
+  /** Keys of other kinds it refuses, and why, before their owner's message. */
+  readonly refuses?: Refusal;
+}
+
+/** The message for `key` in a source of `type` (of kind `kind`), or undefined when the key is only ignored. */
+export function refusal(key: string, type: string, kind: SourceKind, kinds: readonly SourceKind[]): string | undefined {
+  if (Object.hasOwn(kind.entries, key)) return undefined;
+  const own = kind.refuses?.(key, type);
+  if (own) return own;
+  const owner = kinds.find((k) => k !== kind && k.ownKeysElsewhere && Object.hasOwn(k.entries, key));
+  return owner?.ownKeysElsewhere?.(key);
+}
+
+/** The parsed keys of a kind (before the variant reduces a source to them). */
+export type KindConfig<E extends v.ObjectEntries> = v.InferOutput<v.ObjectSchema<E, undefined>>;
+
+/** A problem of one key of a source: the key it names and what is wrong. */
+export type Problem = (key: string, message: string) => void;
