@@ -12,6 +12,7 @@ import { runKeyCommand } from './cli/key.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './config/sizing.js';
+import { startValues } from './config/restart-only.js';
 import { FileWatch } from './cluster/file-watch.js';
 import { runSingle, runWorker } from './cluster/worker.js';
 import { startAdminListener } from './http/admin/listener.js';
@@ -117,22 +118,24 @@ async function run(args: RunArgs): Promise<void> {
   // here in the process that owns the directory (the single process, or the primary before any worker).
   removeLeftovers(server.upload_dir, log);
 
-  const count = workerCount(server.workers);
+  // Read once here: the processes, the listeners and telemetry are set up at start (config/restart-only.ts).
+  const start = startValues(loaded.config);
+  const count = workerCount(start.server.workers);
   // The metrics pull listener: in the primary, summing every worker; alone, this process's own registry. Bound
   // before the workers start, so that each of them reports it in /ping.
-  await startScrapeListener(loaded.config.telemetry, count > 1 ? clusterMetrics() : () => telemetry.metricsText(), log);
+  await startScrapeListener(start.telemetry, count > 1 ? clusterMetrics() : () => telemetry.metricsText(), log);
   // The admin listener (off unless server.admin_bind names a port) is bound before any worker starts, so that a
   // taken address stops start-up with one line; it answers 503 until the processes it reloads are up.
   let reloader: Reloader | undefined;
   // With [mcp.oauth], the admin listener manages its clients and sessions; opening the store here also makes the
   // signing key and the tables once, before any worker races to.
   const oauthStore = loaded.config.mcp.enabled && loaded.config.mcp.oauth.enabled ? (await openAuthorizationServer(loaded.config)).store : undefined;
-  await startAdminListener(server.admin_bind, () => reloader, log, oauthStore);
+  await startAdminListener(start.server.admin_bind, () => reloader, log, oauthStore);
   const service = count <= 1 ? (await runSingle(loaded)).reloader : await runPrimary(loaded, count);
   reloader = service;
   // server.watch: changed files reload the service from here, the process that runs every reload.
   new FileWatch(service, log);
-  process.stdout.write(`tileserver-ts ${VERSION} listening on http://${server.host}:${server.port} (${count} process${count > 1 ? 'es' : ''})\n`);
+  process.stdout.write(`tileserver-ts ${VERSION} listening on http://${start.server.host}:${start.server.port} (${count} process${count > 1 ? 'es' : ''})\n`);
 }
 
 main().catch((err: unknown) => {

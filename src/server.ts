@@ -3,7 +3,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { createServer as createHttpServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
 import { loadConfigFile, type LoadedConfig } from './config/load.js';
-import { keepRestartOnly, restartOnlyChanges } from './config/restart-only.js';
+import { keepRestartOnly, restartOnlyChanges, startValues } from './config/restart-only.js';
 import { accessLog, targetPath } from './http/access-log.js';
 import { createApp } from './http/app.js';
 import type { ServerContext } from './http/context.js';
@@ -125,11 +125,12 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   const http = server as Server;
   http.keepAliveTimeout = 65_000;
   // Node's own whole-request limit stays a backstop behind the front's body timeout, never in front of it.
-  http.requestTimeout = Math.max(http.requestTimeout, loaded.config.server.request_timeout_ms + 5_000);
-  answerConnect(http, loaded.config.server.cors_origins, (req, id, status, bytes) =>
+  const start = startValues(loaded.config).server;
+  http.requestTimeout = Math.max(http.requestTimeout, start.request_timeout_ms + 5_000);
+  answerConnect(http, start.cors_origins, (req, id, status, bytes) =>
     log.info({ method: req.method, path: targetPath(req.url), route: null, status, bytes, duration_ms: 0, req_id: id }, 'request'),
   );
-  answerClientErrors(http, loaded.config.server.cors_origins, loaded.config.server.max_header_bytes, (a) =>
+  answerClientErrors(http, start.cors_origins, start.max_header_bytes, (a) =>
     log.info({ method: null, path: null, route: null, status: a.status, bytes: a.bytes, duration_ms: 0, req_id: a.reqId, refused: a.code }, 'request'),
   );
 

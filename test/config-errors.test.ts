@@ -253,3 +253,101 @@ test('an invalid value of any [render] key, server.tile_cache_control, server.tr
     assert.doesNotMatch(stderr, /\n\s+at |Error:/, `${key} = ${value}: no stack trace\n${stderr}`);
   }
 });
+
+test('a file with problems in several sections reports every one of them at once, a line each', () => {
+  const { file, message } = loadError(`
+[[sources]]
+id = "a"
+type = "pmtiles"
+path = "a.pmtiles"
+[[sources]]
+id = "a"
+type = "pmtiles"
+path = "b.pmtiles"
+minzoom = 9
+maxzoom = 3
+[[composites]]
+id = "upload-mix"
+sources = ["a", "nosuch"]
+[postgres]
+connection_string = "postgres://localhost/db"
+[[postgres.tables]]
+id = "roads"
+table = "roads"
+minzoom = 12
+maxzoom = 4
+[[postgres.functions]]
+id = "upload-fn"
+[auth]
+keys_file = "missing-keys.toml"
+[[auth.keys]]
+name = "k"
+hash = "${'a'.repeat(64)}"
+rate_class = "gold"
+[rate_limits.classes.silver]
+cheap = { rate = 1 }
+`);
+  const lines = message.split('\n');
+  const expected = [
+    'sources: duplicate source id "a"',
+    'sources[1]: minzoom 9 is above maxzoom 3',
+    'postgres.tables[0]: minzoom 12 is above maxzoom 4',
+    'postgres.functions[0]: id "upload-fn" starts with "upload-"',
+    'composites[0]: id "upload-mix" starts with "upload-"',
+    'composites[0].sources: no source with id "nosuch"',
+    'auth.keys: key "k" has rate_class "gold"',
+    'auth.keys_file: cannot read',
+  ];
+  for (const e of expected) assert.ok(lines.some((l) => l.startsWith(`${file}: ${e}`)), `no line "${e}" in:\n${message}`);
+  assert.equal(lines.length, expected.length, message);
+});
+
+test('schema problems of several sections, a key of another source type and the [mcp] and [auth.jwt] rules come together', () => {
+  const { file, message } = loadError(`
+[server]
+port = "x"
+[[sources]]
+id = "a"
+type = "pmtiles"
+path = "a.pmtiles"
+subdomains = ["a"]
+[mcp]
+auth_token = "${'t'.repeat(20)}"
+[mcp.oauth]
+enabled = true
+[auth.jwt]
+jwks_url = "https://idp.example/jwks"
+secret_env = "S"
+`);
+  const lines = message.split('\n');
+  for (const e of [
+    'server.port: ',
+    'sources[0].subdomains: subdomains applies to type = "xyz" sources only',
+    'mcp.auth_token: a static token and [mcp.oauth] enabled cannot both be set',
+    'mcp.oauth.consent_secret: required when [mcp.oauth] is enabled',
+    'auth.jwt: set exactly one of jwks_file, jwks, jwks_url and secret_env',
+  ]) assert.ok(lines.some((l) => l.startsWith(`${file}: ${e}`)), `no line "${e}" in:\n${message}`);
+  assert.equal(lines.length, 5, message);
+});
+
+test('a source\'s keys are its type\'s: a typo is guessed among them, a key of another type says which types take it', () => {
+  const file = writeConfig(`
+[[sources]]
+id = "x"
+type = "xyz"
+url = "https://h/{z}/{x}/{y}.png"
+format = "png"
+subdomain = ["a"]
+[[sources]]
+id = "p"
+type = "pmtiles"
+path = "p.pmtiles"
+resampling = "nearest"
+`);
+  const { config, warnings } = loadConfigFile(file, {});
+  assert.deepEqual(warnings.sort(), [
+    `${file}: unknown key sources[0].subdomain (ignored; did you mean "subdomains"?)`,
+    `${file}: unknown key sources[1].resampling (ignored; it applies to type = "cog", "vrt")`,
+  ]);
+  assert.equal(Object.hasOwn(config.sources[1], 'resampling'), false, 'a parsed source holds its own type\'s keys only');
+});

@@ -313,3 +313,43 @@ test('re-reading for a reload keeps what cannot be reloaded, and names what the 
   assert.equal(again.loaded.config.raster.pool_size, undefined);
   assert.equal(again.loaded.config.raster.tile_size, 512, 'the reloadable part of a section is applied');
 });
+
+test('a reload that changes server.transcode_threads is reported as needing a restart, and the running pools keep their size', async () => {
+  const { rereadConfig } = await import('../src/server.js');
+  const { startValues } = await import('../src/config/restart-only.js');
+  const file = path.join(tempDir(), 'config.toml');
+  writeFileSync(file, '[server]\ntranscode_threads = 2\n');
+  const current = loadConfigFile(file);
+  writeFileSync(file, '[server]\ntranscode_threads = 5\ntile_cache_control = "no-store"\n');
+  const { loaded, restartRequired } = rereadConfig(current);
+  assert.deepEqual(restartRequired, ['server.transcode_threads']);
+  assert.equal(startValues(loaded.config).server.transcode_threads, 2, 'the vector and terrain pools are sized from the running value');
+  assert.equal(loaded.config.server.tile_cache_control, 'no-store', 'the rest of [server] is applied');
+});
+
+test('every restart-only key: a changed value is reported and the running one kept; every other key is applied', async () => {
+  const { RESTART_ONLY_KEYS, keepRestartOnly, restartOnlyChanges } = await import('../src/config/restart-only.js');
+  const { SECTIONS } = await import('../src/config/schema.js');
+  const running = loadConfigFile(writeConfig(''), {}).config;
+  for (const key of RESTART_ONLY_KEYS) {
+    const [section, name] = key.split('.') as [keyof typeof running, string | undefined];
+    const marker = { changed: key };
+    const next = { ...running, [section]: name === undefined ? marker : { ...(running[section] as object), [name]: marker } };
+    assert.deepEqual(restartOnlyChanges(running, next), [key]);
+    const kept = keepRestartOnly(running, next) as unknown as Record<string, Record<string, unknown>>;
+    assert.notDeepEqual(name === undefined ? kept[section] : kept[section][name], marker, `${key} is kept at its running value`);
+  }
+  // A key not declared restart-only is applied by a reload as the file says.
+  const declared = new Set<string>(RESTART_ONLY_KEYS);
+  for (const [section, s] of Object.entries(SECTIONS)) {
+    if (s.restartOnly === 'all' || declared.has(section)) continue;
+    const value = running[section as keyof typeof running];
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
+    for (const name of Object.keys(value)) {
+      if (declared.has(`${section}.${name}`)) continue;
+      const next = { ...running, [section]: { ...value, [name]: 'changed' } };
+      assert.deepEqual(restartOnlyChanges(running, next), [], `${section}.${name}`);
+      assert.equal((keepRestartOnly(running, next) as unknown as Record<string, Record<string, unknown>>)[section][name], 'changed', `${section}.${name} is applied`);
+    }
+  }
+});

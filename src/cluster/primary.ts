@@ -3,6 +3,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import type { LoadedConfig } from '../config/load.js';
+import { startValues } from '../config/restart-only.js';
 import { log } from '../log.js';
 import { buildAppState } from '../state/build.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
@@ -29,7 +30,7 @@ export class WorkerStartError extends Error {
  */
 export function runPrimary(initial: LoadedConfig, count: number): Promise<ServiceReloader> {
   // Read once: every worker, replacements included, starts with the flags of the configuration the service started with.
-  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, initial.config.server.semi_space_mb) });
+  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, startValues(initial.config).server.semi_space_mb) });
   let loaded = initial;
   let stopping = false;
   /** Some worker has listened: from then on a dead worker is replaced. */

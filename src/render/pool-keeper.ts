@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { LanguageTag } from '../config/language-tag.js';
 import type { RenderConfig } from '../config/schema.js';
 import { poolShare, workerCount } from '../config/sizing.js';
+import { startValues } from '../config/restart-only.js';
 import type { Logger } from '../log.js';
 import type { RuntimeStatus } from '../runtime.js';
 import { firstRenderableStyle } from '../serve/generated.js';
@@ -68,7 +69,7 @@ export class RenderPoolKeeper {
     const firstStyle = firstRenderableStyle(state);
     const wanted = !state.config.server.disable_render && firstStyle !== undefined;
     // The number of worker processes cannot change without a restart: size pools by the one the process began with.
-    this.workers ??= state.config.server.workers;
+    this.workers ??= startValues(state.config).server.workers;
     const key = JSON.stringify(cfg);
     if (!wanted) {
       this.reason = state.config.server.disable_render ? 'server.disable_render is set' : 'no styles are configured and no vector source has a generated style';

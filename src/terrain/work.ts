@@ -1,18 +1,20 @@
 // The terrain pool: worker threads (workers/terrain.ts) that decode and encode DEM tiles and make hillshade and
 // contour tiles, so that none of it runs on the HTTP process's event loop. One pool per process, created on first
-// use, sized like the vector pool (`server.transcode_threads`, else the process's share of the cores), at a lower
-// priority than the event loop; its queue is bounded and a full queue answers 503 with Retry-After.
+// use, sized like the vector pool (`server.transcode_threads`, else the process's share of the cores; restart-only,
+// as piscina cannot resize a pool), at a lower priority than the event loop; its queue is bounded and a full queue
+// answers 503 with Retry-After.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Config } from '../config/schema.js';
-import { poolShare, workerCount } from '../config/sizing.js';
+import { transcodeThreads } from '../tiles/vector-work.js';
 import { HttpProblem } from '../problem.js';
+import { BoundedPool, PoolFullError } from '../tiles/bounded-pool.js';
 import type { TerrainTask, TerrainTaskResult } from './terrain-ops.js';
 
 const QUEUE_PER_THREAD = 64;
 
-let pool: Piscina | undefined;
+let pool: BoundedPool | undefined;
 
 function workerFile(): string {
   const file = fileURLToPath(new URL('./workers/terrain.js', import.meta.url));
@@ -20,10 +22,11 @@ function workerFile(): string {
   return file;
 }
 
-function getPool(config: Config): Piscina {
+function getPool(config: Config): BoundedPool {
   if (pool) return pool;
-  const threads = config.server.transcode_threads ?? poolShare(workerCount(config.server.workers));
-  pool = new Piscina({ filename: workerFile(), minThreads: 0, maxThreads: threads, idleTimeout: 30_000, maxQueue: threads * QUEUE_PER_THREAD, niceIncrement: 10 });
+  const threads = transcodeThreads(config);
+  const piscina = new Piscina({ filename: workerFile(), minThreads: 0, maxThreads: threads, idleTimeout: 30_000, niceIncrement: 10 });
+  pool = new BoundedPool(piscina, threads * (1 + QUEUE_PER_THREAD), 'terrain pool');
   return pool;
 }
 
@@ -35,7 +38,7 @@ export async function runTerrain<T extends TerrainTask>(task: T, config: Config,
   try {
     return (await getPool(config).run(task, { transferList: transfer })) as TerrainTaskResult<T>;
   } catch (err) {
-    if ((err as Error).message === 'Task queue is at limit') {
+    if (err instanceof PoolFullError) {
       throw new HttpProblem(503, 'Busy', 'the terrain queue is full; retry shortly', {}, { 'Retry-After': '1' });
     }
     throw err;

@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Config } from '../config/schema.js';
 import { poolShare, workerCount } from '../config/sizing.js';
+import { startValues } from '../config/restart-only.js';
 import { HttpProblem } from '../problem.js';
+import { BoundedPool, PoolFullError } from './bounded-pool.js';
 import { runVectorTask, type VectorTask, type VectorTaskResult } from './vector-ops.js';
 
 /**
@@ -19,7 +21,7 @@ export const INLINE_MAX_BYTES = 4 * 1024;
 /** Queued tasks per thread before callers are told to come back later (503). */
 const QUEUE_PER_THREAD = 64;
 
-let pool: Piscina | undefined;
+let pool: BoundedPool | undefined;
 let poolUnavailable = false;
 
 /** The built worker beside the bundle (dist/workers/transcode.js); absent when running from sources. */
@@ -28,12 +30,16 @@ function workerFile(): string | undefined {
   return existsSync(file) ? file : undefined;
 }
 
-/** Pool threads for this process: `server.transcode_threads`, else this process's share of the cores. */
+/**
+ * Pool threads for this process: `server.transcode_threads`, else this process's share of the cores. Read when the
+ * pool is made, once per process (piscina cannot resize a pool): both keys are restart-only.
+ */
 export function transcodeThreads(config: Config): number {
-  return config.server.transcode_threads ?? poolShare(workerCount(config.server.workers));
+  const { transcode_threads, workers } = startValues(config).server;
+  return transcode_threads ?? poolShare(workerCount(workers));
 }
 
-function getPool(config: Config): Piscina | undefined {
+function getPool(config: Config): BoundedPool | undefined {
   if (pool || poolUnavailable) return pool;
   const filename = workerFile();
   if (!filename) {
@@ -44,7 +50,8 @@ function getPool(config: Config): Piscina | undefined {
   // The pool's threads run at a lower priority (nice +10, through piscina's niceIncrement and @napi-rs/nice on
   // Linux): a transcode of a dense tile takes hundreds of milliseconds of CPU, and the event loop serving cached
   // tiles meanwhile must get the core first.
-  pool = new Piscina({ filename, minThreads: 0, maxThreads: threads, idleTimeout: 30_000, maxQueue: threads * QUEUE_PER_THREAD, niceIncrement: 10 });
+  const piscina = new Piscina({ filename, minThreads: 0, maxThreads: threads, idleTimeout: 30_000, niceIncrement: 10 });
+  pool = new BoundedPool(piscina, threads * (1 + QUEUE_PER_THREAD), 'vector pool');
   return pool;
 }
 
@@ -67,7 +74,7 @@ export async function runVector<T extends VectorTask>(task: T, config: Config): 
   try {
     return (await p.run(task)) as VectorTaskResult<T>;
   } catch (err) {
-    if ((err as Error).message === 'Task queue is at limit') {
+    if (err instanceof PoolFullError) {
       throw new HttpProblem(503, 'Busy', 'the vector transcoding queue is full; retry shortly', {}, { 'Retry-After': '1' });
     }
     throw err;

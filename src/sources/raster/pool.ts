@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { poolShare, workerCount } from '../../config/sizing.js';
 import type { Config, RasterSourceConfig } from '../../config/schema.js';
+import { startValues } from '../../config/restart-only.js';
+import { BoundedPool, PoolFullError } from '../../tiles/bounded-pool.js';
 import { gdalStorageOptions, type GdalOptions } from './gdal-storage.js';
 import { isRemotePath } from '../../config/object-location.js';
 import { RETRY_AFTER_STORAGE } from '../object-store/reader.js';
@@ -40,21 +42,22 @@ function workerFile(): string | undefined {
   return existsSync(file) ? file : undefined;
 }
 
-let shared: Piscina | undefined;
+let shared: { piscina: Piscina; bounded: BoundedPool } | undefined;
 let generations = 0;
 
 /** Tiles in progress at once in this process: `[raster] pool_size`, else this process's share of the cores. */
 export function rasterConcurrency(config: Config): number {
-  return config.raster.pool_size ?? poolShare(workerCount(config.server.workers));
+  const start = startValues(config);
+  return start.raster.pool_size ?? poolShare(workerCount(start.server.workers));
 }
 
-function piscina(config: Config): Piscina {
+function piscina(config: Config): { piscina: Piscina; bounded: BoundedPool } {
   if (shared) return shared;
   const filename = workerFile();
   // Running from the TypeScript sources (not the build) there is no worker to start.
   if (!filename) throw new SourceOpenError('raster', 'the raster pool worker (dist/workers/raster.js) is missing: run make build');
   const concurrency = rasterConcurrency(config);
-  shared = new Piscina({
+  const pool = new Piscina({
     filename,
     minThreads: 1,
     maxThreads: 1,
@@ -62,13 +65,16 @@ function piscina(config: Config): Piscina {
     concurrentTasksPerWorker: concurrency,
     // The thread awaits GDAL's async calls: it must keep its event loop running between tasks.
     atomics: 'disabled',
-    maxQueue: concurrency * config.raster.max_queue_per_thread,
   });
+  // The tiles in progress plus those waiting; past it a tile is refused (bounded-pool.ts says why the count is ours).
+  shared = { piscina: pool, bounded: new BoundedPool(pool, concurrency * (1 + startValues(config).raster.max_queue_per_thread), 'raster pool') };
   return shared;
 }
 
 export class RasterPool {
-  private readonly pool: Piscina;
+  private readonly pool: BoundedPool;
+  /** The same pool without the bound, for closing datasets: a full queue must not keep them open. */
+  private readonly unbounded: Piscina;
   readonly generation = ++generations;
 
   /** GDAL's options for rasters on object storage, from the environment and the raster sources' storage keys. */
@@ -77,7 +83,7 @@ export class RasterPool {
   /** Sizing is read when the process's pool starts; a reload keeps it (docs/rasters.md). */
   constructor(private readonly config: Config) {
     this.storage = gdalStorageOptions(config);
-    this.pool = piscina(config);
+    ({ bounded: this.pool, piscina: this.unbounded } = piscina(config));
   }
 
   async tile(task: Omit<RasterTask, 'generation' | 'datasetCache'>): Promise<Uint8Array | undefined> {
@@ -111,8 +117,7 @@ export class RasterPool {
     try {
       return await this.pool.run(job);
     } catch (err) {
-      // Piscina's words for a full queue, and for no queue at all (max_queue_per_thread = 0) with the thread busy.
-      if (/^(Task queue is at limit|No task queue available and all Workers are busy)$/.test((err as Error).message)) throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
+      if (err instanceof PoolFullError) throw new TileUnavailableError(503, 'Busy', 'the raster queue is full; retry shortly', 1);
       // A remote file that GDAL could not read now (its retries and timeout spent) is the store's outage, not a
       // bug; a file the store serves but GDAL cannot decode is not, and fails as a local file would.
       const remote = files.find(isRemotePath);
@@ -149,6 +154,6 @@ export class RasterPool {
 
   /** Closes the datasets this state opened; the thread stays for the next state. */
   async close(): Promise<void> {
-    await this.pool.run({ op: 'close', generation: this.generation }).catch(() => {});
+    await this.unbounded.run({ op: 'close', generation: this.generation }).catch(() => {});
   }
 }
