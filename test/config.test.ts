@@ -334,7 +334,7 @@ test('every restart-only key: a changed value is reported and the running one ke
   for (const key of RESTART_ONLY_KEYS) {
     const [section, name] = key.split('.') as [keyof typeof running, string | undefined];
     const marker = { changed: key };
-    const next = { ...running, [section]: name === undefined ? marker : { ...(running[section] as object), [name]: marker } };
+    const next = { ...running, [section]: name === undefined ? marker : { ...(running[section] as object), [name]: marker } } as unknown as typeof running;
     assert.deepEqual(restartOnlyChanges(running, next), [key]);
     const kept = keepRestartOnly(running, next) as unknown as Record<string, Record<string, unknown>>;
     assert.notDeepEqual(name === undefined ? kept[section] : kept[section][name], marker, `${key} is kept at its running value`);
@@ -347,7 +347,7 @@ test('every restart-only key: a changed value is reported and the running one ke
     if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
     for (const name of Object.keys(value)) {
       if (declared.has(`${section}.${name}`)) continue;
-      const next = { ...running, [section]: { ...value, [name]: 'changed' } };
+      const next = { ...running, [section]: { ...(value as object), [name]: 'changed' } } as typeof running;
       assert.deepEqual(restartOnlyChanges(running, next), [], `${section}.${name}`);
       assert.equal((keepRestartOnly(running, next) as unknown as Record<string, Record<string, unknown>>)[section][name], 'changed', `${section}.${name} is applied`);
     }
