@@ -7,7 +7,7 @@ import { parse as parseToml } from 'smol-toml';
 import * as v from 'valibot';
 import { ConfigSchema, type Config } from './schema.js';
 import { expandEnv } from './env.js';
-import { ConfigError, issuePath } from './errors.js';
+import { ConfigError, issueMessage, issuePath } from './errors.js';
 import { didYouMean } from './suggest.js';
 import { unknownKeys, type UnknownKey } from './unknown-keys.js';
 import { resolveAuth } from './auth-files.js';
@@ -25,17 +25,6 @@ export interface LoadedConfig {
   warnings: string[];
   /** Settings given on the command line over the file's (`--host`, `--port`, `--workers`); they hold across reloads. */
   overrides?: Partial<Pick<Config['server'], 'host' | 'port' | 'workers'>>;
-}
-
-/**
- * valibot's message for a missing required key reads "Invalid key: Expected "path" but received undefined", and
- * a failed integer check does not say what it wanted: both are put in words a user editing the file understands.
- */
-function issueMessage(issue: v.BaseIssue<unknown>): string {
-  // A source kind words its own missing keys (sources/index.ts); valibot's default starts "Invalid key".
-  if (issue.kind === 'schema' && (issue.type === 'object' || issue.type === 'loose_object') && issue.input === undefined && issue.message.startsWith('Invalid key')) return 'required key is missing';
-  if (issue.type === 'integer') return `expected an integer but received ${issue.received}`;
-  return issue.message;
 }
 
 /** An unknown top-level name: an error, since a typo there drops a whole section (`[[source]]` serves nothing). */

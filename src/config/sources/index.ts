@@ -3,11 +3,12 @@
 // of another kind reaches the refusals (kind.ts) rather than vanishing, and are then reduced to the declared
 // ones: the parsed source holds what its type declares and nothing else.
 import * as v from 'valibot';
+import { issueMessage } from '../errors.js';
 import { keyPath } from '../sections/common.js';
 import { section } from '../sections/section.js';
 import { files, fileProblems, FILE_ENTRIES } from './files.js';
 import { refusal, type Problem, type SourceKind } from './kind.js';
-import type { StorageKeysConfig } from './common.js';
+import { COMMON_ENTRIES, type StorageKeysConfig } from './common.js';
 import { mbtiles, mbtilesProblems, MBTILES_ENTRIES } from './mbtiles.js';
 import { pmtiles, pmtilesProblems, PMTILES_ENTRIES } from './pmtiles.js';
 import { raster, rasterProblems, RASTER_ENTRIES } from './raster.js';
@@ -15,6 +16,8 @@ import { xyz, xyzProblems, XYZ_ENTRIES, XYZ_REQUIRED } from './xyz.js';
 
 export { FILE_SOURCE_TYPES } from './files.js';
 export { STORAGE_KEYS, type StorageKeysConfig } from './common.js';
+
+const COMMON_SOURCE = v.looseObject(COMMON_ENTRIES);
 
 /** In the order an unknown `type` lists them. */
 const KINDS: readonly SourceKind[] = [pmtiles, mbtiles, raster, xyz, files];
@@ -58,8 +61,14 @@ export const SourceSchema = v.pipe(
   // Runs on the loose value even when a key of the kind is invalid, so a refused key is reported along with it.
   v.rawCheck(({ dataset, addIssue }) => {
     const s = dataset.value as Record<string, unknown> | undefined;
-    const kind = KINDS.find((k) => k.types.includes(String(s?.type)));
-    if (!s || !kind) return;
+    if (!s || typeof s !== 'object') return;
+    const kind = KINDS.find((k) => k.types.includes(String(s.type)));
+    if (!kind) {
+      // No kind to check the source against: the keys every kind has are still checked, so that one round reports them too.
+      const common = v.safeParse(COMMON_SOURCE, s);
+      if (!common.success) for (const issue of common.issues) addIssue({ message: issueMessage(issue), path: issue.path as [v.ObjectPathItem] });
+      return;
+    }
     for (const key of Object.keys(s)) {
       const message = refusal(key, String(s.type), kind, KINDS);
       if (message) addIssue({ message, path: keyPath(s, key) });
