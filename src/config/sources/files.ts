@@ -13,7 +13,7 @@ export const FILE_SOURCE_TYPES = ['geojson', 'geopackage', 'flatgeobuf', 'geopar
 /** Data-file formats read by byte ranges, so also from http(s), s3://, gs:// and az:// URLs. */
 const REMOTE_FILE_TYPES: readonly string[] = ['flatgeobuf', 'geoparquet'];
 
-export const FILE_ENTRIES = {
+const FILE_ENTRIES = {
   type: v.picklist(FILE_SOURCE_TYPES),
   ...COMMON_ENTRIES,
   /** A file path; for FlatGeobuf and GeoParquet also an http(s), s3://, gs:// or az:// URL. */
@@ -41,14 +41,14 @@ export const FILE_ENTRIES = {
   filter_max_terms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000))),
 };
 
-export const files: SourceKind = {
+export const files = {
   types: FILE_SOURCE_TYPES,
   entries: FILE_ENTRIES,
   ownKeysElsewhere: (key) => `${key} applies to data-file sources (type = ${FILE_SOURCE_TYPES.map((t) => `"${t}"`).join(', ')}) only`,
   refuses: (key, type) => (key === 'resampling' || key === 'colormap' || key === 'dem' ? `${key} does not apply to a ${type} source (it serves vector tiles)` : undefined),
-};
+} satisfies SourceKind<typeof FILE_ENTRIES>;
 
-export function fileProblems(s: KindConfig<typeof FILE_ENTRIES>, problem: Problem): void {
+export function fileProblems(s: KindConfig<typeof files>, problem: Problem): void {
   if (isRemotePath(s.path) && !REMOTE_FILE_TYPES.includes(s.type)) problem('path', `a ${s.type} source is read from a local file (FlatGeobuf and GeoParquet can be remote)`);
   if (s.type !== 'geopackage' && s.layers !== undefined) problem('layers', 'layers applies to geopackage sources (GeoJSON, FlatGeobuf and GeoParquet files are one layer)');
   if (s.type === 'geojson' && s.feature_cache_mb !== undefined) problem('feature_cache_mb', 'feature_cache_mb applies to geopackage, flatgeobuf and geoparquet sources (a GeoJSON file is in memory already)');

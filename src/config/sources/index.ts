@@ -1,39 +1,28 @@
 // `[[sources]]`: one schema per kind of source under a variant on `type`, so a source's type is exactly its
-// kind's keys and callers narrow on `type` instead of casting. The kinds' keys are read loosely, so that a key
-// of another kind reaches the refusals (kind.ts) rather than vanishing, and are then reduced to the declared
+// kind's keys and callers narrow on `type` instead of casting. The kinds' keys are read loosely (kind.ts), so
+// that a key of another kind reaches the refusals rather than vanishing, and are then reduced to the declared
 // ones: the parsed source holds what its type declares and nothing else.
 import * as v from 'valibot';
 import { issueMessage } from '../errors.js';
 import { keyPath } from '../sections/common.js';
 import { section } from '../sections/section.js';
-import { files, fileProblems, FILE_ENTRIES } from './files.js';
-import { refusal, type Problem, type SourceKind } from './kind.js';
+import { files, fileProblems } from './files.js';
+import { kindSchema, refusal, type Problem, type SourceKind } from './kind.js';
 import { COMMON_ENTRIES, type StorageKeysConfig } from './common.js';
-import { mbtiles, mbtilesProblems, MBTILES_ENTRIES } from './mbtiles.js';
-import { pmtiles, pmtilesProblems, PMTILES_ENTRIES } from './pmtiles.js';
-import { raster, rasterProblems, RASTER_ENTRIES } from './raster.js';
-import { xyz, xyzProblems, XYZ_ENTRIES, XYZ_REQUIRED } from './xyz.js';
+import { mbtiles, mbtilesProblems } from './mbtiles.js';
+import { pmtiles, pmtilesProblems } from './pmtiles.js';
+import { raster, rasterProblems } from './raster.js';
+import { xyz, xyzProblems } from './xyz.js';
 
-export { FILE_SOURCE_TYPES } from './files.js';
+import { FILE_SOURCE_TYPES } from './files.js';
+
+export { FILE_SOURCE_TYPES };
 export { STORAGE_KEYS, type StorageKeysConfig } from './common.js';
 
 const COMMON_SOURCE = v.looseObject(COMMON_ENTRIES);
 
 /** In the order an unknown `type` lists them. */
 const KINDS: readonly SourceKind[] = [pmtiles, mbtiles, raster, xyz, files];
-
-/** valibot's words for a missing key, replaced where the kind says what the key should hold. */
-function missingKeyMessage(kind: SourceKind) {
-  return (issue: v.LooseObjectIssue): string => {
-    const key = String(issue.path?.at(-1)?.key);
-    if (issue.input !== undefined) return issue.message;
-    if (kind === xyz && Object.hasOwn(XYZ_REQUIRED, key)) return XYZ_REQUIRED[key];
-    if (key === 'path') return `missing: a ${kind.types.join(' or ')} source needs a path (a file or a URL)`;
-    return issue.message;
-  };
-}
-
-const option = <E extends v.ObjectEntries>(kind: SourceKind, entries: E) => v.looseObject(entries, missingKeyMessage(kind));
 
 /** The parsed source without the keys it does not declare (they were refused or warned about). */
 type Declared<T> = T extends unknown ? { [K in keyof T as string extends K ? never : K]: T[K] } : never;
@@ -52,11 +41,11 @@ function typeMessage(issue: v.VariantIssue): string {
 
 export const SourceSchema = v.pipe(
   v.variant('type', [
-    option(pmtiles, PMTILES_ENTRIES),
-    option(mbtiles, MBTILES_ENTRIES),
-    option(raster, RASTER_ENTRIES),
-    option(xyz, XYZ_ENTRIES),
-    option(files, FILE_ENTRIES),
+    kindSchema(pmtiles),
+    kindSchema(mbtiles),
+    kindSchema(raster),
+    kindSchema(xyz),
+    kindSchema(files),
   ], typeMessage),
   // Runs on the loose value even when a key of the kind is invalid, so a refused key is reported along with it.
   v.rawCheck(({ dataset, addIssue }) => {
@@ -103,6 +92,6 @@ export type PmtilesSourceConfig = Extract<SourceConfig, { type: 'pmtiles' }>;
 export type MbtilesSourceConfig = Extract<SourceConfig, { type: 'mbtiles' }>;
 export type RasterSourceConfig = Extract<SourceConfig, { type: 'cog' | 'vrt' }>;
 export type XyzSourceConfig = Extract<SourceConfig, { type: 'xyz' }>;
-export type FileSourceConfig = Extract<SourceConfig, { type: (typeof FILE_ENTRIES.type.options)[number] }>;
+export type FileSourceConfig = Extract<SourceConfig, { type: (typeof FILE_SOURCE_TYPES)[number] }>;
 /** What a reader of a remote source needs: its id, its path and the storage keys that say how to reach it. */
 export type StoredSourceConfig = Pick<SourceConfig, 'id' | 'path'> & StorageKeysConfig;

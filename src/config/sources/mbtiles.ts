@@ -5,7 +5,7 @@ import { isRemotePath } from '../object-location.js';
 import { COMMON_ENTRIES, sourcePath, STORAGE_ENTRIES } from './common.js';
 import type { KindConfig, Problem, SourceKind } from './kind.js';
 
-export const MBTILES_ENTRIES = {
+const MBTILES_ENTRIES = {
   type: v.literal('mbtiles'),
   ...COMMON_ENTRIES,
   /** A file path, relative to the config file. */
@@ -14,12 +14,12 @@ export const MBTILES_ENTRIES = {
   dem: v.optional(DemSchema),
 };
 
-export const mbtiles: SourceKind = {
+export const mbtiles = {
   types: ['mbtiles'],
   entries: MBTILES_ENTRIES,
   refuses: (key) => (Object.hasOwn(STORAGE_ENTRIES, key) ? `${key} does not apply to an mbtiles source (it is read from a local file only)` : undefined),
-};
+} satisfies SourceKind<typeof MBTILES_ENTRIES>;
 
-export function mbtilesProblems(s: KindConfig<typeof MBTILES_ENTRIES>, problem: Problem): void {
+export function mbtilesProblems(s: KindConfig<typeof mbtiles>, problem: Problem): void {
   if (isRemotePath(s.path)) problem('path', 'MBTiles is SQLite and is read from a local file only; serve a remote archive as PMTiles');
 }

@@ -4,7 +4,7 @@ import { DemSchema } from '../sections/common.js';
 import { COMMON_ENTRIES, sourcePath, STORAGE_ENTRIES, storageKeyProblems } from './common.js';
 import type { KindConfig, Problem, SourceKind } from './kind.js';
 
-export const PMTILES_ENTRIES = {
+const PMTILES_ENTRIES = {
   type: v.literal('pmtiles'),
   ...COMMON_ENTRIES,
   /** A file path (relative to the config file), or an http(s), s3://, gs:// or az:// URL read with range requests. */
@@ -14,8 +14,8 @@ export const PMTILES_ENTRIES = {
   dem: v.optional(DemSchema),
 };
 
-export const pmtiles: SourceKind = { types: ['pmtiles'], entries: PMTILES_ENTRIES };
+export const pmtiles = { types: ['pmtiles'], entries: PMTILES_ENTRIES } satisfies SourceKind<typeof PMTILES_ENTRIES>;
 
-export function pmtilesProblems(s: KindConfig<typeof PMTILES_ENTRIES>, problem: Problem): void {
+export function pmtilesProblems(s: KindConfig<typeof pmtiles>, problem: Problem): void {
   storageKeyProblems(s, problem);
 }

@@ -5,7 +5,7 @@ import { ColormapSchema, DemSchema, RESAMPLING } from '../sections/common.js';
 import { COMMON_ENTRIES, sourcePath, STORAGE_ENTRIES, storageKeyProblems } from './common.js';
 import type { KindConfig, Problem, SourceKind } from './kind.js';
 
-export const RASTER_ENTRIES = {
+const RASTER_ENTRIES = {
   type: v.picklist(['cog', 'vrt']),
   ...COMMON_ENTRIES,
   /** A file path, or an s3://, gs://, az:// or http(s) URL read through GDAL. */
@@ -19,9 +19,9 @@ export const RASTER_ENTRIES = {
   dem: v.optional(DemSchema),
 };
 
-export const raster: SourceKind = { types: ['cog', 'vrt'], entries: RASTER_ENTRIES };
+export const raster = { types: ['cog', 'vrt'], entries: RASTER_ENTRIES } satisfies SourceKind<typeof RASTER_ENTRIES>;
 
-export function rasterProblems(s: KindConfig<typeof RASTER_ENTRIES>, problem: Problem): void {
+export function rasterProblems(s: KindConfig<typeof raster>, problem: Problem): void {
   if (s.dem && s.colormap) problem('dem', 'dem and colormap exclude each other: an elevation source serves encoded elevations (style its colours with a color-relief layer)');
   storageKeyProblems(s, problem);
 }

@@ -8,7 +8,7 @@ import type { KindConfig, Problem, SourceKind } from './kind.js';
 
 const headerName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name'));
 
-export const XYZ_ENTRIES = {
+const XYZ_ENTRIES = {
   type: v.literal('xyz'),
   ...COMMON_ENTRIES,
   /** The tile URL template: `{z}`, `{x}`, `{y}` (or `{-y}`), optionally `{s}`. */
@@ -40,15 +40,13 @@ export const XYZ_ENTRIES = {
   stale_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0))),
 };
 
-/** What a missing required key of an xyz source should have held. */
-export const XYZ_REQUIRED: Record<string, string> = {
-  url: 'an xyz source needs url, a tile URL template such as "https://tiles.example.com/{z}/{x}/{y}.pbf"',
-  format: 'an xyz source needs format: "pbf", "mlt", "png", "jpg" or "webp"',
-};
-
-export const xyz: SourceKind = {
+export const xyz = {
   types: ['xyz'],
   entries: XYZ_ENTRIES,
+  missing: {
+    url: 'an xyz source needs url, a tile URL template such as "https://tiles.example.com/{z}/{x}/{y}.pbf"',
+    format: 'an xyz source needs format: "pbf", "mlt", "png", "jpg" or "webp"',
+  },
   ownKeysElsewhere: (key) => `${key} applies to type = "xyz" sources only`,
   refuses: (key) => {
     if (key === 'path') return 'an xyz source takes its tile URL template as url, not path';
@@ -57,9 +55,9 @@ export const xyz: SourceKind = {
     if (key === 'dem') return 'dem is not supported for xyz sources yet (an elevation source is a COG/VRT or a PMTiles/MBTiles archive)';
     return undefined;
   },
-};
+} satisfies SourceKind<typeof XYZ_ENTRIES>;
 
-export function xyzProblems(s: KindConfig<typeof XYZ_ENTRIES>, problem: Problem): void {
+export function xyzProblems(s: KindConfig<typeof xyz>, problem: Problem): void {
   const t = parseUrlTemplate(s.url);
   if (typeof t === 'string') problem('url', t);
   else if (t.usesSubdomains && !s.subdomains) problem('subdomains', 'the url has {s}: list the subdomains it stands for, e.g. ["a", "b", "c"]');
