@@ -2,14 +2,21 @@
 // `jwt.jwks_file` (a JSON Web Key Set). Reading them here, not when the first request needs them, means that a
 // broken file fails start-up or the reload (the running keys stay), and that the configuration's hash covers
 // them: a reload after only the keys file changed rebuilds the state, so a removed key is refused from the next
-// request on. The JWT secret is only looked up (its variable must be set); it is read where it is used.
+// request on. The JWT secret is read from the environment validation is given (its variable must be set) and
+// carried in the configuration too, so that the verifier never looks at `process.env` on its own.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import * as v from 'valibot';
 import { ConfigError } from './errors.js';
-import { AuthKeySchema, type AuthConfig, type AuthKeyConfig } from './schema.js';
+import { AuthKeySchema, type AuthConfig, type AuthJwtConfig, type AuthKeyConfig } from './schema.js';
+
+/**
+ * `[auth.jwt]` as validation leaves it: with `secret_env`, `secret` is the secret that variable held in the
+ * environment validation was given (not a key of the file: the schema has none, and drops one written there).
+ */
+export type JwtSettings = AuthJwtConfig & { secret?: string };
 
 const KeyListSchema = v.array(AuthKeySchema);
 
@@ -71,7 +78,7 @@ export function resolveAuth(auth: AuthConfig, baseDir: string, label: string, en
     names.add(k.name);
     hashes.add(k.hash);
   }
-  let jwt = auth.jwt;
+  let jwt: JwtSettings | undefined = auth.jwt;
   if (jwt) {
     const sources = [jwt.jwks_file, jwt.jwks, jwt.jwks_url, jwt.secret_env].filter((x) => x !== undefined).length;
     if (sources !== 1) throw new ConfigError(`${label}: auth.jwt: set exactly one of jwks_file, jwks, jwks_url and secret_env (where the keys that sign tokens come from)`);
@@ -80,6 +87,8 @@ export function resolveAuth(auth: AuthConfig, baseDir: string, label: string, en
       if (secret === undefined || secret === '') throw new ConfigError(`${label}: auth.jwt.secret_env: the environment variable ${jwt.secret_env} is not set`);
       if (Buffer.byteLength(secret) < 32) throw new ConfigError(`${label}: auth.jwt.secret_env: the secret in ${jwt.secret_env} is shorter than 32 bytes`);
       if (jwt.algorithms?.some((a) => !a.startsWith('HS'))) throw new ConfigError(`${label}: auth.jwt.algorithms: a shared secret signs with HS256, HS384 or HS512 only`);
+      // Carried like the JWKS file below (workers get the configuration from the primary, not the environment).
+      jwt = { ...jwt, secret };
     } else if (jwt.algorithms?.some((a) => a.startsWith('HS'))) {
       throw new ConfigError(`${label}: auth.jwt.algorithms: HS256/384/512 need a shared secret (secret_env), not a key set`);
     }
