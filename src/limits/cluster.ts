@@ -146,7 +146,8 @@ export function serveClusterLimits(): void {
   });
   const answer = (b: MachineBuckets, worker: Worker, msg: Ask) =>
     void b.answer(worker.id, msg).then((reply) => {
-      if (worker.isConnected()) worker.send(reply);
+      // A message that only forgets buckets waits for no answer.
+      if (msg.ops.length > 0 && worker.isConnected()) worker.send(reply);
     });
 }
 
