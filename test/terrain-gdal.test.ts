@@ -1,7 +1,8 @@
 // The terrain products against GDAL on a real DEM (fixtures/cog/dem-small.cog.tif, around San Francisco):
 // gdalwarp cuts one tile window with border in EPSG:3857, and on that same window gdaldem's hillshades (four
 // methods) and gdal_contour's isolines are compared with ours. gdaldem sees mercator metres, so it gets
-// -s cos(latitude): its horizontal distances are then ground metres, as ours are.
+// -s cos(latitude): its horizontal distances are then ground metres, as ours are. What the same window costs to
+// shade and trace is measured by bench/terrain-kernels.bench.ts, not here.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -229,22 +230,4 @@ test('contours: every vertex within one pixel of gdal_contour\'s line of the sam
     assert.ok(checked > 500, `${label}: ${checked} vertices checked`);
     t.diagnostic(`${label}: ${checked} vertices, farthest ${worst.toFixed(3)} px`);
   }
-});
-
-test('cost on the fixture window (printed, not asserted)', (t) => {
-  const cpu = (fn: () => void, n: number) => {
-    fn();
-    const start = process.cpuUsage();
-    for (let i = 0; i < n; i++) fn();
-    const used = process.cpuUsage(start);
-    return (used.user + used.system) / 1000 / n;
-  };
-  const standard = cpu(() => hillshade(win), 20);
-  const grey = cpu(() => hillshade(win, { method: 'basic', mode: 'grey' }), 20);
-  const multi = cpu(() => hillshade(win, { method: 'multidirectional' }), 20);
-  const contours10 = cpu(() => contourLayer(win, { interval: 10, major: 5, unit: 'm' }), 10);
-  const contours50 = cpu(() => contourLayer(win, { interval: 50, major: 5, unit: 'm' }), 10);
-  t.diagnostic(
-    `CPU ms per ${SIZE} px tile: hillshade standard ${standard.toFixed(2)}, basic grey ${grey.toFixed(2)}, multidirectional colour ${multi.toFixed(2)}; contours 10 m ${contours10.toFixed(2)}, 50 m ${contours50.toFixed(2)}`,
-  );
 });
