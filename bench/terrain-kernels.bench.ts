@@ -6,45 +6,15 @@
 // one unmeasured run, from process.cpuUsage (this process's CPU: the kernels run on the calling thread).
 //   BENCH=terrain-kernels make bench          (or: node --import tsx bench/terrain-kernels.bench.ts after a build)
 // Environment: BENCH_TERRAIN_KERNEL_RUNS (runs of each hillshade; contours take half as many, 20).
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import gdal from 'gdal-async';
 import { contourLayer } from '../src/terrain/contours.js';
-import { MERCATOR_HALF_WIDTH, tileSpan, type DemWindow } from '../src/terrain/dem-window.js';
 import { hillshade } from '../src/terrain/hillshade.js';
-import { envNumber, fmt, ROOT } from './lib.js';
+import { BORDER, SIZE, warpWindow, X, Y, Z } from '../test/helpers/dem-fixture-window.js';
+import { envNumber, fmt } from './lib.js';
 
-const DEM = path.join(ROOT, 'fixtures/cog/dem-small.cog.tif');
-const Z = 12;
-const X = 655;
-const Y = 1582;
-const SIZE = 512;
-const BORDER = 4;
-const W = SIZE + 2 * BORDER;
 const RUNS = envNumber('BENCH_TERRAIN_KERNEL_RUNS', 20);
-
-/** The window of tile Z/X/Y with its border, warped by gdalwarp to the exact pixel grid of a DemWindow. */
-function warpWindow(file: string): DemWindow {
-  const span = tileSpan(Z);
-  const pixel = span / SIZE;
-  const minX = -MERCATOR_HALF_WIDTH + X * span - BORDER * pixel;
-  const maxY = MERCATOR_HALF_WIDTH - Y * span + BORDER * pixel;
-  const te = [minX, maxY - W * pixel, minX + W * pixel, maxY].map((v) => v.toFixed(6));
-  const r = spawnSync('gdalwarp', ['-q', '-t_srs', 'EPSG:3857', '-te', ...te, '-ts', String(W), String(W), '-r', 'bilinear', '-ot', 'Float32', '-dstnodata', '-9999', DEM, file], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`gdalwarp failed: ${r.stderr || r.error?.message}`);
-  const ds = gdal.open(file);
-  try {
-    const band = ds.bands.get(1);
-    const data = Float32Array.from(band.pixels.read(0, 0, W, W) as ArrayLike<number>);
-    const nodata = band.noDataValue;
-    if (nodata !== null) for (let i = 0; i < data.length; i++) if (data[i] === nodata) data[i] = NaN;
-    return { z: Z, x: X, y: Y, size: SIZE, border: BORDER, data };
-  } finally {
-    ds.close();
-  }
-}
 
 /** Mean CPU milliseconds of `fn` over `n` runs, after one unmeasured run (code compiled, buffers made). */
 function cpuMs(fn: () => void, n: number): number {
@@ -58,7 +28,7 @@ function cpuMs(fn: () => void, n: number): number {
 function main(): void {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-bench-terrain-kernels-'));
   try {
-    const win = warpWindow(path.join(dir, 'window.tif'));
+    const win = warpWindow(X, Y, path.join(dir, 'window.tif'));
     process.stdout.write(`Terrain kernels: node ${process.version}, one ${SIZE} px tile (z${Z}/${X}/${Y} of fixtures/cog/dem-small.cog.tif, border ${BORDER}), ${RUNS} runs of each hillshade, ${Math.max(1, RUNS / 2)} of each contour interval\n`);
     const standard = cpuMs(() => hillshade(win), RUNS);
     const grey = cpuMs(() => hillshade(win, { method: 'basic', mode: 'grey' }), RUNS);
