@@ -191,16 +191,16 @@ export class FileSource implements TileSource {
       return await seen.use(use);
     } catch (err) {
       if (!(err instanceof FileChangedError)) throw err;
-      let next: Reading;
       try {
-        next = await this.renew(seen);
+        await this.renew(seen);
       } catch (reopen) {
         // A SourceOpenError's reason is this service's own sentence; anything else is logged, not sent.
         if (!(reopen instanceof SourceOpenError)) log.warn(`source "${this.cfg.id}": reading the replaced ${this.cfg.path} again failed: ${(reopen as Error).message}`);
         const reason = reopen instanceof SourceOpenError ? reopen.reason : 'it could not be read (the reason is logged)';
         throw new TileUnavailableError(503, 'Storage unavailable', `source "${this.cfg.id}": ${this.cfg.path} was replaced and cannot be read again: ${reason}`, err.retryAfter);
       }
-      return next.use(use);
+      // The current reading, taken when `use` starts on it: a reading is retired only once another is current.
+      return this.current.use(use);
     }
   }
 
