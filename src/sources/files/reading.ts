@@ -152,11 +152,6 @@ export class Reading {
     return this.reads === 0 ? this.closeReader() : Promise.resolve();
   }
 
-  /** Whether the reader has been closed (for tests and the memory gauge's readers). */
-  get closed(): boolean {
-    return this.closing !== undefined;
-  }
-
   private closeReader(): Promise<void> {
     this.closing ??= this.reader.close().catch(() => {});
     return this.closing;
