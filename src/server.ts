@@ -145,7 +145,8 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
         return { reloaded: false, figures: stateFigures(holder.current, runtime.rendererEnabled) };
       }
       const state = await buildAppState(next, { previous: holder.current, flush, uploads: registry });
-      policyOf(state);
+      // The new rules take over what the old ones fetched and the new configuration still names (a JWKS URL).
+      policyOf(state, policyOf(holder.current));
       holder.swap(state);
       render.onState(state);
       sharedCache.configure(state.config.cache, log);

@@ -230,6 +230,17 @@ test('the JWT verifier refuses alg none, garbage and foreign signatures without 
   );
 });
 
+test('the HMAC secret is the one validation read from the environment it was given, not process.env', async () => {
+  const name = 'TSTS_HMAC_GIVEN_TO_VALIDATION';
+  assert.equal(process.env[name], undefined, 'a variable only the given environment has');
+  const secret = 's'.repeat(40);
+  const { config } = validateConfig({ auth: { jwt: { secret_env: name } } }, 't.toml', '/tmp', { [name]: secret });
+  const v = new JwtVerifier(config.auth!.jwt!);
+  const sign = (key: string) => new jose.SignJWT({ sub: 'alice' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('10m').sign(new TextEncoder().encode(key));
+  assert.equal((await v.verify(await sign(secret), Date.now())).ok, true, 'signed with the secret validation read');
+  assert.equal((await v.verify(await sign('o'.repeat(40)), Date.now())).ok, false, 'signed with another secret');
+});
+
 test('checkRequest answers a verdict for any target and headers, and never throws', async () => {
   const h = hashKey('secret-key');
   const { config } = validateConfig(
@@ -245,7 +256,6 @@ test('checkRequest answers a verdict for any target and headers, and never throw
     '/tmp',
     { S: 'x'.repeat(40) },
   );
-  process.env.S = 'x'.repeat(40);
   const state = { config, styles: new Map(), sources: new Map(), composites: new Map() } as unknown as AppState;
   const req = (url: string, headers: Record<string, string | string[]> = {}, method = 'GET') => ({ url, method, headers }) as unknown as IncomingMessage;
   const status = async (url: string, headers: Record<string, string> = {}) => {

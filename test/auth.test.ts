@@ -1,7 +1,8 @@
 // Access control through the real server (docs/access.md): public, key and closed sources and styles, the
 // tile fast lane covered, TileJSON and style.json fetched with a key handing out URLs with it, listings filtered,
 // JWTs against a JWKS file and a JWKS URL (issuer, audience, expiry and skew, `alg: none`), origins, a key revoked
-// by a reload while requests run, and no key ever in the access log. Two servers: one with keys and a JWKS file
+// by a reload while requests run, and no key ever in the access log; a JWKS URL that cannot be reached (401,
+// logged once) and reloads that change the URL or the HMAC secret. Two servers: one with keys and a JWKS file
 // (two workers, so a reload reaching every process is checked), one locked by default with a JWKS URL.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -332,26 +333,33 @@ clock_skew_s = 30
   });
 });
 
-describe('access control: locked by default, JWTs from a JWKS URL', () => {
-  let svc: TestServer;
-  let idp: http.Server;
-  let jwksHits = 0;
-  let signer: CryptoKey;
-
-  before(async () => {
-    const pair = await jose.generateKeyPair('RS256');
-    signer = pair.privateKey;
-    const jwks = JSON.stringify({ keys: [{ ...(await jose.exportJWK(pair.publicKey)), kid: 'r1', alg: 'RS256', use: 'sig' }] });
-    idp = http.createServer((req, res) => {
-      jwksHits++;
+/** An identity provider serving one JSON Web Key Set at /jwks.json, counting the fetches. */
+async function keySetServer(publicKey: CryptoKey, kid: string) {
+  const jwks = JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' }] });
+  const idp = {
+    hits: 0,
+    server: http.createServer((req, res) => {
+      idp.hits++;
       res.writeHead(req.url === '/jwks.json' ? 200 : 404, { 'content-type': 'application/json' });
       res.end(req.url === '/jwks.json' ? jwks : '{}');
-    });
-    await new Promise<void>((r) => idp.listen(0, '127.0.0.1', r));
-    const idpUrl = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
-    svc = await startServer({
-      toml: `[server]
+    }),
+    listen: (port = 0) => new Promise<void>((r) => idp.server.listen(port, '127.0.0.1', r)),
+    url: () => `http://127.0.0.1:${(idp.server.address() as AddressInfo).port}/jwks.json`,
+  };
+  return idp;
+}
+
+describe('access control: locked by default, JWTs from a JWKS URL', () => {
+  let svc: TestServer;
+  let idp: Awaited<ReturnType<typeof keySetServer>>;
+  let signer: CryptoKey;
+  let adminPort: number;
+  const SECRET_A = 'a'.repeat(40);
+  const SECRET_B = 'b'.repeat(40);
+  /** The configuration with `jwt` as its `[auth.jwt]` section. */
+  const config = (jwt: string) => `[server]
 disable_render = true
+admin_bind = "127.0.0.1:${adminPort}"
 [[sources]]
 id = "natural_earth"
 type = "pmtiles"
@@ -364,16 +372,31 @@ access = "public"
 [auth]
 default_access = "key"
 [auth.jwt]
-jwks_url = "${idpUrl}/jwks.json"
-audience = ["tiles", "maps"]
-rate_class_claim = "plan"
-`,
-    });
+${jwt}
+`;
+  const urlJwt = (url: string, audience = '["tiles", "maps"]') => `jwks_url = "${url}"\naudience = ${audience}\nrate_class_claim = "plan"`;
+
+  before(async () => {
+    const pair = await jose.generateKeyPair('RS256');
+    signer = pair.privateKey;
+    idp = await keySetServer(pair.publicKey, 'r1');
+    await idp.listen();
+    adminPort = await freePort();
+    svc = await startServer({ toml: config(urlJwt(idp.url())), env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json', TSTS_JWT_A: SECRET_A, TSTS_JWT_B: SECRET_B } });
   });
   after(async () => {
     await svc?.stop();
-    idp?.close();
+    idp?.server.close();
   });
+
+  /** Writes the configuration with `jwt` and reloads; the admin route answers once the new rules are in force. */
+  const reload = async (jwt: string) => {
+    writeFileSync(svc.configFile!, config(jwt));
+    const res = await postJson(`http://127.0.0.1:${adminPort}/__admin/reload`);
+    assert.equal(res.status, 200, JSON.stringify(res.json));
+    assert.equal(res.json.reloaded, true, JSON.stringify(res.json));
+  };
+  const logLines = (pattern: RegExp) => svc.output().split('\n').filter((l) => pattern.test(l));
 
   const get = (p: string, headers: Record<string, string> = {}) => request(svc.url, p, { headers });
   const token = (claims: Record<string, unknown> = {}, alg = 'RS256') =>
@@ -394,13 +417,74 @@ rate_class_claim = "plan"
     assert.equal((await get('/data/natural_earth/0/0/0.png', { authorization: `Bearer ${t}` })).status, 200);
     const again = await token({ sub: 'carol' });
     assert.equal((await get('/data/natural_earth/0/0/0.png', { authorization: `Bearer ${again}` })).status, 200);
-    assert.equal(jwksHits, 1, 'the key set is cached');
+    assert.equal(idp.hits, 1, 'the key set is cached');
     const ids = (json(await get('/data.json', { authorization: `Bearer ${t}` })) as unknown as { id: string }[]).map((d) => d.id).sort();
     assert.deepEqual(ids, ['natural_earth', 'open-cities']);
-    const [h, p] = t.split('.');
-    const forged = `${h}.${Buffer.from(JSON.stringify({ ...jose.decodeJwt(t), sub: 'mallory' })).toString('base64url')}.${t.split('.')[2]}`;
+    const [h, p, signature] = t.split('.');
+    const claims = Buffer.from(JSON.stringify({ ...jose.decodeJwt(t), sub: 'mallory' })).toString('base64url');
+    const forged = `${h}.${claims}.${signature}`;
+    // The forgery is the signed token with other claims and nothing else: its refusal is the signature's doing.
+    assert.notEqual(claims, p);
+    assert.equal(jose.decodeJwt(forged).sub, 'mallory');
+    assert.deepEqual(jose.decodeProtectedHeader(forged), jose.decodeProtectedHeader(t));
     assertRefused(await get('/data/natural_earth/0/0/0.png', { authorization: `Bearer ${forged}` }), 401, 'claims changed after signing');
-    assert.ok(p);
+  });
+
+  test('a JWKS URL that cannot be reached: its tokens are 401 as before, the failure is logged once with the URL and the reason, and tokens work once it answers', async () => {
+    const pair = await jose.generateKeyPair('RS256');
+    const down = await keySetServer(pair.publicKey, 'r2');
+    // A port nothing listens on yet: the provider is down from the start.
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}/jwks.json`;
+    await reload(urlJwt(url));
+    const sign = (sub: string, key = pair.privateKey, kid = 'r2') => new jose.SignJWT({ sub, tiles: { sources: '*' } }).setProtectedHeader({ alg: 'RS256', kid }).setAudience('maps').setExpirationTime('5m').sign(key);
+    const tile = '/data/natural_earth/0/0/0.png';
+    // Each a token of its own (a refused token is remembered for 5 s): each one tries the URL again.
+    for (const sub of ['dave', 'erin', 'frank']) {
+      const r = await get(tile, { authorization: `Bearer ${await sign(sub)}` });
+      assertRefused(r, 401, `${sub}: key set unreachable`);
+      assert.match(String(r.headers['www-authenticate']), /error="invalid_token"/);
+    }
+    const failed = logLines(/cannot get the JSON Web Key Set/);
+    assert.equal(failed.length, 1, `one line for the failure, not one per token:\n${failed.join('\n')}`);
+    const line = JSON.parse(failed[0]) as { level: number; url: string; reason: string };
+    assert.equal(line.url, url);
+    assert.match(line.reason, /ECONNREFUSED/);
+    assert.equal(line.level, 40, 'a warning');
+    try {
+      await down.listen(port);
+      assert.equal((await get(tile, { authorization: `Bearer ${await sign('grace')}` })).status, 200, 'the provider is back');
+      assert.equal(logLines(/JSON Web Key Set of auth\.jwt\.jwks_url answers again/).length, 1);
+      assert.equal(logLines(/cannot get the JSON Web Key Set/).length, 1);
+      // The first URL's tokens: not this configuration's key set.
+      assertRefused(await get(tile, { authorization: `Bearer ${await token()}` }), 401, 'signed for the URL before the reload');
+    } finally {
+      down.server.close();
+    }
+  });
+
+  test('a reload hands on the key set of a URL it keeps and drops the one of a URL it changes', async () => {
+    await reload(urlJwt(idp.url()));
+    const fetched = idp.hits;
+    assert.equal((await get('/data/natural_earth/0/0/0.png', { authorization: `Bearer ${await token({ sub: 'heidi' })}` })).status, 200);
+    // The URL was left for another by the reload before: its key set went with that configuration, and is fetched again.
+    assert.equal(idp.hits, fetched + 1, 'a URL back in the configuration is fetched afresh');
+    await reload(urlJwt(idp.url(), '["maps"]'));
+    assert.equal((await get('/data/natural_earth/0/0/0.png', { authorization: `Bearer ${await token({ sub: 'ivan' })}` })).status, 200);
+    assert.equal(idp.hits, fetched + 1, 'the same URL after a reload: the keys it fetched are kept');
+  });
+
+  test('a reload that changes the HMAC secret: tokens signed with the old one are refused, with the new one accepted', async () => {
+    const tile = '/data/natural_earth/0/0/0.png';
+    const sign = (secret: string) => new jose.SignJWT({ sub: 'judy', tiles: { sources: '*' } }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(new TextEncoder().encode(secret));
+    const [a, b] = await Promise.all([sign(SECRET_A), sign(SECRET_B)]);
+    await reload('secret_env = "TSTS_JWT_A"');
+    assert.equal((await get(tile, { authorization: `Bearer ${a}` })).status, 200, 'the secret of TSTS_JWT_A');
+    assertRefused(await get(tile, { authorization: `Bearer ${b}` }), 401, 'signed with another secret');
+    assertRefused(await get(tile, { authorization: `Bearer ${await token()}` }), 401, 'a token of the key set before');
+    await reload('secret_env = "TSTS_JWT_B"');
+    assertRefused(await get(tile, { authorization: `Bearer ${a}` }), 401, 'the old secret, a token accepted before the reload');
+    assert.equal((await get(tile, { authorization: `Bearer ${b}` })).status, 200, 'the new secret');
   });
 });
 

@@ -69,10 +69,7 @@ test('any box: the same features whether the boxes are in memory or searched thr
 });
 
 test('with a row limit, as many rows either way', async () => {
-  const limited = async (r: FeatureReader, box: Bounds, limit: number) => {
-    const g = r as FeatureReader & { tableOf(l: string): unknown; read(t: unknown, b: Bounds, limit: number): Iterable<FileFeature> };
-    return [...g.read(g.tableOf('transportation'), box, limit)].length;
-  };
+  const limited = async (r: FeatureReader, box: Bounds, limit: number) => (await r.featuresInBox('transportation', box, limit)).length;
   for (const limit of [1, 10, 100, 100_000]) {
     const a = await limited(inMemory, bounds, limit);
     assert.equal(a, await limited(rtree, bounds, limit), `limit ${limit}`);

@@ -1,59 +1,24 @@
 // The terrain products against GDAL on a real DEM (fixtures/cog/dem-small.cog.tif, around San Francisco):
 // gdalwarp cuts one tile window with border in EPSG:3857, and on that same window gdaldem's hillshades (four
 // methods) and gdal_contour's isolines are compared with ours. gdaldem sees mercator metres, so it gets
-// -s cos(latitude): its horizontal distances are then ground metres, as ours are.
+// -s cos(latitude): its horizontal distances are then ground metres, as ours are. What the same window costs to
+// shade and trace is measured by bench/terrain-kernels.bench.ts, not here.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import gdal from 'gdal-async';
-import { ROOT } from './helpers/server.js';
-import { type DemWindow, MERCATOR_HALF_WIDTH, pixelCentreLonLat, tileSpan } from '../src/terrain/dem-window.js';
+import { BORDER, MAX_Y, MIN_X, PIXEL, readBand, run, SIZE, W, warpWindow, X, Y } from './helpers/dem-fixture-window.js';
+import { type DemWindow, pixelCentreLonLat } from '../src/terrain/dem-window.js';
 import { type HillshadeMethod, hillshade } from '../src/terrain/hillshade.js';
 import { contourLayer } from '../src/terrain/contours.js';
 
-const DEM = path.join(ROOT, 'fixtures/cog/dem-small.cog.tif');
-const Z = 12;
-const X = 655;
-const Y = 1582;
-const SIZE = 512;
-const BORDER = 4;
-const W = SIZE + 2 * BORDER;
 const EXTENT = 4096;
-const SPAN = tileSpan(Z);
-const PIXEL = SPAN / SIZE;
-const MIN_X = -MERCATOR_HALF_WIDTH + X * SPAN - BORDER * PIXEL;
-const MAX_Y = MERCATOR_HALF_WIDTH - Y * SPAN + BORDER * PIXEL;
 
 let dir = '';
 let windowPath = '';
 let win: DemWindow;
-
-const run = (cmd: string, args: string[]) => execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-
-function readBand(file: string): Float32Array {
-  const ds = gdal.open(file);
-  try {
-    const band = ds.bands.get(1);
-    const values = Float32Array.from(band.pixels.read(0, 0, W, W) as ArrayLike<number>);
-    const nodata = band.noDataValue;
-    if (nodata !== null) for (let i = 0; i < values.length; i++) if (values[i] === nodata) values[i] = NaN;
-    return values;
-  } finally {
-    ds.close();
-  }
-}
-
-/** gdalwarp of the window of tile Z/x/y with its border: the exact pixel grid of a DemWindow. */
-function warpWindow(x: number, y: number, file: string): DemWindow {
-  const minX = -MERCATOR_HALF_WIDTH + x * SPAN - BORDER * PIXEL;
-  const maxY = MERCATOR_HALF_WIDTH - y * SPAN + BORDER * PIXEL;
-  const te = [minX, maxY - W * PIXEL, minX + W * PIXEL, maxY].map((v) => v.toFixed(6));
-  run('gdalwarp', ['-q', '-t_srs', 'EPSG:3857', '-te', ...te, '-ts', String(W), String(W), '-r', 'bilinear', '-ot', 'Float32', '-dstnodata', '-9999', DEM, file]);
-  return { z: Z, x, y, size: SIZE, border: BORDER, data: readBand(file) };
-}
 
 before(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'terrain-gdal-'));
@@ -229,22 +194,4 @@ test('contours: every vertex within one pixel of gdal_contour\'s line of the sam
     assert.ok(checked > 500, `${label}: ${checked} vertices checked`);
     t.diagnostic(`${label}: ${checked} vertices, farthest ${worst.toFixed(3)} px`);
   }
-});
-
-test('cost on the fixture window (printed, not asserted)', (t) => {
-  const cpu = (fn: () => void, n: number) => {
-    fn();
-    const start = process.cpuUsage();
-    for (let i = 0; i < n; i++) fn();
-    const used = process.cpuUsage(start);
-    return (used.user + used.system) / 1000 / n;
-  };
-  const standard = cpu(() => hillshade(win), 20);
-  const grey = cpu(() => hillshade(win, { method: 'basic', mode: 'grey' }), 20);
-  const multi = cpu(() => hillshade(win, { method: 'multidirectional' }), 20);
-  const contours10 = cpu(() => contourLayer(win, { interval: 10, major: 5, unit: 'm' }), 10);
-  const contours50 = cpu(() => contourLayer(win, { interval: 50, major: 5, unit: 'm' }), 10);
-  t.diagnostic(
-    `CPU ms per ${SIZE} px tile: hillshade standard ${standard.toFixed(2)}, basic grey ${grey.toFixed(2)}, multidirectional colour ${multi.toFixed(2)}; contours 10 m ${contours10.toFixed(2)}, 50 m ${contours50.toFixed(2)}`,
-  );
 });

@@ -355,3 +355,32 @@ test('PNG rows filtered by the WebAssembly kernel make the same file as the Java
     { numRuns: 100 },
   );
 });
+
+test('a window loaded into the WebAssembly kernels shades only until another call loads something else there', () => {
+  const kernels = gridKernels();
+  assert.ok(kernels, 'dist/terrain-kernels.wasm loads');
+  const size = 64;
+  const side = size + 2;
+  const win = plane(0.3, -0.2, size, 1);
+  const rowK = new Float32Array(size).fill(1 / 80);
+  const shade = (w: ReturnType<typeof kernels.loadWindow>) => w.greyBasic(side, 1, size, rowK, Math.sin(45 * DEG), Math.cos(315 * DEG) * Math.cos(45 * DEG), Math.sin(315 * DEG) * Math.cos(45 * DEG));
+  const loaded = kernels.loadWindow(win.data);
+  assert.equal(loaded.holes, false);
+  const first = shade(loaded);
+  // Shading does not unload the window: the same handle shades it again, to the byte.
+  assert.deepEqual(shade(loaded), first);
+  // Each other kind of call loads its own input into the same memory: the handle then refuses, rather than shading that.
+  const steep = plane(2, 1, size, 1);
+  const unloaders: [string, () => void][] = [
+    ['another window', () => kernels.loadWindow(steep.data)],
+    ['a PNG filter', () => kernels.pngUpFilter(new Uint8Array(side * side * 4).fill(200), side * 4, side)],
+    ['a resampling', () => kernels.bilinear(steep.data, new Int32Array(4), new Int32Array(4), new Float64Array(4), new Int32Array(4), new Int32Array(4), new Float64Array(4), new Float32Array(16))],
+  ];
+  for (const [what, call] of unloaders) {
+    const handle = kernels.loadWindow(win.data);
+    call();
+    assert.throws(() => shade(handle), /unloaded by a later call/, what);
+    // Loaded again, it shades as before.
+    assert.deepEqual(shade(kernels.loadWindow(win.data)), first, what);
+  }
+});

@@ -131,8 +131,8 @@ test('the WebAssembly resampler gives the JavaScript samples to the bit', () => 
         const grid = Float32Array.from({ length: width * height }, (_, i) => Math.fround(1000 * Math.sin(seed + i * 0.731) + (i % 7)));
         const cols = Float64Array.from({ length: w }, (_, i) => start + i * step);
         const rows = Float64Array.from({ length: h }, (_, i) => start * 0.7 + i * step * 1.1);
-        const fast = sampleGrid(grid, width, height, cols, rows, false).data;
-        const reference = sampleGrid(grid, width, height, cols, rows, false, false, undefined, 'javascript').data;
+        const fast = sampleGrid({ grid, width, height, cols, rows, holes: false }).data;
+        const reference = sampleGrid({ grid, width, height, cols, rows, holes: false }, { kernels: 'javascript' }).data;
         assert.deepEqual(fast, reference);
       },
     ),

@@ -1,13 +1,17 @@
 // JWT bearer tokens, verified with jose against a JSON Web Key Set (a file read with the configuration, or a URL
-// jose fetches, caches and refetches when a token names a key it does not know) or an HMAC secret. A token
-// must name its algorithm among those allowed (jose never accepts `alg: none`), carry `sub` (the principal) and
-// `exp` (a bounded lifetime), and match `issuer`/`audience` when configured, within `clock_skew_s`.
+// jose fetches, caches and refetches when a token names a key it does not know: remote-jwks.ts) or an HMAC secret
+// (read from the environment by the configuration's validation, config/auth-files.ts). A token must name its
+// algorithm among those allowed (jose never accepts `alg: none`), carry `sub` (the principal) and `exp` (a bounded
+// lifetime), and match `issuer`/`audience` when configured, within `clock_skew_s`.
 // Verified tokens are remembered by their string until they expire (a bounded LRU), so a map's hundreds of tile
 // requests with one token cost one signature check; refused ones for a few seconds, so a flood of one bad token
-// costs no more.
+// costs no more. One verifier per configuration state (auth/policy.ts): a reload starts a new cache.
 import { LRUCache } from 'lru-cache';
-import type { AuthJwtConfig, JWT_ALGORITHMS } from '../config/schema.js';
+import type { JWT_ALGORITHMS } from '../config/schema.js';
+import type { JwtSettings } from '../config/auth-files.js';
+import type { Logger } from '../log.js';
 import { compileMatcher, patternList, type Matcher } from './patterns.js';
+import { RemoteKeySet } from './remote-jwks.js';
 
 type Jose = typeof import('jose');
 type Algorithm = (typeof JWT_ALGORITHMS)[number];
@@ -36,8 +40,12 @@ const loadJose = () => (josePromise ??= import('jose'));
 
 type KeyInput = Parameters<Jose['jwtVerify']>[1];
 
-/** Remote key sets by URL, kept across reloads: a reload must not throw away the fetched keys. */
-const remoteSets = new Map<string, KeyInput>();
+export interface VerifierOptions {
+  /** The verifier of the configuration before a reload: its remote key set is kept when the URL is the same. */
+  previous?: JwtVerifier;
+  /** Where a key set that cannot be fetched is reported. */
+  log?: Logger;
+}
 
 /** What a token's scope claim allows: `{sources, styles}`, each a list or a space-separated string of patterns. */
 export function scopeOf(claim: unknown): { sources: Matcher; styles: Matcher } {
@@ -49,22 +57,26 @@ export class JwtVerifier {
   private readonly verified = new LRUCache<string, TokenCheck>({ max: CACHE_MAX, ttlAutopurge: false });
   private key: Promise<KeyInput> | undefined;
   private readonly algorithms: Algorithm[];
+  /** The key set of `jwks_url`, this configuration's (or handed on from the previous one, same URL). */
+  readonly remote: RemoteKeySet | undefined;
 
-  constructor(private readonly cfg: AuthJwtConfig) {
+  constructor(
+    private readonly cfg: JwtSettings,
+    options: VerifierOptions = {},
+  ) {
     this.algorithms = cfg.algorithms ?? (cfg.secret_env !== undefined ? ['HS256'] : ASYMMETRIC);
+    // Validation reads the secret from the environment it is given; a configuration that skipped it is a bug here.
+    if (cfg.secret_env !== undefined && cfg.secret === undefined) throw new Error(`auth.jwt.secret_env: the secret of ${cfg.secret_env} was not read by the configuration's validation`);
+    if (cfg.jwks_url !== undefined) {
+      const carried = options.previous?.remote;
+      this.remote = carried?.url === cfg.jwks_url ? carried : new RemoteKeySet(cfg.jwks_url, options.log);
+    }
   }
 
   private keyInput(jose: Jose): KeyInput {
     const { cfg } = this;
-    if (cfg.secret_env !== undefined) return new TextEncoder().encode(process.env[cfg.secret_env] ?? '');
-    if (cfg.jwks_url !== undefined) {
-      let set = remoteSets.get(cfg.jwks_url);
-      if (!set) {
-        set = jose.createRemoteJWKSet(new URL(cfg.jwks_url), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 600_000 }) as KeyInput;
-        remoteSets.set(cfg.jwks_url, set);
-      }
-      return set;
-    }
+    if (cfg.secret !== undefined) return new TextEncoder().encode(cfg.secret);
+    if (this.remote) return this.remote.lookup(jose) as KeyInput;
     return jose.createLocalJWKSet((cfg.jwks ?? { keys: [] }) as Parameters<Jose['createLocalJWKSet']>[0]) as KeyInput;
   }
 
@@ -101,7 +113,8 @@ export class JwtVerifier {
       this.verified.set(token, result, { ttl: Math.max(1, result.expiresMs - nowMs) });
     } catch {
       // Expired, not yet valid, wrongly signed, an algorithm not allowed (`none` included), a claim missing or
-      // wrong, the key set unreachable: all the same refusal to the client (401 invalid_token).
+      // wrong, the key set unreachable (logged by remote-jwks.ts): all the same refusal to the client (401
+      // invalid_token).
       result = REFUSED;
       this.verified.set(token, result, { ttl: REFUSED_TTL_MS });
     }

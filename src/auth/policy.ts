@@ -1,7 +1,10 @@
 // The access rules of one state, compiled once per snapshot (a reload builds a new state, hence new rules; a
 // removed key is gone for every request after the swap): the level of every configured source, composite and
-// style, the key table and the JWT verifier. Lookups on the request path are Map reads.
+// style, the key table and the JWT verifier. Lookups on the request path are Map reads. What the rules hold
+// belongs to them: the JWKS fetched from a URL lives in this state's verifier, handed on by a reload that keeps
+// the URL and dropped with the old rules by one that changes it.
 import type { AccessLevel, Config } from '../config/schema.js';
+import { log } from '../log.js';
 import type { AppState } from '../state/app-state.js';
 import { sourceRef } from '../styles/source-ref.js';
 import { JwtVerifier } from './jwt.js';
@@ -38,12 +41,13 @@ function anyAccessSet(config: Config): boolean {
   return [...config.sources, ...config.styles, ...config.composites, ...(pg ? [...pg.tables, ...pg.functions, ...pg.outdb_rasters] : [])].some((e) => e.access !== undefined);
 }
 
-export function compilePolicy(state: AppState): Policy {
+/** `previous`: the rules of the state this one replaces, whose remote key set is kept if its URL is unchanged. */
+export function compilePolicy(state: AppState, previous?: Policy): Policy {
   const { config } = state;
   const auth = config.auth;
   const defaultLevel: AccessLevel = auth?.default_access ?? 'public';
   const keys = new KeyTable(auth?.keys ?? []);
-  const jwt = auth?.jwt ? new JwtVerifier(auth.jwt) : undefined;
+  const jwt = auth?.jwt ? new JwtVerifier(auth.jwt, { previous: previous?.jwt, log }) : undefined;
   const open = auth === undefined && !anyAccessSet(config);
 
   const levels = new Map<string, AccessLevel>();
@@ -105,9 +109,12 @@ export function compilePolicy(state: AppState): Policy {
 
 const policies = new WeakMap<AppState, Policy>();
 
-/** The rules of `state`, compiled on first use (the server compiles them when it swaps the state in). */
-export function policyOf(state: AppState): Policy {
+/**
+ * The rules of `state`, compiled on first use (the server compiles them when it swaps the state in, handing on
+ * `previous`, the rules of the state it replaces; later calls get the same rules whatever they pass).
+ */
+export function policyOf(state: AppState, previous?: Policy): Policy {
   let p = policies.get(state);
-  if (!p) policies.set(state, (p = compilePolicy(state)));
+  if (!p) policies.set(state, (p = compilePolicy(state, previous)));
   return p;
 }

@@ -2,8 +2,9 @@
 // `jwt.jwks_file` (a JSON Web Key Set). Reading them here, not when the first request needs them, means that a
 // broken file fails start-up or the reload (the running keys stay), and that the configuration's hash covers
 // them: a reload after only the keys file changed rebuilds the state, so a removed key is refused from the next
-// request on. The JWT secret is only looked up (its variable must be set); it is read where it is used.
-// Every problem is collected, not only the first (load.ts reports them with the rest of the file's).
+// request on. The JWT secret is read from the environment validation is given (its variable must be set) and
+// carried in the configuration too, so that the verifier never looks at `process.env` on its own. Every problem
+// is collected, not only the first (load.ts reports them with the rest of the file's).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,13 @@ import { parse as parseToml } from 'smol-toml';
 import * as v from 'valibot';
 import { ConfigError, issuePath } from './errors.js';
 import { AuthKeySchema } from './sections/auth.js';
-import type { AuthConfig, AuthKeyConfig } from './schema.js';
+import type { AuthConfig, AuthJwtConfig, AuthKeyConfig } from './schema.js';
+
+/**
+ * `[auth.jwt]` as validation leaves it: with `secret_env`, `secret` is the secret that variable held in the
+ * environment validation was given (not a key of the file: the schema has none, and drops one written there).
+ */
+export type JwtSettings = AuthJwtConfig & { secret?: string };
 
 const KeyListSchema = v.array(AuthKeySchema);
 
@@ -73,12 +80,14 @@ export function resolveAuth(auth: AuthConfig, baseDir: string, label: string, en
     names.add(k.name);
     hashes.add(k.hash);
   }
-  let jwt = auth.jwt;
+  let jwt: JwtSettings | undefined = auth.jwt;
   // Which one of jwks_file, jwks, jwks_url and secret_env is set, and which algorithms go with it, the schema checks.
   if (jwt?.secret_env !== undefined) {
     const secret = env[jwt.secret_env];
     if (secret === undefined || secret === '') problems.push(`${label}: auth.jwt.secret_env: the environment variable ${jwt.secret_env} is not set`);
     else if (Buffer.byteLength(secret) < 32) problems.push(`${label}: auth.jwt.secret_env: the secret in ${jwt.secret_env} is shorter than 32 bytes`);
+    // Carried like the JWKS file below (workers get the configuration from the primary, not the environment).
+    else jwt = { ...jwt, secret };
   }
   if (jwt?.jwks !== undefined) checkKeySet(jwt.jwks, `${label}: auth.jwt.jwks`, problems);
   if (jwt?.jwks_file !== undefined) {

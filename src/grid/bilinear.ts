@@ -4,28 +4,41 @@
 // tiles (src/terrain/mosaic.ts) and one read from a COG in EPSG:3857 (src/raster/dem-read.ts).
 import { gridKernels } from './kernels.js';
 
+/** A grid and where a window samples it: what `sampleGrid` reads, as one value that can travel between threads. */
+export interface GridSamples {
+  /** `width` x `height` values, row-major; NaN without data. */
+  grid: Float32Array;
+  width: number;
+  height: number;
+  /** Column positions of the output's columns, in grid pixels with pixel centres at integers; NaN for none. */
+  cols: Float64Array;
+  /** Row positions of the output's rows, likewise. */
+  rows: Float64Array;
+  /** False promises the grid has no NaN, for a loop without those checks (done by the WebAssembly kernel). */
+  holes: boolean;
+  /** A sample is also NaN when the grid pixel it lies in has no data, as gdalwarp's kernels skip such pixels. Default false. */
+  gdalMask?: boolean;
+}
+
+/** How `sampleGrid` works, not what it samples. */
+export interface SampleOptions {
+  /** Where the samples go when it is cols.length x rows.length long (a thread's scratch window); else a new array. */
+  into?: Float32Array;
+  /** 'javascript' leaves the WebAssembly kernel out (tests compare the two). */
+  kernels?: 'wasm-when-possible' | 'javascript';
+}
+
 /**
- * Samples `grid` (`width` x `height`, row-major) at column positions `cols` and row positions `rows`, in grid
- * pixels with pixel centres at integers. The neighbours of a position are clamped into the grid (a sample between
- * the edge and the last pixel centre takes the edge pixel, as GDAL's bilinear does at a file's edge). A NaN
- * position gives a NaN sample. Where neighbours lack data the others' weights are renormalised; where none has
- * data the sample is NaN. With `gdalMask`, a sample is also NaN when the grid pixel it lies in has no data, as
- * gdalwarp's kernels skip such pixels (so a hole does not shrink by half a pixel). `holes` false promises the grid
- * has no NaN, for a loop without those checks (done by the WebAssembly kernel unless `kernels` is 'javascript', which
- * tests use to compare the two). Returns the samples (cols.length x rows.length, in `into` when it is given and that
- * long) and whether any has data.
+ * Samples the grid at the column and row positions of `samples`. The neighbours of a position are clamped into
+ * the grid (a sample between the edge and the last pixel centre takes the edge pixel, as GDAL's bilinear does at a
+ * file's edge). A NaN position gives a NaN sample. Where neighbours lack data the others' weights are renormalised;
+ * where none has data the sample is NaN. With `gdalMask`, a sample is also NaN when the grid pixel it lies in has
+ * no data (so a hole does not shrink by half a pixel). Returns the samples (cols.length x rows.length) and whether
+ * any has data.
  */
-export function sampleGrid(
-  grid: Float32Array,
-  width: number,
-  height: number,
-  cols: Float64Array,
-  rows: Float64Array,
-  holes: boolean,
-  gdalMask = false,
-  into?: Float32Array,
-  kernels: 'wasm-when-possible' | 'javascript' = 'wasm-when-possible',
-): { data: Float32Array; any: boolean } {
+export function sampleGrid(samples: GridSamples, options: SampleOptions = {}): { data: Float32Array; any: boolean } {
+  const { grid, width, height, cols, rows, holes, gdalMask = false } = samples;
+  const { into, kernels = 'wasm-when-possible' } = options;
   const w = cols.length;
   const colA = new Int32Array(w);
   const colB = new Int32Array(w);
@@ -146,20 +159,4 @@ export function sampleGrid(
 export function hasNaN(grid: Float32Array): boolean {
   for (let i = 0; i < grid.length; i++) if (grid[i] !== grid[i]) return true;
   return false;
-}
-
-/** A grid and where a window samples it: what `sampleGrid` needs, as one value that can travel between threads. */
-export interface GridSamples {
-  grid: Float32Array;
-  width: number;
-  height: number;
-  cols: Float64Array;
-  rows: Float64Array;
-  holes: boolean;
-  gdalMask: boolean;
-}
-
-/** `sampleGrid` of a GridSamples. */
-export function sampleGridOf(g: GridSamples, into?: Float32Array): { data: Float32Array; any: boolean } {
-  return sampleGrid(g.grid, g.width, g.height, g.cols, g.rows, g.holes, g.gdalMask, into);
 }

@@ -25,7 +25,7 @@ import type { AppState } from '../state/app-state.js';
 import { bucketShape, type BucketShape } from './budget.js';
 import { classify, type Kind } from './classify.js';
 import { addressKey, clientAddress, isTrusted } from './client.js';
-import { loadFlexible, machineBucket, type Flexible } from './cluster.js';
+import { loadFlexible, machineBucket, machineChannel, type Flexible } from './cluster.js';
 import { LimitsRedis, type LimitsRedisState } from './redis.js';
 import { countUsage, keyNames, usageCounters, usageLabel } from './usage.js';
 
@@ -74,9 +74,12 @@ export class RateLimits {
   private active: Active | undefined;
   private log: Logger | undefined;
   private readonly redis = new LimitsRedis();
-  /** Limiters by key prefix, kept across reloads: an unchanged budget keeps its counts (and, in a worker, its IPC listener). */
-  private readonly locals = new Map<string, Limiter>();
-  private readonly shared = new Map<string, Limiter>();
+  /**
+   * The limiters of the active configuration by key prefix. A reload hands on those of the budgets it keeps (their
+   * counts with them) and drops the others: a removed or changed budget leaves nothing behind.
+   */
+  private locals = new Map<string, Limiter>();
+  private shared = new Map<string, Limiter>();
   private sharedGeneration = -1;
   private failing = false;
   /** `redis_timeout_ms` of the active configuration. */
@@ -91,6 +94,7 @@ export class RateLimits {
     this.log = log;
     if (!limits || !limits.enabled) {
       this.active = undefined;
+      this.keep(new Map(), new Map());
       await this.redis.configure(undefined, 0, log);
       return;
     }
@@ -102,10 +106,14 @@ export class RateLimits {
       this.shared.clear();
       this.sharedGeneration = this.redis.generation;
     }
+    const locals = new Map<string, Limiter>();
+    const shared = new Map<string, Limiter>();
     const classes = new Map<string, ClassBuckets>();
     for (const [name, c] of Object.entries(limits.classes)) {
-      classes.set(name, { name, cheap: c.cheap && this.bucket(name, 'cheap', c.cheap), expensive: c.expensive && this.bucket(name, 'expensive', c.expensive) });
+      const bucket = (kind: Kind, budget: RateBudgetConfig | undefined) => budget && this.bucket(name, kind, budget, locals, shared);
+      classes.set(name, { name, cheap: bucket('cheap', c.cheap), expensive: bucket('expensive', c.expensive) });
     }
+    this.keep(locals, shared);
     this.active = {
       classes,
       defaultClass: limits.default_class === undefined ? undefined : classes.get(limits.default_class),
@@ -123,7 +131,11 @@ export class RateLimits {
     return this.redis.state;
   }
 
-  private bucket(className: string, kind: Kind, budget: RateBudgetConfig): Bucket {
+  /**
+   * The bucket of a budget, with the limiters of the same prefix in the configuration before (`this.locals`,
+   * `this.shared`) or new ones, recorded in the new configuration's `locals` and `shared`.
+   */
+  private bucket(className: string, kind: Kind, budget: RateBudgetConfig, locals: Map<string, Limiter>, sharedLimiters: Map<string, Limiter>): Bucket {
     const rlf = this.rlf!;
     const shape = bucketShape(budget);
     // The shape is in the prefix: a reload that changes a budget starts new counts, one that keeps it keeps them.
@@ -131,19 +143,24 @@ export class RateLimits {
     let local = this.locals.get(keyPrefix);
     if (!local) {
       const opts = { keyPrefix, points: shape.points, duration: shape.duration };
-      local = cluster.isWorker ? machineBucket(rlf, { ...opts, timeoutMs: CLUSTER_TIMEOUT_MS }) : new rlf.RateLimiterMemory(opts);
-      this.locals.set(keyPrefix, local);
+      local = cluster.isWorker ? machineBucket(rlf, machineChannel(rlf, CLUSTER_TIMEOUT_MS), opts) : new rlf.RateLimiterMemory(opts);
     }
+    locals.set(keyPrefix, local);
     let shared: Limiter | undefined;
     const client = this.redis.client;
     if (client) {
       shared = this.shared.get(keyPrefix);
-      if (!shared) {
-        shared = new rlf.RateLimiterRedis({ storeClient: client, keyPrefix, points: shape.points, duration: shape.duration, insuranceLimiter: local, rejectIfRedisNotReady: true });
-        this.shared.set(keyPrefix, shared);
-      }
+      shared ??= new rlf.RateLimiterRedis({ storeClient: client, keyPrefix, points: shape.points, duration: shape.duration, insuranceLimiter: local, rejectIfRedisNotReady: true });
+      sharedLimiters.set(keyPrefix, shared);
     }
     return { kind, shape, local, shared, policy: `"${kind}";q=${shape.points};w=${shape.duration}` };
+  }
+
+  /** The limiters of the configuration just read, and nothing else; in a worker, the primary forgets the rest too. */
+  private keep(locals: Map<string, Limiter>, shared: Map<string, Limiter>): void {
+    this.locals = locals;
+    this.shared = shared;
+    if (cluster.isWorker && this.rlf) machineChannel(this.rlf, CLUSTER_TIMEOUT_MS).follow({ prefixes: new Set(locals.keys()), timeoutMs: CLUSTER_TIMEOUT_MS });
   }
 
   /** The class whose budgets `principal` (or, without one, the client address) spends; undefined: not limited. */

@@ -8,7 +8,8 @@ import { checkBbox, checkString, Cql2Error, storableText, type Expr, type Litera
 import { Cql2Sql, SqlParams, type Queryable, type QueryableKind } from '../cql2/sql.js';
 import { kindOf, queryables } from '../sources/postgres/queryables.js';
 import { compileFilter } from '../cql2/evaluate.js';
-import { FileSource, GEOMETRY_QUERYABLE, type Generation } from '../sources/files/source.js';
+import type { FileSource } from '../sources/files/source.js';
+import { GEOMETRY_QUERYABLE, type Reading } from '../sources/files/reading.js';
 import type { FileFeature } from '../sources/files/reader.js';
 
 export { queryables };
@@ -213,7 +214,7 @@ export function readFileItems(s: FileSource, layer: string, q: ItemsQuery): Prom
   return s.onCurrentReading((gen) => readLayerItems(gen, layer, q));
 }
 
-async function readLayerItems(gen: Generation, layer: string, q: ItemsQuery): Promise<{ features: Feature[]; numberMatched: number }> {
+async function readLayerItems(gen: Reading, layer: string, q: ItemsQuery): Promise<{ features: Feature[]; numberMatched: number }> {
   const all = gen.layerQueryables.get(layer) ?? [];
   const conditions: Expr[] = [];
   let box: [number, number, number, number] | undefined;

@@ -3,7 +3,7 @@
 // contour lines join across tile edges), and single points at the file's own resolution (its pixels, not a tile's).
 import gdal from 'gdal-async';
 import { dataset, useStorageOptions, type GdalOptions } from './warp-tile.js';
-import { hasNaN, sampleGridOf, type GridSamples } from '../grid/bilinear.js';
+import { hasNaN, sampleGrid, type GridSamples } from '../grid/bilinear.js';
 
 const HALF_WORLD = 20037508.342789244;
 
@@ -31,7 +31,7 @@ let vsimemSeq = 0;
 export async function readDemWindow(task: DemWindowTask): Promise<Float32Array | undefined> {
   const read = await readDemGrid(task);
   if (read === undefined || read instanceof Float32Array) return read;
-  const { data, any } = sampleGridOf(read);
+  const { data, any } = sampleGrid(read);
   return any ? data : undefined;
 }
 

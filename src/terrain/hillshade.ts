@@ -20,7 +20,7 @@
 // takes the centre's value, as gdaldem does with -compute_edges, so holes shade their edges instead of growing.
 import { Color } from '@maplibre/maplibre-gl-style-spec';
 import { type DemWindow, pixelGroundSize, tileSpan, windowWidth } from './dem-window.js';
-import { gridKernels } from '../grid/kernels.js';
+import { gridKernels, type LoadedWindow } from '../grid/kernels.js';
 
 export type HillshadeMethod = 'standard' | 'basic' | 'combined' | 'igor' | 'multidirectional';
 export type HillshadeMode = 'color' | 'grey';
@@ -466,7 +466,7 @@ export function hillshade(win: DemWindow, options: HillshadeOptions = {}): Uint8
  */
 export function hillshadeImage(win: DemWindow, options: HillshadeOptions = {}, kernels: 'wasm-when-possible' | 'javascript' = 'wasm-when-possible'): HillshadeImage {
   const grey = (options.mode ?? HILLSHADE_DEFAULTS.mode) === 'grey';
-  const scan = kernels === 'javascript' ? { holes: hasHole(win.data), loaded: false } : scanWindow(win);
+  const scan: WindowScan = kernels === 'javascript' ? { holes: hasHole(win.data), loaded: undefined } : scanWindow(win);
   const channels: HillshadeChannels = grey
     ? scan.holes && innerHasHole(win)
       ? 2
@@ -477,18 +477,21 @@ export function hillshadeImage(win: DemWindow, options: HillshadeOptions = {}, k
   return shade(win, options, channels, scan);
 }
 
-/** Whether a window has pixels without data, and whether it now sits in the WebAssembly kernels, ready to shade. */
+/** Whether a window has pixels without data, and the window loaded in the WebAssembly kernels when they can shade it. */
 interface WindowScan {
   holes: boolean;
-  loaded: boolean;
+  loaded: LoadedWindow | undefined;
 }
 
 /** Scans a window for holes: in the kernels when they can shade it (which loads it there), else here. */
 function scanWindow(win: DemWindow): WindowScan {
   const side = windowWidth(win);
   const kernels = win.border >= 1 && win.size % 4 === 0 && win.data.length === side * side ? gridKernels() : undefined;
-  if (kernels) return { holes: kernels.loadWindow(win.data), loaded: true };
-  return { holes: hasHole(win.data), loaded: false };
+  if (kernels) {
+    const loaded = kernels.loadWindow(win.data);
+    return { holes: loaded.holes, loaded };
+  }
+  return { holes: hasHole(win.data), loaded: undefined };
 }
 
 function shade(win: DemWindow, options: HillshadeOptions, channels: HillshadeChannels, scan: WindowScan): HillshadeImage {
@@ -510,7 +513,7 @@ function shade(win: DemWindow, options: HillshadeOptions, channels: HillshadeCha
   // common case gets a loop without those checks, or the WebAssembly kernels.
   const complete = border >= 1 && !scan.holes;
   if (complete && scan.loaded) {
-    const fast = shadeInWasm(win, opts, channels, factor, mercatorPixel, maxSlope);
+    const fast = shadeInWasm(scan.loaded, win, opts, channels, factor, mercatorPixel, maxSlope);
     if (fast) return { pixels: fast, channels };
   }
   const kernel = grey ? greyKernel(opts.method, opts.azimuth, opts.altitude, channels) : colorKernel(opts.method, opts, channels, maxSlope);
@@ -570,15 +573,13 @@ function slopesComplete(data: Float32Array, w: number, wr: number, border: numbe
 
 /**
  * The common cases through the WebAssembly kernels (src/grid/kernels.ts), which hold the window
- * already (scanWindow): a complete window shaded grey with gdaldem's plain formula, or in colour with MapLibre's
- * standard method. Undefined for every other case, and the JavaScript passes shade the tile.
+ * already (`loaded`, by scanWindow): a complete window shaded grey with gdaldem's plain formula, or in colour with
+ * MapLibre's standard method. Undefined for every other case, and the JavaScript passes shade the tile.
  */
-function shadeInWasm(win: DemWindow, opts: Required<HillshadeOptions>, channels: HillshadeChannels, factor: number, mercatorPixel: number, maxSlope: number): Uint8Array | undefined {
+function shadeInWasm(loaded: LoadedWindow, win: DemWindow, opts: Required<HillshadeOptions>, channels: HillshadeChannels, factor: number, mercatorPixel: number, maxSlope: number): Uint8Array | undefined {
   const grey = opts.mode === 'grey';
   const basic = opts.method === 'basic' || opts.method === 'standard';
   if (grey ? !basic || channels !== 1 : opts.method !== 'standard' || channels === 1) return undefined;
-  const kernels = gridKernels();
-  if (!kernels) return undefined;
   const { size, border } = win;
   const w = windowWidth(win);
   if (grey) {
@@ -586,7 +587,7 @@ function shadeInWasm(win: DemWindow, opts: Required<HillshadeOptions>, channels:
     for (let row = 0; row < size; row++) rowK[row] = factor / (8 * pixelGroundSize(win, row + border));
     const alt = opts.altitude * DEG;
     const az = opts.azimuth * DEG;
-    return kernels.greyBasic(w, border, size, rowK, Math.sin(alt), Math.cos(az) * Math.cos(alt), Math.sin(az) * Math.cos(alt));
+    return loaded.greyBasic(w, border, size, rowK, Math.sin(alt), Math.cos(az) * Math.cos(alt), Math.sin(az) * Math.cos(alt));
   }
   const rows = new Float32Array(size * 3);
   for (let row = 0; row < size; row++) {
@@ -603,7 +604,7 @@ function shadeInWasm(win: DemWindow, opts: Required<HillshadeOptions>, channels:
   // The shader's azimuth is the paint direction plus PI (as in colorKernel).
   const azimuth = opts.azimuth * DEG + Math.PI;
   const colours = Float32Array.from([...premultiplied(opts.shadow, 'shadow'), ...premultiplied(opts.highlight, 'highlight'), ...premultiplied(opts.accent, 'accent')]);
-  return kernels.colorStandard(w, border, size, rows, channels as 2 | 4, tables, STANDARD_TABLE_SIZE, toIndex, Math.cos(azimuth), Math.sin(azimuth), colours);
+  return loaded.colorStandard(w, border, size, rows, channels as 2 | 4, tables, STANDARD_TABLE_SIZE, toIndex, Math.cos(azimuth), Math.sin(azimuth), colours);
 }
 
 /** Horn's slopes of one row where pixels may lack data or neighbours (see the file's comment on no data). */

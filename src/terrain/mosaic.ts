@@ -108,7 +108,7 @@ export function assembleWindow(plan: MosaicPlan, tiles: ReadonlyMap<string, Floa
   for (let c = 0; c < side; c++) cols[c] = first + c * scale - minU;
   const rows = new Float64Array(side);
   for (let r = 0; r < side; r++) rows[r] = Math.min(worldPixels - 1, Math.max(0, firstRow + r * scale)) - top;
-  const { data, any } = sampleGrid(region, width, height, cols, rows, holes, false, scratch?.window(side * side));
+  const { data, any } = sampleGrid({ grid: region, width, height, cols, rows, holes }, { into: scratch?.window(side * side) });
   return any ? { z: plan.z, x: plan.x, y: plan.y, size: plan.size, border: plan.border, data } : undefined;
 }
 

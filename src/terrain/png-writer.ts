@@ -5,7 +5,7 @@
 // the PNG of a 512 px grey tile in about a third of the CPU of libvips' adaptive mode, at a similar size (measured on
 // this machine, 2026-11-28; docs/terrain.md). zlib does the compressing, as it does inside libvips.
 import zlib from 'node:zlib';
-import { gridKernels } from '../grid/kernels.js';
+import { gridKernels, lend, type Borrowed } from '../grid/kernels.js';
 
 /** PNG colour types by bytes per pixel: grey, grey with alpha, RGBA (8 bits per channel). */
 const COLOUR_TYPE = { 1: 0, 2: 4, 4: 6 } as const;
@@ -34,9 +34,10 @@ function tableCrc32(data: Uint8Array, start: number): number {
 
 /**
  * Rows filtered "up": row 0 with filter type 0 (none), the others with type 2, each byte minus the one above. The
- * WebAssembly kernel does it sixteen bytes at a time; without it, this loop.
+ * WebAssembly kernel does it sixteen bytes at a time; without it, this loop. Either way the rows are lent until the
+ * next image (the kernels' memory, or this module's scratch buffer): deflate reads them at once.
  */
-function filterUp(pixels: Uint8Array, stride: number, height: number, kernels: 'wasm-when-possible' | 'javascript' = 'wasm-when-possible'): Uint8Array {
+function filterUp(pixels: Uint8Array, stride: number, height: number, kernels: 'wasm-when-possible' | 'javascript' = 'wasm-when-possible'): Borrowed<Uint8Array> {
   const wasm = kernels === 'javascript' ? undefined : gridKernels();
   if (wasm) return wasm.pngUpFilter(pixels, stride, height);
   const filtered = filteredBuffer((stride + 1) * height);
@@ -48,7 +49,7 @@ function filterUp(pixels: Uint8Array, stride: number, height: number, kernels: '
     const row = y * stride;
     for (let i = 0; i < stride; i++) filtered[o + 1 + i] = pixels[row + i] - pixels[row - stride + i];
   }
-  return filtered;
+  return lend(filtered);
 }
 
 /** The filtered rows of the last image, reused: deflate reads them synchronously, before the next image. */

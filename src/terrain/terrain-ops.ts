@@ -9,7 +9,7 @@ import { hillshadeImage, type HillshadeOptions } from './hillshade.js';
 import { encodePng } from './png-writer.js';
 import { contourLayer, type ContourOptions } from './contours.js';
 import { assembleWindow, WindowScratch, type MosaicPlan } from './mosaic.js';
-import { sampleGridOf, type GridSamples } from '../grid/bilinear.js';
+import { sampleGrid, type GridSamples } from '../grid/bilinear.js';
 import { encode, type CompressionLevels, type ContentEncoding } from '../tiles/encoding.js';
 import { encodeMvt } from '../tiles/mvt-encode.js';
 import { encodeMlt } from '../tiles/mlt-codec.js';
@@ -105,7 +105,7 @@ async function archiveWindow(a: ArchiveTiles, decoded: DecodedTiles, reuse = fal
 /** The window a file's pixels give, in the thread's scratch buffer (consumed before the next window); undefined when no sample has data. */
 function sampledWindow(samples: GridSamples, at: Omit<DemWindow, 'data'>): DemWindow | undefined {
   const side = at.size + 2 * at.border;
-  const { data, any } = sampleGridOf(samples, scratch.window(side * side));
+  const { data, any } = sampleGrid(samples, { into: scratch.window(side * side) });
   return any ? { ...at, data } : undefined;
 }
 

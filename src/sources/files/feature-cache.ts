@@ -1,42 +1,22 @@
-// Decoded features of a file read through its index (GeoPackage), kept between requests up to a byte budget and
-// dropped least recently used first: neighbouring tiles and zoom levels read many of the same rows, and decoding a
-// row (its geometry blob and its values) costs more than finding it. The sizes are estimates from the encoded
-// row, for the budget and the memory gauge.
-import type { FileFeature } from './reader.js';
+// Decoded features of a file read through its index (GeoPackage rows, FlatGeobuf features, small GeoParquet row
+// groups), kept between requests up to a byte budget (`feature_cache_mb`) and dropped least recently used first:
+// neighbouring tiles and zoom levels read many of the same features, and decoding one (a geometry blob or a
+// flatbuffer to GeoJSON, to longitude/latitude) costs several times finding it. Each reader sizes its entries from
+// the encoded bytes (an estimate, for the budget and the memory gauge); one cache implementation serves them all.
+import { LRUCache } from 'lru-cache';
 
-export class FeatureCache {
-  private readonly items = new Map<number, { feature: FileFeature; bytes: number }>();
-  private used = 0;
+/** The budget of each reader's decoded features when the source sets no `feature_cache_mb`. */
+export const DEFAULT_FEATURE_CACHE_BYTES = 64 * 1024 * 1024;
 
-  constructor(private readonly budget: number) {}
+/** What a cache entry says it takes in memory. */
+export interface Sized {
+  bytes: number;
+}
 
-  /** The feature with this id, marked as used now; undefined when it is not kept. */
-  get(id: number): FileFeature | undefined {
-    const item = this.items.get(id);
-    if (!item) return undefined;
-    // A Map iterates in insertion order: re-inserting makes the entry the most recently used.
-    this.items.delete(id);
-    this.items.set(id, item);
-    return item.feature;
-  }
-
-  set(id: number, feature: FileFeature, bytes: number): void {
-    if (bytes > this.budget) return;
-    const old = this.items.get(id);
-    if (old) {
-      this.used -= old.bytes;
-      this.items.delete(id);
-    }
-    this.items.set(id, { feature, bytes });
-    this.used += bytes;
-    for (const [key, item] of this.items) {
-      if (this.used <= this.budget) break;
-      this.items.delete(key);
-      this.used -= item.bytes;
-    }
-  }
-
-  get bytes(): number {
-    return this.used;
-  }
+/**
+ * A cache of decoded features within `budget` bytes (default DEFAULT_FEATURE_CACHE_BYTES). A budget of 0 keeps
+ * none: lru-cache needs a positive bound, so it becomes one byte, which no decoded feature fits in.
+ */
+export function featureCache<K extends {}, V extends Sized>(budget: number = DEFAULT_FEATURE_CACHE_BYTES): LRUCache<K, V> {
+  return new LRUCache<K, V>({ maxSize: Math.max(1, budget), sizeCalculation: (v) => Math.max(1, v.bytes) });
 }

@@ -9,7 +9,7 @@
 // feature boxes and offsets (40 bytes a feature, in memoryBytes()); larger ones are an open error that says how
 // to add the index, since every tile would otherwise read the whole file.
 import * as flatbuffers from 'flatbuffers';
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import type { Feature as GeoJsonFeature, Geometry } from 'geojson';
 import { ColumnType } from 'flatgeobuf/lib/mjs/flat-geobuf/column-type.js';
 import { Feature } from 'flatgeobuf/lib/mjs/flat-geobuf/feature.js';
@@ -19,6 +19,7 @@ import { calcTreeSize } from 'flatgeobuf/lib/mjs/packedrtree.js';
 import type { Bounds } from '../source.js';
 import { SourceOpenError } from '../source.js';
 import { boxesMeet, transformBox, crsTransform, geometryBounds, transformGeometry, type CrsTransform } from './crs.js';
+import { featureCache } from './feature-cache.js';
 import { PackedRTree } from './fgb-index.js';
 import { featureId, idColumn, propertyValue } from './property-value.js';
 import { RangeCache } from './range-cache.js';
@@ -28,8 +29,6 @@ import type { FeatureReader, FieldType, FileFeature, FileLayer, PropertyValue } 
 /** Unindexed files up to this size are indexed in memory at open; larger ones are refused. */
 export const UNINDEXED_MAX_BYTES = 128 * 1024 * 1024;
 
-/** The decoded-feature cache's budget when `feature_cache_mb` is not set. */
-export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024;
 /** A decoded feature's memory over its encoded bytes (GeoJSON arrays of numbers, property objects), roughly. */
 const DECODED_FACTOR = 4;
 
@@ -77,7 +76,7 @@ class FlatGeobufReader implements FeatureReader {
      * and zooms read many of the same features, and decoding one (flatbuffer to GeoJSON, to longitude/latitude)
      * costs several times finding it. Sizes are the encoded feature's bytes times DECODED_FACTOR.
      */
-    private readonly decoded: LRUCache<number, DecodedFeature> = new LRUCache({ maxSize: DEFAULT_CACHE_BYTES, sizeCalculation: (d) => d.bytes }),
+    private readonly decoded: LRUCache<number, DecodedFeature>,
   ) {}
 
   get layers(): readonly FileLayer[] {
@@ -91,6 +90,10 @@ class FlatGeobufReader implements FeatureReader {
 
   async close(): Promise<void> {
     await this.cache.file.close();
+  }
+
+  heldInMemory(): undefined {
+    return undefined;
   }
 
   async *features(layer: string, bbox: Bounds | undefined, signal?: AbortSignal): AsyncIterable<FileFeature> {
@@ -107,7 +110,7 @@ class FlatGeobufReader implements FeatureReader {
     }
   }
 
-  async featuresArray(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]> {
+  async featuresInBox(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]> {
     const out: FileFeature[] = [];
     if (layer !== this.layer.name) return out;
     if (!this.tree) {
@@ -201,7 +204,8 @@ class FlatGeobufReader implements FeatureReader {
     let boxes = new Float64Array(4 * Math.max(16, header.featuresCount));
     let offsets = new Float64Array(Math.max(16, header.featuresCount));
     let count = 0;
-    const probe = new FlatGeobufReader(cache, header, { name: '', fields: {}, bounds: undefined }, featuresStart, undefined, undefined, undefined, undefined, 0);
+    // A reader of nothing but raw features, for their lengths and geometries: it decodes none, so keeps none.
+    const probe = new FlatGeobufReader(cache, header, { name: '', fields: {}, bounds: undefined }, featuresStart, undefined, undefined, undefined, undefined, 0, featureCache(0));
     const end = cache.size - featuresStart;
     for (let at = 0; at < end; ) {
       const raw = await probe.rawFeature(at);
@@ -321,8 +325,7 @@ export async function openFlatGeobuf(location: string, options: RangeReaderOptio
     }
     const count = memoryIndex ? memoryIndex.count : header.featuresCount;
     const layer: FileLayer = { name: sourceId, fields, bounds: count > 0 ? layerBounds(extent, crs) : undefined, featureCount: count };
-    const decoded = new LRUCache<number, DecodedFeature>({ maxSize: Math.max(1, options.cacheBytes ?? DEFAULT_CACHE_BYTES), sizeCalculation: (d) => Math.max(1, d.bytes) });
-    return new FlatGeobufReader(cache, header, layer, featuresStart, tree, memoryIndex, crs, idField, 12 + headerLength, decoded);
+    return new FlatGeobufReader(cache, header, layer, featuresStart, tree, memoryIndex, crs, idField, 12 + headerLength, featureCache(options.cacheBytes));
   } catch (err) {
     await file.close().catch(() => {});
     if (err instanceof SourceOpenError) throw err;

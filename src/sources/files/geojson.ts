@@ -150,10 +150,16 @@ class GeoJsonReader implements FeatureReader {
     }
   }
 
-  /** All features of the layer meeting `bbox`, without the async iteration (the source's fast path). */
-  search(bbox: Bounds | undefined): FileFeature[] {
-    if (!this.index) return [];
-    return bbox ? this.index.search(bbox).map((i) => this.data.features[i]) : this.data.features;
+  async featuresInBox(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]> {
+    if (layer !== this.data.layer.name || !this.index) return [];
+    const found = this.index.search(bbox);
+    const out = new Array<FileFeature>(Math.min(found.length, limit));
+    for (let i = 0; i < out.length; i++) out[i] = this.data.features[found[i]];
+    return out;
+  }
+
+  heldInMemory(layer: string): readonly FileFeature[] | undefined {
+    return layer === this.data.layer.name ? this.data.features : undefined;
   }
 
   memoryBytes(): number {
@@ -182,8 +188,3 @@ export const openGeoJson: OpenReader = async (location, options) => {
     throw err;
   }
 };
-
-/** The fast path of in-memory readers: features of a box as an array. */
-export function isInMemory(r: FeatureReader): r is FeatureReader & { search(bbox: Bounds | undefined): FileFeature[] } {
-  return r instanceof GeoJsonReader;
-}

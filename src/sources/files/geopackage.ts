@@ -3,17 +3,15 @@
 // GDAL and QGIS create), so a tile reads only the rows whose envelope meets it; geometries are GeoPackage blobs
 // (gpkg-geometry.ts). Geometries in EPSG:4326 are read as they are, EPSG:3857 ones are turned into degrees.
 import Database from 'better-sqlite3';
+import type { LRUCache } from 'lru-cache';
 import type { Geometry, Position } from 'geojson';
 import { SourceOpenError, type Bounds } from '../source.js';
-import { FeatureCache } from './feature-cache.js';
+import { DEFAULT_FEATURE_CACHE_BYTES, featureCache } from './feature-cache.js';
 import { BoxIndex, MAX_BOXES_IN_MEMORY } from './gpkg-boxes.js';
 import { GpkgGeometryError, readGpkgGeometry } from './gpkg-geometry.js';
 import type { FeatureReader, FieldType, FileFeature, FileLayer, OpenReader, PropertyValue } from './reader.js';
 
 type Db = InstanceType<typeof Database>;
-
-/** Decoded features a GeoPackage source keeps when its configuration sets no `feature_cache_mb`. */
-export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024;
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
@@ -50,6 +48,12 @@ function fieldType(declared: string): FieldType | undefined {
   return undefined;
 }
 
+/** A decoded row and its estimated size in memory. */
+interface DecodedRow {
+  feature: FileFeature;
+  bytes: number;
+}
+
 interface Table {
   layer: FileLayer;
   /** SELECT of the rows meeting a box ($w, $s, $e, $n in the table's CRS), in fid order. */
@@ -64,7 +68,8 @@ interface Table {
   /** FIDs of the rows whose envelope meets a box. */
   idsInBox: Database.Statement<{ w: number; s: number; e: number; n: number; limit: number }, unknown>;
   byId: Database.Statement<[number], unknown[]>;
-  cache: FeatureCache;
+  /** Decoded rows by FID, within the table's share of the source's `feature_cache_mb`. */
+  cache: LRUCache<number, DecodedRow>;
   /** The R*Tree's boxes in memory, for a table of at most MAX_BOXES_IN_MEMORY rows (gpkg-boxes.ts). */
   boxes: BoxIndex | undefined;
 }
@@ -130,7 +135,7 @@ class GeoPackageReader implements FeatureReader {
    * tile): the R*Tree names the rows, decoded rows come from the cache, the others are read and decoded. At most
    * `limit` rows (the source's max_features): a tile's page, never the file.
    */
-  *read(t: Table, bbox: Bounds | undefined, limit = Infinity): Generator<FileFeature> {
+  private *read(t: Table, bbox: Bounds | undefined, limit = Infinity): Generator<FileFeature> {
     if (!bbox) {
       for (const row of t.all.iterate()) {
         const f = this.decode(t, row);
@@ -146,14 +151,14 @@ class GeoPackageReader implements FeatureReader {
     const fresh = new Map<number, FileFeature | undefined>();
     const missing: number[] = [];
     for (const id of ids) {
-      const f = t.cache.get(id);
+      const f = t.cache.get(id)?.feature;
       if (f) fresh.set(id, f);
       else missing.push(id);
     }
     const keep = (row: unknown[]) => {
       const f = this.decode(t, row);
       fresh.set(row[0] as number, f);
-      if (f) t.cache.set(row[0] as number, f, GeoPackageReader.bytesOf(row));
+      if (f) t.cache.set(row[0] as number, { feature: f, bytes: GeoPackageReader.bytesOf(row) });
     };
     // Many rows to read: one join over the box; a few: each by its primary key.
     if (missing.length > ids.length / 4) {
@@ -169,8 +174,16 @@ class GeoPackageReader implements FeatureReader {
     }
   }
 
-  tableOf(layer: string): Table | undefined {
-    return this.tables.get(layer);
+  async featuresInBox(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]> {
+    const t = this.tables.get(layer);
+    if (!t) return [];
+    const out: FileFeature[] = [];
+    for (const f of this.read(t, bbox, limit)) if (out.push(f) >= limit) break;
+    return out;
+  }
+
+  heldInMemory(): undefined {
+    return undefined;
   }
 
   memoryBytes(): number {
@@ -178,7 +191,7 @@ class GeoPackageReader implements FeatureReader {
     const pages = this.db.pragma('cache_size', { simple: true }) as number;
     const pageSize = this.db.pragma('page_size', { simple: true }) as number;
     let decoded = 0;
-    for (const t of this.tables.values()) decoded += t.cache.bytes + (t.boxes?.bytes ?? 0);
+    for (const t of this.tables.values()) decoded += t.cache.calculatedSize + (t.boxes?.bytes ?? 0);
     return (pages < 0 ? -pages * 1024 : pages * pageSize) + decoded;
   }
 
@@ -221,7 +234,7 @@ function openTable(db: Db, id: string, location: string, name: string, geomColum
   let bounds: Bounds | undefined;
   if (extent.w !== null) bounds = mercator ? [toLon(extent.w), toLat(extent.s), toLon(extent.e), toLat(extent.n)] : [extent.w, extent.s, extent.e, extent.n];
   const boxes = extent.c <= boxesInMemory ? BoxIndex.build(db.prepare(`SELECT id, minx, maxx, miny, maxy FROM ${quote(rtree)}`).raw(true).iterate() as Iterable<unknown[]>, extent.c) : undefined;
-  return { layer: { name, fields, bounds, featureCount: extent.c }, inBox, all, columns, booleans, mercator, protoColumn: columns.includes('__proto__'), idsInBox, byId, cache: new FeatureCache(cacheBytes), boxes };
+  return { layer: { name, fields, bounds, featureCount: extent.c }, inBox, all, columns, booleans, mercator, protoColumn: columns.includes('__proto__'), idsInBox, byId, cache: featureCache<number, DecodedRow>(cacheBytes), boxes };
 }
 
 export const openGeoPackage: OpenReader = async (location, options) => {
@@ -241,7 +254,7 @@ export const openGeoPackage: OpenReader = async (location, options) => {
     for (const name of wanted) {
       const row = rows.find((r) => r.name === name);
       if (!row) throw new SourceOpenError(id, `${location} has no feature table "${name}" (layers); it has ${rows.map((r) => r.name).join(', ')}`);
-      tables.set(name, openTable(db, id, location, row.name, row.geom, row.srs, Math.floor((options.cacheBytes ?? DEFAULT_CACHE_BYTES) / wanted.length), options.boxesInMemory ?? MAX_BOXES_IN_MEMORY));
+      tables.set(name, openTable(db, id, location, row.name, row.geom, row.srs, Math.floor((options.cacheBytes ?? DEFAULT_FEATURE_CACHE_BYTES) / wanted.length), options.boxesInMemory ?? MAX_BOXES_IN_MEMORY));
     }
     return new GeoPackageReader(db, tables, location);
   } catch (err) {
@@ -251,10 +264,3 @@ export const openGeoPackage: OpenReader = async (location, options) => {
     throw new SourceOpenError(id, `cannot open GeoPackage ${location}: ${/directory does not exist|unable to open/.test(msg) ? 'no such file' : /not a database/.test(msg) ? 'not a SQLite file' : msg}`);
   }
 };
-
-/** The synchronous read of GeoPackage readers (the source's fast path: no async iteration per feature). */
-export function isGeoPackage(r: FeatureReader): r is GeoPackageReader {
-  return r instanceof GeoPackageReader;
-}
-
-export type { GeoPackageReader };

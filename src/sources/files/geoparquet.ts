@@ -12,12 +12,13 @@
 //
 // Properties: every top-level column but the geometry and the covering; nested values as JSON text (see
 // property-value.ts). A feature id comes from an integer column named `fid` or `id`, which stays a property.
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import { parquetMetadataAsync, parquetReadObjects, type AsyncBuffer, type ColumnChunk, type FileMetaData, type ParquetParsers, type SchemaElement } from 'hyparquet';
 import type { Geometry } from 'geojson';
 import type { Bounds } from '../source.js';
 import { SourceOpenError, WORLD_BOUNDS } from '../source.js';
 import { boxesMeet, crsTransform, geometryBounds, transformBox, transformGeometry, type CrsTransform } from './crs.js';
+import { featureCache } from './feature-cache.js';
 import { geoColumn, topLevel, type GeoColumn } from './parquet-geo.js';
 import { featureId, idColumn, propertyValue } from './property-value.js';
 import { RangeCache } from './range-cache.js';
@@ -31,8 +32,6 @@ const SLICE_BYTES = 8 * 1024 * 1024;
 /** Matching rows closer than this are read in one range (fewer, larger reads). */
 const RUN_GAP = 64;
 
-/** The decoded-group cache's budget when `feature_cache_mb` is not set. */
-export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024;
 /** Row groups up to this many uncompressed bytes are decoded whole and kept (see GeoParquetReader.groups). */
 const GROUP_CACHE_MAX_BYTES = 4 * 1024 * 1024;
 /** A decoded group's memory over its uncompressed bytes (GeoJSON arrays, property objects), roughly. */
@@ -89,7 +88,7 @@ class GeoParquetReader implements FeatureReader {
      * group once for itself and its neighbours rather than slice by slice for each. Only groups of at most
      * GROUP_CACHE_MAX_BYTES (uncompressed) are kept this way; larger ones are read as before, by runs of rows.
      */
-    private readonly groups: LRUCache<number, DecodedGroup> = new LRUCache({ maxSize: DEFAULT_CACHE_BYTES, sizeCalculation: (d) => Math.max(1, d.bytes) }),
+    private readonly groups: LRUCache<number, DecodedGroup>,
   ) {
     this.buffer = { byteLength: cache.size, slice: async (start, end) => asArrayBuffer(await cache.read(start, (end ?? cache.size) - start)) };
     let at = 0;
@@ -113,7 +112,7 @@ class GeoParquetReader implements FeatureReader {
     return bytes <= GROUP_CACHE_MAX_BYTES && bytes * DECODED_FACTOR <= this.groups.maxSize;
   }
 
-  async featuresArray(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]> {
+  async featuresInBox(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]> {
     const out: FileFeature[] = [];
     if (layer !== this.layer.name) return out;
     const query = transformBox(bbox, this.crs?.fromLonLat);
@@ -153,6 +152,10 @@ class GeoParquetReader implements FeatureReader {
 
   async close(): Promise<void> {
     await this.cache.file.close();
+  }
+
+  heldInMemory(): undefined {
+    return undefined;
   }
 
   async *features(layer: string, bbox: Bounds | undefined, signal?: AbortSignal): AsyncIterable<FileFeature> {
@@ -319,8 +322,7 @@ export async function openGeoParquet(location: string, options: RangeReaderOptio
     for (const e of props) fields[e.name] = fieldType(e);
     const idField = idColumn(props.filter(isInteger).map((e) => e.name));
     const layer: FileLayer = { name: sourceId, fields, bounds: layerBounds(metadata, geo, crs), featureCount: Number(metadata.num_rows) };
-    const groups = new LRUCache<number, DecodedGroup>({ maxSize: Math.max(1, options.cacheBytes ?? DEFAULT_CACHE_BYTES), sizeCalculation: (d) => Math.max(1, d.bytes) });
-    return new GeoParquetReader(cache, metadata, geo, layer, props.map((e) => e.name), crs, idField, groups);
+    return new GeoParquetReader(cache, metadata, geo, layer, props.map((e) => e.name), crs, idField, featureCache(options.cacheBytes));
   } catch (err) {
     await file.close().catch(() => {});
     throw new SourceOpenError(sourceId, `cannot open GeoParquet ${location}: ${err instanceof Error ? err.message : String(err)}`);

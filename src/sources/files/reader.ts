@@ -28,6 +28,12 @@ export interface FileLayer {
   featureCount?: number;
 }
 
+/**
+ * One reading of a data file. What its callers need, and nothing of how a format keeps its features: OGC API -
+ * Features walks a layer in file order (`features`), a tile takes the features of its box as one array
+ * (`featuresInBox`), and a reader that holds a whole layer in memory hands it over (`heldInMemory`) so that the
+ * source can cut unfiltered tiles from one index of it.
+ */
 export interface FeatureReader {
   readonly layers: readonly FileLayer[];
   /**
@@ -37,12 +43,19 @@ export interface FeatureReader {
    */
   features(layer: string, bbox: Bounds | undefined, signal?: AbortSignal): AsyncIterable<FileFeature>;
   /**
-   * The same features as one array, at most `limit`, for readers that can gather them without a promise per
-   * feature (a tile reads thousands: async iteration was a large part of its CPU). Optional; `features` otherwise.
+   * The same features of a box as one array, at most `limit` (a tile's `max_features`), in the file's order: a
+   * tile reads thousands, and a promise per feature was a large part of its CPU. None for a layer the file lacks.
    */
-  featuresArray?(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]>;
+  featuresInBox(layer: string, bbox: Bounds, limit: number): Promise<FileFeature[]>;
+  /**
+   * Every feature of `layer` when this reader holds them all in memory (GeoJSON), for an index built once over
+   * them (geojson-vt's, which cuts each tile from its parent's); undefined from readers that read through the
+   * file's index on request, for which such an index would hold the whole file.
+   */
+  heldInMemory(layer: string): readonly FileFeature[] | undefined;
   /** Bytes this reader keeps between requests (an in-memory index, cached headers), for the source's memory gauge. */
   memoryBytes(): number;
+  /** Releases the file (a handle, a connection); called once, when no request reads through this reader any more. */
   close(): Promise<void>;
 }
 

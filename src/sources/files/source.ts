@@ -3,64 +3,38 @@
 // CQL2 filter is evaluated on them in memory and its properties picked, and @maplibre/geojson-vt clips them to the
 // buffer and simplifies them to the zoom's resolution before the project's MVT encoder writes them. A file held in
 // memory whole (GeoJSON) keeps one geojson-vt index per layer for unfiltered tiles, which cuts each tile from its
-// parent's. The same features answer OGC API - Features (features.ts).
+// parent's. The same features answer OGC API - Features (src/ogc/features.ts). Each reading of the file
+// (reading.ts) is counted while requests read through it, so one replaced by a reload is closed after its last one.
 import { stat } from 'node:fs/promises';
 import { GeoJSONVT, geoJSONToTile, type GeoJSONVTTile } from '@maplibre/geojson-vt';
 import type { Feature as GeoJsonFeature, FeatureCollection } from 'geojson';
 import type { FileSourceConfig, StorageConfig } from '../../config/schema.js';
 import { isRemotePath } from '../../config/object-location.js';
-import { Cql2Error } from '../../cql2/ast.js';
-import { compileFilter, type Predicate } from '../../cql2/evaluate.js';
-import type { Queryable, QueryableKind } from '../../cql2/sql.js';
+import type { Predicate } from '../../cql2/evaluate.js';
+import type { Queryable } from '../../cql2/sql.js';
 import { tileToLonLat } from '../../tiles/coords.js';
 import { encodeMvt } from '../../tiles/mvt-encode.js';
 import type { PropValue, TileFeature, TileLayer } from '../../tiles/vector-model.js';
 import { log } from '../../log.js';
-import { defaultCenter, SourceOpenError, TileUnavailableError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileFilter, type TileSource } from '../source.js';
-import { isInMemory } from './geojson.js';
-import { isGeoPackage } from './geopackage.js';
+import { SourceOpenError, TileUnavailableError, type Bounds, type SourceInfo, type TileFilter, type TileSource } from '../source.js';
 import { GpkgGeometryError } from './gpkg-geometry.js';
 import { trackMemory, untrackMemory } from './metrics.js';
-import type { FeatureReader, FieldType, FileFeature, FileLayer } from './reader.js';
+import type { FileFeature, FileLayer } from './reader.js';
 import { FILE_READERS, type FileSourceType } from './readers.js';
 import { FileChangedError } from './range-file.js';
+import { Reading, type FileStamp } from './reading.js';
+
+// The name of a feature's geometry in filters, where the routes that read filters look for it.
+export { GEOMETRY_QUERYABLE } from './reading.js';
 
 export const DEFAULT_BUFFER = 64;
 export const DEFAULT_EXTENT = 4096;
 export const DEFAULT_MAX_FEATURES = 200_000;
-export const DEFAULT_MINZOOM = 0;
-export const DEFAULT_MAXZOOM = 14;
-/** A tile filter's limits when the source sets none: those of PostGIS tables by default. */
-const DEFAULT_FILTER_MAX_LENGTH = 2048;
-const DEFAULT_FILTER_MAX_TERMS = 64;
 /** geojson-vt's simplification tolerance, in tile units (of 4096: under a fifth of a 256-pixel tile's pixel). */
 const TOLERANCE = 1;
-/** The name filters use for a file feature's geometry (S_INTERSECTS(geometry, ...), geometry IS NULL). */
-export const GEOMETRY_QUERYABLE = 'geometry';
 
 /** How messages name each format. */
 const LABELS: Record<string, string> = { geojson: 'GeoJSON', geopackage: 'GeoPackage', flatgeobuf: 'FlatGeobuf', geoparquet: 'GeoParquet' };
-
-const KIND: Record<FieldType, QueryableKind> = { String: 'string', Number: 'number', Boolean: 'boolean' };
-
-/** What the file looked like when it was read: a change of either means it must be read again. */
-interface FileStamp {
-  mtimeMs: number;
-  size: number;
-}
-
-/** One reading of the file: its reader, what it serves, and the geojson-vt indexes of in-memory layers. */
-export interface Generation {
-  reader: FeatureReader;
-  info: SourceInfo;
-  stamp: FileStamp;
-  /** Per layer: the properties served (config `properties`, else all). */
-  served: Map<string, string[]>;
-  queryables: Queryable[];
-  /** Per layer: its own served properties and `geometry` (a layer's OGC API - Features collection filters on these). */
-  layerQueryables: Map<string, Queryable[]>;
-  indexes: Map<string, GeoJSONVT>;
-}
 
 /**
  * A local file's stamp. A remote file (FlatGeobuf, GeoParquet in a store) has none here: its readers pin the object's
@@ -118,13 +92,13 @@ export class FileSource implements TileSource {
   private constructor(
     private readonly cfg: FileSourceConfig,
     private readonly storage: StorageConfig,
-    private current: Generation,
+    private current: Reading,
   ) {
     trackMemory(this, cfg.id, () => this.memoryBytes());
   }
 
   /** Reading a replaced remote file again (onCurrentReading), shared by the requests that found it replaced. */
-  private renewing: Promise<Generation> | undefined;
+  private renewing: Promise<Reading> | undefined;
 
   get info(): SourceInfo {
     return this.current.info;
@@ -138,7 +112,7 @@ export class FileSource implements TileSource {
     return new FileSource(cfg, storage, await FileSource.read(cfg, storage));
   }
 
-  private static async read(cfg: FileSourceConfig, storage: StorageConfig): Promise<Generation> {
+  private static async read(cfg: FileSourceConfig, storage: StorageConfig): Promise<Reading> {
     const type = cfg.type as FileSourceType;
     let stamp: FileStamp;
     try {
@@ -156,60 +130,18 @@ export class FileSource implements TileSource {
       source: cfg,
     });
     try {
-      return FileSource.generation(cfg, reader, stamp);
+      return new Reading(cfg, reader, stamp);
     } catch (err) {
       await reader.close().catch(() => {});
       throw err;
     }
   }
 
-  private static generation(cfg: FileSourceConfig, reader: FeatureReader, stamp: FileStamp): Generation {
-    const minzoom = cfg.minzoom ?? DEFAULT_MINZOOM;
-    const maxzoom = cfg.maxzoom ?? DEFAULT_MAXZOOM;
-    if (minzoom > maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${minzoom} is above maxzoom ${maxzoom}`);
-    const served = new Map<string, string[]>();
-    const kinds = new Map<string, QueryableKind>();
-    for (const l of reader.layers) {
-      const names = Object.keys(l.fields);
-      served.set(l.name, cfg.properties ? cfg.properties.filter((p) => names.includes(p)) : names);
-      for (const n of served.get(l.name)!) if (!kinds.has(n)) kinds.set(n, KIND[l.fields[n]]);
-    }
-    for (const p of cfg.properties ?? []) {
-      if (!kinds.has(p)) throw new SourceOpenError(cfg.id, `${cfg.path} has no property "${p}" (properties); it has ${[...new Set(reader.layers.flatMap((l) => Object.keys(l.fields)))].join(', ') || 'none'}`);
-    }
-    const all = reader.layers.map((l) => l.bounds).filter((b): b is Bounds => b !== undefined);
-    const bounds: Bounds = all.length
-      ? [Math.min(...all.map((b) => b[0])), Math.min(...all.map((b) => b[1])), Math.max(...all.map((b) => b[2])), Math.max(...all.map((b) => b[3]))]
-      : WORLD_BOUNDS;
-    const info: SourceInfo = {
-      id: cfg.id,
-      type: cfg.type,
-      format: 'pbf',
-      compression: 'none',
-      name: cfg.name ?? cfg.id,
-      attribution: cfg.attribution,
-      description: cfg.description,
-      minzoom,
-      maxzoom,
-      bounds,
-      center: defaultCenter(bounds, minzoom, maxzoom),
-      vectorLayers: reader.layers.map((l) => ({
-        id: l.name,
-        fields: Object.fromEntries(served.get(l.name)!.map((n) => [n, l.fields[n]])),
-        minzoom,
-        maxzoom,
-      })),
-      filterable: cfg.allow_filters !== false,
-      filterLimits: { maxLength: cfg.filter_max_length ?? DEFAULT_FILTER_MAX_LENGTH, maxTerms: cfg.filter_max_terms ?? DEFAULT_FILTER_MAX_TERMS },
-      // Part of the tile cache key: tiles of the file as it was before a change are not answered after it.
-      revision: `${Math.round(stamp.mtimeMs)}-${stamp.size}`,
-    };
-    const geometry: Queryable = { name: GEOMETRY_QUERYABLE, kind: 'geometry', srid: 4326 };
-    const queryables: Queryable[] = [...[...kinds].map(([name, kind]) => ({ name, kind })), geometry];
-    const layerQueryables = new Map<string, Queryable[]>(
-      reader.layers.map((l) => [l.name, [...served.get(l.name)!.map((name) => ({ name, kind: KIND[l.fields[name]] })), geometry]]),
-    );
-    return { reader, info, stamp, served, queryables, layerQueryables, indexes: new Map() };
+  /** Makes `next` the reading new requests start on; the one it replaces closes after its last request. */
+  private replace(next: Reading): void {
+    const seen = this.current;
+    this.current = next;
+    void seen.retire();
   }
 
   /** Rereads the file when it changed since it was read (a reload of an unchanged configuration); the last good reading stays on failure. */
@@ -222,16 +154,15 @@ export class FileSource implements TileSource {
       now = undefined;
     }
     if (now && now.size >= 0 && now.mtimeMs === seen.stamp.mtimeMs && now.size === seen.stamp.size) return;
+    let next: Reading;
     try {
-      const next = await FileSource.read(this.cfg, this.storage);
-      this.current = next;
-      log.info(`source "${this.cfg.id}": ${this.cfg.path} changed; read again`);
-      // Requests that started on the old reading finish on it; its reader is closed once they had time to.
-      setTimeout(() => void seen.reader.close().catch(() => {}), 30_000).unref();
+      next = await FileSource.read(this.cfg, this.storage);
     } catch (err) {
       const reason = err instanceof SourceOpenError ? err.reason : (err as Error).message;
       throw new SourceOpenError(this.cfg.id, `${reason}; the last good reading of the file is still served`);
     }
+    this.replace(next);
+    log.info(`source "${this.cfg.id}": ${this.cfg.path} changed; read again`);
   }
 
   /** The properties a filter may name, for the file's features: every served property and `geometry`. */
@@ -247,73 +178,43 @@ export class FileSource implements TileSource {
     return this.current.layerQueryables.get(layer) ?? [];
   }
 
-  /** The filter as a predicate; throws TileUnavailableError 400 naming `filter` when it does not fit the properties. */
-  predicate(filter: TileFilter): Predicate | undefined {
-    if (!filter.expr) return undefined;
-    try {
-      return compileFilter(filter.expr, this.current.queryables);
-    } catch (err) {
-      if (err instanceof Cql2Error) throw new TileUnavailableError(400, 'Invalid filter', err.detail, undefined, undefined, { parameter: 'filter', ...(err.property !== undefined ? { property: err.property } : {}) });
-      throw err;
-    }
-  }
-
-  /** The features of a layer meeting a box, read through the file's index, at most `max_features`. */
-  async read(gen: Generation, layer: string, bbox: Bounds | undefined, limit: number): Promise<FileFeature[]> {
-    const r = gen.reader;
-    if (isInMemory(r)) {
-      const found = r.search(bbox);
-      return found.length > limit ? found.slice(0, limit) : found;
-    }
-    const out: FileFeature[] = [];
-    if (isGeoPackage(r)) {
-      const t = r.tableOf(layer);
-      if (!t) return out;
-      for (const f of r.read(t, bbox, limit)) if (out.push(f) >= limit) break;
-      return out;
-    }
-    if (bbox && r.featuresArray) return r.featuresArray(layer, bbox, limit);
-    for await (const f of r.features(layer, bbox)) if (out.push(f) >= limit) break;
-    return out;
-  }
-
   /**
-   * `use` run on the current reading. When a remote file turns out to have been replaced in its store (a read
-   * answered with another ETag), the new file is read from its start, once however many requests noticed, and
-   * `use` runs again on that reading: as a remote PMTiles archive is re-opened, so the service follows the store
-   * without a reload. When the new object cannot be read the answer is the 503, and the next request tries again.
+   * `use` run on the current reading, which stays open until `use` has settled (a reload meanwhile does not close
+   * it under the request). When a remote file turns out to have been replaced in its store (a read answered with
+   * another ETag), the new file is read from its start, once however many requests noticed, and `use` runs again on
+   * that reading: as a remote PMTiles archive is re-opened, so the service follows the store without a reload. When
+   * the new object cannot be read the answer is the 503, and the next request tries again.
    */
-  async onCurrentReading<T>(use: (gen: Generation) => Promise<T>): Promise<T> {
-    const gen = this.current;
+  async onCurrentReading<T>(use: (reading: Reading) => Promise<T>): Promise<T> {
+    const seen = this.current;
     try {
-      return await use(gen);
+      return await seen.use(use);
     } catch (err) {
       if (!(err instanceof FileChangedError)) throw err;
-      let next: Generation;
       try {
-        next = await this.renew(gen);
+        await this.renew(seen);
       } catch (reopen) {
         // A SourceOpenError's reason is this service's own sentence; anything else is logged, not sent.
         if (!(reopen instanceof SourceOpenError)) log.warn(`source "${this.cfg.id}": reading the replaced ${this.cfg.path} again failed: ${(reopen as Error).message}`);
         const reason = reopen instanceof SourceOpenError ? reopen.reason : 'it could not be read (the reason is logged)';
         throw new TileUnavailableError(503, 'Storage unavailable', `source "${this.cfg.id}": ${this.cfg.path} was replaced and cannot be read again: ${reason}`, err.retryAfter);
       }
-      return use(next);
+      // The current reading, taken when `use` starts on it: a reading is retired only once another is current.
+      return this.current.use(use);
     }
   }
 
   /** Reads a replaced remote file again, once for every request that found it replaced meanwhile. */
-  private renew(seen: Generation): Promise<Generation> {
+  private renew(seen: Reading): Promise<Reading> {
     if (this.current !== seen) return Promise.resolve(this.current);
     if (!this.renewing) {
       this.renewing = FileSource.read(this.cfg, this.storage)
         .then((next) => {
           // A reload may have read it meanwhile: the newest reading stays.
           if (this.current === seen) {
-            this.current = next;
+            this.replace(next);
             log.info(`source "${this.cfg.id}": ${this.cfg.path} was replaced in its store; read again`);
-            setTimeout(() => void seen.reader.close().catch(() => {}), 30_000).unref();
-          } else void next.reader.close().catch(() => {});
+          } else void next.retire();
           return this.current;
         })
         .finally(() => {
@@ -324,70 +225,76 @@ export class FileSource implements TileSource {
   }
 
   getTile(z: number, x: number, y: number, _params?: unknown, _format?: unknown, filter?: TileFilter): Promise<Uint8Array | undefined> {
-    return this.onCurrentReading((gen) => this.cutTile(gen, z, x, y, filter));
+    return this.onCurrentReading((reading) => this.cutTile(reading, z, x, y, filter));
   }
 
-  private async cutTile(gen: Generation, z: number, x: number, y: number, filter: TileFilter | undefined): Promise<Uint8Array | undefined> {
+  private async cutTile(reading: Reading, z: number, x: number, y: number, filter: TileFilter | undefined): Promise<Uint8Array | undefined> {
     const extent = this.cfg.extent ?? DEFAULT_EXTENT;
     const buffer = this.cfg.buffer ?? DEFAULT_BUFFER;
     const limit = this.cfg.max_features ?? DEFAULT_MAX_FEATURES;
     let names: readonly string[] | undefined;
     let keep: Predicate | undefined;
     if (filter) {
-      const served = new Set(gen.queryables.filter((q) => q.kind !== 'geometry').map((q) => q.name));
+      const served = new Set(reading.queryables.filter((q) => q.kind !== 'geometry').map((q) => q.name));
       for (const p of filter.properties ?? []) {
-        if (!served.has(p)) throw new TileUnavailableError(400, 'Invalid properties', `source "${this.info.id}" has no property "${p}"; it serves ${[...served].join(', ') || 'none'}`, undefined, undefined, { parameter: 'properties' });
+        if (!served.has(p)) throw new TileUnavailableError(400, 'Invalid properties', `source "${reading.info.id}" has no property "${p}"; it serves ${[...served].join(', ') || 'none'}`, undefined, undefined, { parameter: 'properties' });
       }
       names = filter.properties;
-      keep = this.predicate(filter);
+      keep = reading.predicate(filter);
     }
     const box = tileBox(z, x, y, buffer / extent);
     const layers: TileLayer[] = [];
     try {
-      for (const l of gen.reader.layers) {
-        const served = gen.served.get(l.name)!;
+      for (const l of reading.reader.layers) {
+        const served = reading.served.get(l.name)!;
         // Every property of the layer, unless the configuration or the request chose some.
         const carried = names ? names.filter((n) => served.includes(n)) : this.cfg.properties ? served : undefined;
+        const index = keep ? undefined : this.index(reading, l.name, extent, buffer);
         let tile: GeoJSONVTTile | null;
-        if (!keep && isInMemory(gen.reader)) tile = this.index(gen, l.name, extent, buffer).getTile(z, x, y);
+        if (index) tile = index.getTile(z, x, y);
         else {
-          let features = await this.read(gen, l.name, box, limit);
+          let features = await reading.reader.featuresInBox(l.name, box, limit);
           if (keep) features = features.filter((f) => keep(f));
           if (!features.length) continue;
           const collection: FeatureCollection = { type: 'FeatureCollection', features: features.map((f) => toGeoJson(f)) };
-          tile = geoJSONToTile(collection, z, x, y, { extent, buffer, tolerance: TOLERANCE, maxZoom: gen.info.maxzoom, clip: true, wrap: false });
+          tile = geoJSONToTile(collection, z, x, y, { extent, buffer, tolerance: TOLERANCE, maxZoom: reading.info.maxzoom, clip: true, wrap: false });
         }
         if (tile && tile.features.length) layers.push(layerOf(l.name, extent, tile, carried));
       }
     } catch (err) {
-      if (err instanceof GpkgGeometryError) throw new TileUnavailableError(503, 'Unreadable data', `source "${this.info.id}": ${err.message}`, 60);
+      if (err instanceof GpkgGeometryError) throw new TileUnavailableError(503, 'Unreadable data', `source "${reading.info.id}": ${err.message}`, 60);
       throw err;
     }
     if (!layers.length) return undefined;
     return encodeMvt(layers);
   }
 
-  /** The geojson-vt index of an in-memory layer, built at its first tile. */
-  private index(gen: Generation, layer: string, extent: number, buffer: number): GeoJSONVT {
-    let idx = gen.indexes.get(layer);
+  /**
+   * The geojson-vt index of a layer its reader holds in memory, built at its first unfiltered tile; undefined for
+   * readers that read through the file's index (each tile reads its box instead).
+   */
+  private index(reading: Reading, layer: string, extent: number, buffer: number): GeoJSONVT | undefined {
+    let idx = reading.indexes.get(layer);
     if (!idx) {
-      const features = (gen.reader as FeatureReader & { search(b: Bounds | undefined): FileFeature[] }).search(undefined);
-      idx = new GeoJSONVT({ type: 'FeatureCollection', features: features.map((f) => toGeoJson(f)) }, { maxZoom: gen.info.maxzoom, indexMaxZoom: Math.min(5, gen.info.maxzoom), extent, buffer, tolerance: TOLERANCE, wrap: false });
-      gen.indexes.set(layer, idx);
+      const features = reading.reader.heldInMemory(layer);
+      if (!features) return undefined;
+      idx = new GeoJSONVT({ type: 'FeatureCollection', features: features.map((f) => toGeoJson(f)) }, { maxZoom: reading.info.maxzoom, indexMaxZoom: Math.min(5, reading.info.maxzoom), extent, buffer, tolerance: TOLERANCE, wrap: false });
+      reading.indexes.set(layer, idx);
     }
     return idx;
   }
 
   /** Memory held between requests: the reader's, and about the same again for each geojson-vt index built. */
   memoryBytes(): number {
-    const gen = this.current;
-    const reader = gen.reader.memoryBytes();
-    return reader + (gen.indexes.size > 0 ? reader : 0);
+    const reading = this.current;
+    const reader = reading.reader.memoryBytes();
+    return reader + (reading.indexes.size > 0 ? reader : 0);
   }
 
+  /** Closes the current reading's file, after the requests still reading it (a source replaced by a reload). */
   async close(): Promise<void> {
     untrackMemory(this);
-    await this.current.reader.close();
+    await this.current.retire();
   }
 }
 
