@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { BoundedPool, PoolFullError, type TaskRunner } from '../src/tiles/bounded-pool.js';
 
 /** A pool whose tasks settle only when the test says so. */
-function heldPool(): TaskRunner & { started: unknown[]; settle: (i: number, ok: boolean) => void } {
+function heldPool(): TaskRunner<unknown, unknown> & { started: unknown[]; settle: (i: number, ok: boolean) => void } {
   const pending: { resolve: (v: unknown) => void; reject: (e: Error) => void }[] = [];
   const started: unknown[] = [];
   return {

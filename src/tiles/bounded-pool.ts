@@ -6,8 +6,8 @@
 // pool underneath is given no bound of its own.
 
 /** What this needs of a piscina pool (tests pass a stand-in). */
-export interface TaskRunner {
-  run(task: unknown, options?: { transferList?: ArrayBuffer[] }): Promise<unknown>;
+export interface TaskRunner<T, R> {
+  run(task: T, options?: { transferList?: ArrayBuffer[] }): Promise<R>;
 }
 
 /** The pool holds as much work as it may: the caller answers 503 with Retry-After. */
@@ -15,18 +15,18 @@ export class PoolFullError extends Error {
   override name = 'PoolFullError';
 }
 
-export class BoundedPool {
+export class BoundedPool<T = unknown, R = unknown> {
   /** Tasks handed to the pool and not yet settled: running or waiting for a thread. */
   private held = 0;
 
   /** `capacity`: tasks running at once (threads x tasks per thread) plus tasks that may wait. */
   constructor(
-    private readonly pool: TaskRunner,
+    private readonly pool: TaskRunner<T, R>,
     private readonly capacity: number,
     private readonly what: string,
   ) {}
 
-  async run(task: unknown, options?: { transferList?: ArrayBuffer[] }): Promise<unknown> {
+  async run(task: T, options?: { transferList?: ArrayBuffer[] }): Promise<R> {
     if (this.held >= this.capacity) throw new PoolFullError(`the ${this.what} holds ${this.capacity} tasks, its most`);
     this.held++;
     try {

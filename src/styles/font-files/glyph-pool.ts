@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { LRUCache } from 'lru-cache';
 import { Piscina } from 'piscina';
 import { HttpProblem } from '../../problem.js';
+import { BoundedPool, PoolFullError } from '../../tiles/bounded-pool.js';
 import { runGlyphTask, type GlyphTask } from './glyph-task.js';
 import type { FontFileRef } from './scan.js';
 
@@ -16,11 +17,11 @@ const cache = new LRUCache<string, Uint8Array>({ maxSize: CACHE_BYTES, sizeCalcu
 const inFlight = new Map<string, Promise<Uint8Array>>();
 /** Distinct ranges waiting for the thread; past this, 503 (a client asking for every range of a CJK font at once). */
 const MAX_QUEUE = 64;
-let pool: Piscina<GlyphTask, Uint8Array> | undefined;
+let pool: BoundedPool<GlyphTask, Uint8Array> | undefined;
 let noPool = false;
 
 /** The built worker beside the bundle (dist/workers/glyphs.js); absent when running from the sources. */
-function getPool(): Piscina<GlyphTask, Uint8Array> | undefined {
+function getPool(): BoundedPool<GlyphTask, Uint8Array> | undefined {
   if (pool || noPool) return pool;
   const file = fileURLToPath(new URL('./workers/glyphs.js', import.meta.url));
   if (!existsSync(file)) {
@@ -28,7 +29,8 @@ function getPool(): Piscina<GlyphTask, Uint8Array> | undefined {
     return undefined;
   }
   // One thread, at a lower priority: glyphs are asked for once per range and then cached (here and by clients).
-  pool = new Piscina<GlyphTask, Uint8Array>({ filename: file, minThreads: 0, maxThreads: 1, idleTimeout: 30_000, maxQueue: MAX_QUEUE, niceIncrement: 10 });
+  const piscina = new Piscina<GlyphTask, Uint8Array>({ filename: file, minThreads: 0, maxThreads: 1, idleTimeout: 30_000, niceIncrement: 10 });
+  pool = new BoundedPool(piscina, 1 + MAX_QUEUE, 'glyph pool');
   return pool;
 }
 
@@ -44,8 +46,8 @@ export function fontFileGlyphs(ref: FontFileRef, name: string, start: number): P
     const generated = p
       ? p.run(task).then(
           (b) => new Uint8Array(b),
-          (err: Error) => {
-            if (err.message !== 'Task queue is at limit') throw err;
+          (err: unknown) => {
+            if (!(err instanceof PoolFullError)) throw err;
             throw new HttpProblem(503, 'Busy', 'too many glyph ranges are being generated; retry shortly', {}, { 'Retry-After': '1' });
           },
         )
