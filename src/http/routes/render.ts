@@ -10,6 +10,7 @@ import { parseLonLat, parseNumber } from '../../render/overlays.js';
 import { parseTileCoord, splitTileFile, type TileCoord } from '../../tiles/coords.js';
 import type { ServerContext } from '../context.js';
 import { param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { beginRender, clientOf, invalid, renderAbsence, renderOutput, renderProblem, requestKey, send, RENDER_QUERY, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
 import { PEER_CLIENT_HEADER, PEER_HEADER } from '../../render/peers.js';
 import { registerStaticMapRoutes } from './static-map.js';
@@ -53,10 +54,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     format: { schema: v.picklist(['png', 'jpg', 'jpeg', 'webp', 'avif', 'auto']), description: 'auto: negotiated from the Accept header (Vary: Accept)' },
   };
   r.add(
+    PUBLIC.styleTile,
     {
-      method: 'get',
-      path: '/styles/{style}/{z}/{x}/{y}{scale}.{format}',
-      hono: '/styles/:style/:z/:x/:file',
       summary: 'Raster tile of a style (512 px base, times the scale)',
       tag: 'Rendering',
       params: tileParams,
@@ -67,10 +66,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     renderAbsence,
   );
   r.add(
+    PUBLIC.sizedStyleTile,
     {
-      method: 'get',
-      path: '/styles/{style}/{tile_size}/{z}/{x}/{y}{scale}.{format}',
-      hono: '/styles/:style/:size/:z/:x/:file',
       summary: 'Raster tile of a style with a 256 or 512 px base (a 256 px tile covers the area of the 512 px tile of the same z/x/y)',
       tag: 'Rendering',
       params: { ...tileParams, tile_size: { schema: v.picklist([256, 512]) } },
@@ -82,10 +79,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.socialCard,
     {
-      method: 'get',
-      path: '/og/{style}',
-      hono: '/og/:style',
       summary: 'Social-card image of a style (1200x630 by default)',
       tag: 'Rendering',
       params: STYLE_PARAM,
