@@ -29,7 +29,7 @@ const sources = (id: string): Target[] => compositeMembers(id).map((m) => ({ kin
 /** What a matched route touches. */
 export function targetsOf(m: RouteMatch | undefined): PathTargets {
   if (!m) return NONE;
-  const { route, param } = m;
+  const { route } = m;
   if (route.reads.length === 0) return route.bearer && !route.listing ? NONE : { targets: [], bearer: route.bearer, listing: route.listing };
   const targets: Target[] = [];
   for (const r of route.reads) {
@@ -37,7 +37,7 @@ export function targetsOf(m: RouteMatch | undefined): PathTargets {
       targets.push(SHARED);
       continue;
     }
-    let id = param(r.param);
+    let id = m.param(r.param);
     if (id === undefined) continue;
     if (r.suffix !== undefined) id = id.endsWith(r.suffix) ? id.slice(0, -r.suffix.length) : id;
     if (r.kind === 'style') targets.push({ kind: 'style', id });

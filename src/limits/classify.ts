@@ -13,7 +13,7 @@ export type Kind = Budget;
 export function budgetOf(state: AppState, m: RouteMatch | undefined): Kind {
   if (!m) return 'cheap';
   const b = m.route.budget;
-  return typeof b === 'string' ? b : b(state, m.param);
+  return typeof b === 'string' ? b : b(state, m);
 }
 
 /** The budget `method target` spends under `state`. */

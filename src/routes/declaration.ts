@@ -14,8 +14,11 @@ export type Listener = 'public' | 'admin';
 /** Which budget of the rate limits a request spends (docs/rate-limits.md). */
 export type Budget = 'cheap' | 'expensive';
 
-/** A path parameter of a matched request, decoded as Hono decodes it; undefined when the route has none of that name. */
-export type Params = (name: string) => string | undefined;
+/** The path parameters of a matched request. */
+export interface Params {
+  /** The parameter `name`, decoded as Hono decodes it; undefined when the route has none of that name. */
+  param(name: string): string | undefined;
+}
 
 /** A budget fixed by the route, or one that depends on the source the path names (a stored tile or a transcode). */
 export type BudgetRule = Budget | ((state: AppState, params: Params) => Budget);

@@ -29,21 +29,21 @@ function dataTileBudget(state: AppState, id: string, ext: string | undefined): B
 }
 
 const DIGITS = /^\d+$/;
-const digits = (p: Params, ...names: string[]) => names.every((n) => DIGITS.test(p(n) ?? ''));
+const digits = (p: Params, ...names: string[]) => names.every((n) => DIGITS.test(p.param(n) ?? ''));
 /** `{y}.{ext}` of a data tile (no scale). */
 const DATA_FILE = /^\d+\.([a-z]+)$/;
 /** `{y}[@{s}x].{ext}` of a rendered tile. */
 const RENDER_FILE = /^\d+(?:@\d+(?:\.\d+)?x)?\.[a-z]+$/;
 
 const dataTile: BudgetRule = (state, p) => {
-  const file = DATA_FILE.exec(p('file') ?? '');
-  return file && digits(p, 'z', 'x') ? dataTileBudget(state, p('source') ?? '', file[1]) : 'cheap';
+  const file = DATA_FILE.exec(p.param('file') ?? '');
+  return file && digits(p, 'z', 'x') ? dataTileBudget(state, p.param('source') ?? '', file[1]) : 'cheap';
 };
-const terrainTile: BudgetRule = (_state, p) => (digits(p, 'z', 'x') && /^\d/.test(p('file') ?? '') ? 'expensive' : 'cheap');
-const styleTile: BudgetRule = (_state, p) => (digits(p, 'z', 'x') && RENDER_FILE.test(p('file') ?? '') ? 'expensive' : 'cheap');
+const terrainTile: BudgetRule = (_state, p) => (digits(p, 'z', 'x') && /^\d/.test(p.param('file') ?? '') ? 'expensive' : 'cheap');
+const styleTile: BudgetRule = (_state, p) => (digits(p, 'z', 'x') && RENDER_FILE.test(p.param('file') ?? '') ? 'expensive' : 'cheap');
 // Only the 256 px base is counted as a render here (as before this table): `/styles/{id}/512/…` is cheap.
-const sizedStyleTile: BudgetRule = (state, p) => (p('size') === '256' ? (styleTile as Exclude<BudgetRule, Budget>)(state, p) : 'cheap');
-const ogcTile: BudgetRule = (state, p) => (digits(p, 'z', 'row', 'col') ? dataTileBudget(state, p('id') ?? '', undefined) : 'cheap');
+const sizedStyleTile: BudgetRule = (state, p) => (p.param('size') === '256' ? (styleTile as Exclude<BudgetRule, Budget>)(state, p) : 'cheap');
+const ogcTile: BudgetRule = (state, p) => (digits(p, 'z', 'row', 'col') ? dataTileBudget(state, p.param('id') ?? '', undefined) : 'cheap');
 const ogcMapTile: BudgetRule = (_state, p) => (digits(p, 'z', 'row', 'col') ? 'expensive' : 'cheap');
 
 const at = (method: Method, path: string, hono: string, o: Parameters<typeof route>[4] = {}) => route('public', method, path, hono, o);

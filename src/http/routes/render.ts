@@ -23,7 +23,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
   if (!render) return;
   const begin = beginRender(ctx, render);
 
-  // Registered before the tile routes: `/styles/{style}/static/…` has as many segments as a tile path.
+  // The order in which routes match (static maps before the tiles: `/styles/{style}/static/…` has as many segments as
+  // a tile path) is the route table's (src/routes/public-routes.ts), whatever the order they are bound here.
   registerStaticMapRoutes(r, begin);
 
   const tileHandler = async (c: Context, sizeText: string | undefined) => {
