@@ -2,8 +2,8 @@
 // ids come out of the path, whether it is a listing, whether a bearer header there is this service's, and the
 // budget it spends. The router mounts handlers on declarations only (src/http/router.ts), and the access gate
 // (src/auth/gate.ts) and the rate limiter (src/limits/limits.ts) read the same declaration of the request, found
-// by the router's own matching (match.ts): a new route cannot be served without saying what it touches, and what
-// the gate checks is what the route reads. The tables: public-routes.ts and admin-routes.ts.
+// by Hono's rules (match.ts): a new route cannot be served without saying what it touches, and what the gate
+// checks is what the route reads. The tables: public-routes.ts and admin-routes.ts.
 import type { AppState } from '../state/app-state.js';
 
 export type Method = 'get' | 'post' | 'delete' | 'put';
