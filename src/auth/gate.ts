@@ -1,7 +1,9 @@
 // The access gate: decides, for one request and the state it is served from, whether it may go on, and records
 // who it speaks for (src/auth/principal.ts) and what its credentials allow (for listings and in-process calls).
 // It runs at the node:http level, ahead of the tile fast lane and Hono (src/http/access-gate.ts sends its
-// refusals), so no route can forget it. docs/access.md has the rules; in short:
+// refusals), so no request passes by it; what a request touches is what its route declares it reads
+// (src/routes/public-routes.ts, read by resources.ts), and a route cannot be mounted without that declaration.
+// docs/access.md has the rules; in short:
 //
 //   closed anywhere in what the request touches -> 404, as an unknown id (its existence is not revealed);
 //   key-level and no credential                  -> 401 with `WWW-Authenticate: Bearer realm="tileserver-ts"`;

@@ -47,8 +47,10 @@ function oauthAnswer(store: OAuthStore, route: RouteDeclaration, id: string | un
       return { status: 200, body: { sessions: store.sessions() } };
     case ADMIN.oauthClientDelete:
       return { status: 200, body: { deleted: store.deleteClient(id!), client_id: id } };
-    default:
+    case ADMIN.oauthSessionDelete:
       return { status: 200, body: { deleted: store.deleteSession(id!), token_id: id } };
+    default:
+      throw new Error(`the admin route ${route.method.toUpperCase()} ${route.path} has no handler`);
   }
 }
 
@@ -92,9 +94,10 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
     if (param === null) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${paths}`);
     const route = methods.includes(req.method ?? '') ? matcher.match(req.method!, url.pathname)?.route : undefined;
     if (!route) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
-    if (oauth && route.mountedWith === '[mcp.oauth]') {
+    if (route !== ADMIN.reload) {
+      // The OAuth routes, mounted only with [mcp.oauth] (adminRoutes).
       req.resume();
-      const a = oauthAnswer(oauth, route, param);
+      const a = oauthAnswer(oauth!, route, param);
       if (req.method === 'DELETE') log.info({ req_id: id, route: route.path, id: param, deleted: (a.body as { deleted: boolean }).deleted }, 'admin oauth delete');
       return send(res, a.status, a.body);
     }
