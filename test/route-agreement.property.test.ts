@@ -20,7 +20,9 @@ import { createApp } from '../src/http/app.js';
 import { Router, RouteTableError } from '../src/http/router.js';
 import { log } from '../src/log.js';
 import { splitLayerCollectionId } from '../src/ogc/layer-ids.js';
+import { ADMIN, ADMIN_ROUTES } from '../src/routes/admin-routes.js';
 import { route } from '../src/routes/declaration.js';
+import { RouteMatcher } from '../src/routes/match.js';
 import { PUBLIC, PUBLIC_ROUTES } from '../src/routes/public-routes.js';
 import type { AppState } from '../src/state/app-state.js';
 import { StateHolder } from '../src/state/holder.js';
@@ -237,4 +239,19 @@ describe('a route cannot be mounted without its declaration', () => {
     const mounted = app.routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method} ${r.path}`);
     assert.deepEqual(mounted, PUBLIC_ROUTES.map((r) => `${r.method.toUpperCase()} ${r.hono}`));
   });
+});
+
+test('the admin table: its paths, the methods a 405 allows, HEAD not taken for GET, ids as sent', () => {
+  const admin = new RouteMatcher(ADMIN_ROUTES, false);
+  assert.deepEqual(admin.methodsAt('/__admin/reload'), ['POST']);
+  assert.deepEqual(admin.methodsAt('/__admin/oauth/clients'), ['GET']);
+  assert.deepEqual(admin.methodsAt('/__admin/oauth/sessions/t%2F1'), ['DELETE']);
+  assert.deepEqual(admin.methodsAt('/__admin/reload/'), [], 'no trailing slash');
+  assert.deepEqual(admin.methodsAt('/__admin/rel%6Fad'), [], 'the path as sent: no decoding');
+  assert.equal(admin.match('HEAD', '/__admin/oauth/clients'), undefined);
+  const m = admin.match('DELETE', '/__admin/oauth/clients/a%2Fb');
+  assert.equal(m?.route, ADMIN.oauthClientDelete);
+  assert.equal(m?.rawParam('client_id'), 'a%2Fb');
+  assert.ok(ADMIN_ROUTES.every((r) => r.listener === 'admin' && r.reads.length === 0));
+  assert.ok(PUBLIC_ROUTES.every((r) => r.listener === 'public'));
 });
