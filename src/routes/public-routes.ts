@@ -40,9 +40,11 @@ const dataTile: BudgetRule = (state, p) => {
   return file && digits(p, 'z', 'x') ? dataTileBudget(state, p.param('source') ?? '', file[1]) : 'cheap';
 };
 const terrainTile: BudgetRule = (_state, p) => (digits(p, 'z', 'x') && /^\d/.test(p.param('file') ?? '') ? 'expensive' : 'cheap');
-const styleTile: BudgetRule = (_state, p) => (digits(p, 'z', 'x') && RENDER_FILE.test(p.param('file') ?? '') ? 'expensive' : 'cheap');
+/** A rendered tile's coordinates and file, as a render route takes them (else it answers 400). */
+const renderedTile = (p: Params) => digits(p, 'z', 'x') && RENDER_FILE.test(p.param('file') ?? '');
+const styleTile: BudgetRule = (_state, p) => (renderedTile(p) ? 'expensive' : 'cheap');
 // Only the 256 px base is counted as a render here (as before this table): `/styles/{id}/512/…` is cheap.
-const sizedStyleTile: BudgetRule = (state, p) => (p.param('size') === '256' ? (styleTile as Exclude<BudgetRule, Budget>)(state, p) : 'cheap');
+const sizedStyleTile: BudgetRule = (_state, p) => (p.param('size') === '256' && renderedTile(p) ? 'expensive' : 'cheap');
 const ogcTile: BudgetRule = (state, p) => (digits(p, 'z', 'row', 'col') ? dataTileBudget(state, p.param('id') ?? '', undefined) : 'cheap');
 const ogcMapTile: BudgetRule = (_state, p) => (digits(p, 'z', 'row', 'col') ? 'expensive' : 'cheap');
 
