@@ -285,7 +285,8 @@ describe('cheap and expensive (the table of docs/rate-limits.md)', () => {
     ['GET', '/ogc/collections/omt/tiles/WebMercatorQuad', 'cheap'],
     ['GET', '/ogc/collections/pg/items', 'expensive'],
     ['GET', '/ogc/collections/pg/items/17', 'expensive'],
-    ['GET', '/ogc/map/tiles/WebMercatorQuad/3/2/1', 'expensive'],
+    // No route serves the dataset's map tiles (only its tileset list): answered 404, cheap.
+    ['GET', '/ogc/map/tiles/WebMercatorQuad/3/2/1', 'cheap'],
     ['GET', '/ogc/styles/osm/map/tiles/WebMercatorQuad/3/2/1', 'expensive'],
     ['GET', '/ogc/styles/osm/map/tiles', 'cheap'],
     ['POST', '/mcp', 'expensive'],
