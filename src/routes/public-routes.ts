@@ -11,7 +11,7 @@
 // would let a client probe uncached tiles for the price of cached ones. A path the route would refuse as
 // malformed (coordinates that are not numbers) is cheap: it is answered 400 without work.
 import type { AppState } from '../state/app-state.js';
-import { isCompositeId } from '../sources/source-ids.js';
+import { isCompositeId, terrainProductOf } from '../sources/source-ids.js';
 import { formatFromExtension } from '../tiles/format.js';
 import { collection, route, SHARED, source, style, type Budget, type BudgetRule, type Method, type Params, type Read, type RouteDeclaration } from './declaration.js';
 
@@ -20,7 +20,8 @@ const ARCHIVES = new Set(['pmtiles', 'mbtiles']);
 
 /** A tile of source `id` in extension `ext` (undefined: in the source's own format, as OGC tiles are). */
 function dataTileBudget(state: AppState, id: string, ext: string | undefined): Budget {
-  if (ext === 'geojson' || isCompositeId(id)) return 'expensive';
+  // A terrain product's tiles (an OGC collection `{dem}.hillshade`) are drawn on request like /data/{dem}/hillshade/….
+  if (ext === 'geojson' || isCompositeId(id) || terrainProductOf(id) !== undefined) return 'expensive';
   const found = state.sources.get(id);
   if (!found) return state.composites.has(id) ? 'expensive' : 'cheap';
   if (!ARCHIVES.has(found.info.type)) return 'expensive';
@@ -43,8 +44,9 @@ const terrainTile: BudgetRule = (_state, p) => (digits(p, 'z', 'x') && /^\d/.tes
 /** A rendered tile's coordinates and file, as a render route takes them (else it answers 400). */
 const renderedTile = (p: Params) => digits(p, 'z', 'x') && RENDER_FILE.test(p.param('file') ?? '');
 const styleTile: BudgetRule = (_state, p) => (renderedTile(p) ? 'expensive' : 'cheap');
-// Only the 256 px base is counted as a render here (as before this table): `/styles/{id}/512/…` is cheap.
-const sizedStyleTile: BudgetRule = (_state, p) => (p.param('size') === '256' && renderedTile(p) ? 'expensive' : 'cheap');
+// Both sizes the route draws (256 and 512) are renders; another size is answered 400 without work. Before this
+// table the hand-written classifier knew only `/256/`, so a 512 px render was charged as a stored tile.
+const sizedStyleTile: BudgetRule = (_state, p) => ((p.param('size') === '256' || p.param('size') === '512') && renderedTile(p) ? 'expensive' : 'cheap');
 const ogcTile: BudgetRule = (state, p) => (digits(p, 'z', 'row', 'col') ? dataTileBudget(state, p.param('id') ?? '', undefined) : 'cheap');
 const ogcMapTile: BudgetRule = (_state, p) => (digits(p, 'z', 'row', 'col') ? 'expensive' : 'cheap');
 
