@@ -1,7 +1,7 @@
 // Property tests of the layer collection ids `{source}:{layer}` (src/ogc/layer-ids.ts, docs/ogc.md): the
 // configuration refuses a ":" in any id, so no layer collection's id is ever a source's; an id reads back as the
 // source and layer it was made of, whatever the layer's name holds (":", "+", ",", "/", any text); and the access
-// gate's reading of a path (src/auth/resources.ts) finds that source, and only it, however the id is encoded.
+// gate's reading of a path (src/auth/resources.ts, over the route table) finds that source, and only it, however the id is encoded.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as v from 'valibot';
@@ -59,7 +59,7 @@ test('the access gate judges /ogc/collections/{source}:{layer}/... as the source
   fc.assert(
     fc.property(sourceId, layerName, fc.constantFrom(...encodings), fc.constantFrom('', '/items', '/items/7', '/queryables', '/tiles'), (source, layer, encode, rest) => {
       const url = `/ogc/collections/${encode(layerCollectionId(source, layer))}${rest}?f=json`;
-      const t = pathTargets(url);
+      const t = pathTargets('GET', url);
       assert.deepEqual(t.targets, [{ kind: 'source', id: source }], url);
       assert.equal(t.listing, false);
     }),

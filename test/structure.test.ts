@@ -115,6 +115,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['spatial', 'ogc'],
   ['render', 'mcp'],
   ['telemetry'],
+  ['routes'],
   ['auth'],
   ['limits'],
   ['http'],

@@ -6,6 +6,7 @@
 import type { AccessLevel, Config } from '../config/schema.js';
 import { log } from '../log.js';
 import type { AppState } from '../state/app-state.js';
+import { compositeMembers, terrainProductOf } from '../sources/source-ids.js';
 import { sourceRef } from '../styles/source-ref.js';
 import { JwtVerifier } from './jwt.js';
 import { KeyTable } from './keys.js';
@@ -25,8 +26,6 @@ export interface Policy {
   sourceLevel(id: string): AccessLevel;
   style(id: string): StyleResolution;
 }
-
-const TERRAIN_PRODUCT = /^(.+)\.(hillshade|contours)$/;
 
 function explicitSourceLevels(config: Config): Map<string, AccessLevel | undefined> {
   const out = new Map<string, AccessLevel | undefined>();
@@ -70,11 +69,10 @@ export function compilePolicy(state: AppState, previous?: Policy): Policy {
     const known = levels.get(id);
     if (known !== undefined) return known;
     // `{dem}.hillshade` and `{dem}.contours` (OGC collections) are products of their elevation source.
-    const product = TERRAIN_PRODUCT.exec(id);
-    if (product) return sourceLevel(product[1]);
+    const product = terrainProductOf(id);
+    if (product) return sourceLevel(product.source);
     return defaultLevel;
   };
-  const idsOf = (ref: string) => ref.split('+');
 
   // A style that does not set its access is as strict as the sources it draws (its renderings show their data).
   const styles = new Map<string, AccessLevel>();
@@ -87,7 +85,7 @@ export function compilePolicy(state: AppState, previous?: Policy): Policy {
     const loaded = state.styles.get(s.id);
     for (const src of Object.values(loaded?.style.sources ?? {})) {
       const ref = sourceRef((src as { url?: unknown }).url);
-      if (ref !== undefined) for (const id of idsOf(ref)) level = stricter(level, sourceLevel(id));
+      if (ref !== undefined) for (const id of compositeMembers(ref)) level = stricter(level, sourceLevel(id));
     }
     styles.set(s.id, level);
   }

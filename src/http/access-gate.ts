@@ -113,7 +113,7 @@ export function inProcessAccess(ctx: ServerContext): MiddlewareHandler {
     const env = c.env as ({ incoming?: IncomingMessage; outgoing?: ServerResponse } & RenderRequestEnv) | undefined;
     if (env?.outgoing === undefined && env?.renderBase === undefined && env?.incoming !== undefined) {
       const url = new URL(c.req.url);
-      const v = checkPath(ctx.holder.current, url.pathname, grantOf(env.incoming));
+      const v = checkPath(ctx.holder.current, c.req.method, url.pathname, grantOf(env.incoming));
       if (!v.ok) return refusalResponse(c, v);
     }
     await next();

@@ -55,7 +55,6 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
 
   const router = new Router(app, () => ctx.holder.current);
   registerOperationalRoutes(router, ctx);
-  // Before the data routes: /data/{id}/hillshade.json would otherwise be read as the TileJSON of a source "{id}/hillshade".
   registerTerrainRoutes(router, ctx);
   registerDataRoutes(router, ctx);
   registerFileRoutes(router, ctx);
@@ -67,7 +66,8 @@ export function createApp(ctx: ServerContext, log: Logger): { app: Hono; router:
   registerPageRoutes(router, ctx);
   registerOgcRoutes(router, ctx);
   registerMcpRoutes(router, ctx, log);
-  // Last: the render routes' wide patterns (/styles/{style}/{z}/{x}/{y}.png) must not shadow other /styles routes.
   registerRenderRoutes(router, ctx);
+  // In the table's order (src/routes/public-routes.ts), the order the access gate and the rate limiter match in.
+  router.mount();
   return { app, router };
 }

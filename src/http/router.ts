@@ -1,10 +1,15 @@
-// A thin registry over Hono: every route is declared with its OpenAPI description (valibot schemas for
-// parameters, query and body), so /openapi.json is generated from the same definitions that route requests.
+// The router of the public listener over Hono: it mounts handlers on the declarations of
+// src/routes/public-routes.ts only, in the table's order, so that the access gate and the rate limiter, which read
+// the same table before Hono runs, see each request routed where Hono routes it. Each documented route carries its
+// OpenAPI description (valibot schemas for parameters, query and body), so /openapi.json is generated from the
+// same declarations that route requests.
 import type { Context, Hono } from 'hono';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import type { AppState } from '../state/app-state.js';
 import type { ServerResponse } from 'node:http';
+import type { RouteDeclaration } from '../routes/declaration.js';
+import { PUBLIC_ROUTES } from '../routes/public-routes.js';
 import { noteRoute } from './access-log.js';
 import { problem } from './problem.js';
 
@@ -17,12 +22,8 @@ export interface ResponseDoc {
   headers?: Record<string, string>;
 }
 
+/** The OpenAPI description of a route; its method and path are its declaration's. */
 export interface RouteDoc {
-  method: 'get' | 'post' | 'delete' | 'put';
-  /** OpenAPI path template, e.g. `/data/{source}/{z}/{x}/{y}.{format}`. */
-  path: string;
-  /** Hono path pattern that matches it. */
-  hono: string;
   summary: string;
   tag: string;
   description?: string;
@@ -30,6 +31,12 @@ export interface RouteDoc {
   query?: Record<string, { schema: Schema; description?: string; required?: boolean }>;
   body?: { contentType: string; schema: Schema };
   responses: Record<number, ResponseDoc>;
+}
+
+/** A documented route as /openapi.json describes it. */
+export interface DocumentedRoute {
+  route: RouteDeclaration;
+  doc: RouteDoc;
 }
 
 export type Handler = (c: Context) => Response | Promise<Response>;
@@ -40,17 +47,66 @@ export type Handler = (c: Context) => Response | Promise<Response>;
  */
 export type Absence = (state: AppState) => string | undefined;
 
+interface Bound {
+  route: RouteDeclaration;
+  doc: RouteDoc | undefined;
+  handler: Handler;
+  absent?: Absence;
+}
+
+/** A route that cannot be mounted as it is declared: the listener does not start. */
+export class RouteTableError extends Error {}
+
 export class Router {
-  private readonly routes: { doc: RouteDoc; absent?: Absence }[] = [];
+  private readonly bound = new Map<RouteDeclaration, Bound>();
+  private mounted: Bound[] | undefined;
   constructor(
-    readonly app: Hono,
+    private readonly app: Hono,
     /** The active state (`holder.current`). */
     private readonly current: () => AppState,
+    /** The declarations this router may mount (the public table; a test may give another). */
+    private readonly table: readonly RouteDeclaration[] = PUBLIC_ROUTES,
   ) {}
 
-  /** Routes a request to `handler`; with `absent`, the route answers 404 as if it did not exist while that gives a reason. */
-  add(doc: RouteDoc, handler: Handler, absent?: Absence): void {
-    this.routes.push({ doc, absent });
+  /**
+   * Binds `handler` to a declared route; with `absent`, the route answers 404 as if it did not exist while that
+   * gives a reason. `doc` is its OpenAPI description: required unless the declaration is `undocumented`.
+   */
+  add(route: RouteDeclaration, doc: RouteDoc | undefined, handler: Handler, absent?: Absence): void {
+    const where = `${route.method.toUpperCase()} ${route.path}`;
+    if (this.mounted) throw new RouteTableError(`${where}: added after the routes were mounted`);
+    if (!this.table.includes(route)) throw new RouteTableError(`${where}: not a declaration of the route table (src/routes/)`);
+    if (this.bound.has(route)) throw new RouteTableError(`${where}: a handler is bound to it twice`);
+    if ((doc === undefined) !== (route.undocumented === true)) throw new RouteTableError(`${where}: ${doc ? 'declared undocumented but given' : 'has no'} OpenAPI description`);
+    this.bound.set(route, { route, doc, handler, absent });
+  }
+
+  /**
+   * Mounts every bound route on Hono in the table's order, and checks that the table and the app agree: every
+   * declaration without a mounting condition has a handler, and Hono holds no route the table does not declare.
+   * Throws RouteTableError otherwise.
+   */
+  mount(): void {
+    if (this.mounted) throw new RouteTableError('the routes are mounted already');
+    const missing = this.table.filter((r) => !r.mountedWith && !this.bound.has(r)).map((r) => `${r.method.toUpperCase()} ${r.path}`);
+    if (missing.length) throw new RouteTableError(`declared routes without a handler: ${missing.join(', ')}`);
+    const handlers = new Set<unknown>();
+    this.mounted = [];
+    for (const route of this.table) {
+      const b = this.bound.get(route);
+      if (!b) continue;
+      const noted = this.wrap(b);
+      handlers.add(noted);
+      this.app.on(route.method.toUpperCase(), route.hono, noted);
+      this.mounted.push(b);
+    }
+    // Middleware is mounted for every method ('ALL'); any other route of the app came from outside the table.
+    const stray = this.app.routes.filter((r) => r.method !== 'ALL' && !handlers.has(r.handler)).map((r) => `${r.method} ${r.path}`);
+    if (stray.length) throw new RouteTableError(`routes mounted without a declaration: ${stray.join(', ')}`);
+  }
+
+  private wrap(b: Bound): Handler {
+    const { absent, handler, route } = b;
     const gated: Handler = absent
       ? (c) => {
           const why = absent(this.current());
@@ -58,24 +114,28 @@ export class Router {
         }
       : handler;
     // The access log names the route template; requests a renderer makes in-process have no node response.
-    const noted: Handler = (c) => {
-      noteRoute((c.env as { outgoing?: ServerResponse } | undefined)?.outgoing, doc.path);
+    return (c) => {
+      noteRoute((c.env as { outgoing?: ServerResponse } | undefined)?.outgoing, route.path);
       return gated(c);
     };
-    this.app.on(doc.method.toUpperCase(), doc.hono, noted);
   }
 
-  /** The routes mounted under `state`: what /openapi.json describes. */
-  docs(state: AppState): RouteDoc[] {
-    return this.routes.filter((r) => r.absent?.(state) === undefined).map((r) => r.doc);
+  /** Answers a request in-process through the whole app (the MCP tools call the routes this way). */
+  fetch(req: Request, env: unknown): Promise<Response> {
+    return Promise.resolve(this.app.fetch(req, env));
+  }
+
+  /** The documented routes mounted under `state`: what /openapi.json describes. */
+  docs(state: AppState): DocumentedRoute[] {
+    return (this.mounted ?? []).filter((b): b is Bound & { doc: RouteDoc } => b.doc !== undefined && b.absent?.(state) === undefined).map((b) => ({ route: b.route, doc: b.doc }));
   }
 }
 
 const json = (s: Schema) => toJsonSchema(s, { target: 'draft-2020-12', errorMode: 'ignore' }) as Record<string, unknown>;
 
-export function openApiDocument(docs: readonly RouteDoc[], version: string): Record<string, unknown> {
+export function openApiDocument(routes: readonly DocumentedRoute[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const d of docs) {
+  for (const { route, doc: d } of routes) {
     const parameters: unknown[] = [];
     for (const [name, p] of Object.entries(d.params ?? {})) {
       parameters.push({ name, in: 'path', required: true, description: p.description, schema: json(p.schema) });
@@ -99,7 +159,7 @@ export function openApiDocument(docs: readonly RouteDoc[], version: string): Rec
       ...(d.body ? { requestBody: { required: true, content: { [d.body.contentType]: { schema: json(d.body.schema) } } } } : {}),
       responses,
     };
-    (paths[d.path] ??= {})[d.method] = op;
+    (paths[route.path] ??= {})[route.method] = op;
   }
   return {
     openapi: '3.1.0',

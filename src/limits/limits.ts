@@ -23,7 +23,7 @@ import type { Logger } from '../log.js';
 import { problemBody } from '../problem.js';
 import type { AppState } from '../state/app-state.js';
 import { bucketShape, type BucketShape } from './budget.js';
-import { classify, type Kind } from './classify.js';
+import { requestBudget, type Kind } from './classify.js';
 import { addressKey, clientAddress, isTrusted } from './client.js';
 import { loadFlexible, machineBucket, machineChannel, type Flexible } from './cluster.js';
 import { LimitsRedis, type LimitsRedisState } from './redis.js';
@@ -185,7 +185,7 @@ export class RateLimits {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     if (EXEMPT_PATHS.has(path)) return true;
-    const kind = classify(state, method, path);
+    const kind = requestBudget(state, req);
     const principal = principalOf(req);
     const label = counters ? usageLabel(principal, keyNames(state)) : '';
     if (counters) countUsage(counters, label, kind, res);

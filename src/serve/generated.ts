@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type { LayerSpecification, StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 import { isVector } from '../tiles/format.js';
 import type { UrlContext } from '../sources/tilejson.js';
+import { isCompositeId } from '../sources/source-ids.js';
 import type { AppState } from '../state/app-state.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
 import { findSource, servedSources } from './rewrite.js';
@@ -108,7 +109,7 @@ const generatedByState = new WeakMap<AppState, Map<string, LoadedStyle | undefin
 export function generatedLoadedStyle(state: AppState, sourceId: string): LoadedStyle | undefined {
   let known = generatedByState.get(state);
   // An upload deleted within the state leaves no style behind (configured sources stay for the state's life).
-  if (known?.has(sourceId) && (sourceId.includes('+') || state.sources.has(sourceId) || state.composites.has(sourceId))) return known.get(sourceId);
+  if (known?.has(sourceId) && (isCompositeId(sourceId) || state.sources.has(sourceId) || state.composites.has(sourceId))) return known.get(sourceId);
   const style = generatedStyle(state, sourceId, { base: '', key: undefined, forRenderer: true });
   const loaded: LoadedStyle | undefined = style && {
     id: sourceId,

@@ -1,8 +1,10 @@
 // Finds the source a request names: a configured source, a named composite, or an ad-hoc composite `a+b+c`
-// (source ids cannot contain "+", so the sign is unambiguous). Ad-hoc composites are remembered per state.
+// (its members read by src/sources/source-ids.ts, as the access gate reads them). Ad-hoc composites are
+// remembered per state.
 import type { AppState } from '../state/app-state.js';
 import { CompositeError, CompositeSource } from '../sources/composite.js';
 import type { TileSource } from '../sources/source.js';
+import { compositeMembers, isCompositeId } from '../sources/source-ids.js';
 
 export interface SourceProblem {
   kind: 'problem';
@@ -20,7 +22,7 @@ const memberOf = (state: AppState, id: string): TileSource | undefined => state.
 
 function adHocComposite(state: AppState, id: string): CompositeSource | SourceProblem {
   let known = adHoc.get(state);
-  const ids = id.split('+');
+  const ids = compositeMembers(id);
   const hit = known?.get(id);
   if (hit && hit.members.every((m, i) => m === memberOf(state, ids[i]))) return hit.composite;
   const unknown = ids.filter((m) => !state.sources.has(m) && !state.composites.has(m));
@@ -46,7 +48,7 @@ function adHocComposite(state: AppState, id: string): CompositeSource | SourcePr
 export function resolveSource(state: AppState, id: string): TileSource | SourceProblem {
   const found = state.sources.get(id) ?? state.composites.get(id);
   if (found) return found;
-  if (id.includes('+')) return adHocComposite(state, id);
+  if (isCompositeId(id)) return adHocComposite(state, id);
   return { kind: 'problem', status: 404, title: 'Source not found', detail: `no source with id "${id}"` };
 }
 

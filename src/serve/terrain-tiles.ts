@@ -10,6 +10,7 @@ import { resolvedCacheDir } from '../config/paths.js';
 import { log } from '../log.js';
 import { RenderCache } from '../shared-cache/render-cache.js';
 import type { TileCoord } from '../tiles/coords.js';
+import { terrainProductOf, type TerrainProduct } from '../sources/source-ids.js';
 import { tileIntersectsBounds } from '../tiles/coords.js';
 import { chooseEncoding, type ContentEncoding } from '../tiles/encoding.js';
 import { CONTENT_TYPES } from '../tiles/format.js';
@@ -23,7 +24,7 @@ import { runTerrain } from '../terrain/work.js';
 import { etagOf, type TileResult } from './tile-service.js';
 import { sourceTileJson, withKey, type TileJson, type UrlContext } from '../sources/tilejson.js';
 
-export type TerrainProduct = 'hillshade' | 'contours';
+export type { TerrainProduct };
 
 /** Window pixels around a hillshade tile: Horn's slope reads one neighbour each way. */
 const HILLSHADE_BORDER = 1;
@@ -239,8 +240,8 @@ export function terrainProductSources(state: AppState): TerrainProductSource[] {
 
 /** The product source `{source}.hillshade` or `{source}.contours`, when `id` names one. */
 export function terrainProductSource(state: AppState, id: string): TerrainProductSource | undefined {
-  const m = /^(.+)\.(hillshade|contours)$/.exec(id);
-  if (!m || state.sources.has(id) || state.composites.has(id)) return undefined;
-  const found = elevationSource(state, m[1]);
-  return found.ok ? new TerrainProductSource(state, found.elevation, m[2] as TerrainProduct) : undefined;
+  const named = terrainProductOf(id);
+  if (!named || state.sources.has(id) || state.composites.has(id)) return undefined;
+  const found = elevationSource(state, named.source);
+  return found.ok ? new TerrainProductSource(state, found.elevation, named.product) : undefined;
 }

@@ -9,6 +9,7 @@ import { parseLanguageTag } from '../config/language-tag.js';
 import { ConfigError } from '../config/errors.js';
 import type { StyleConfig } from '../config/schema.js';
 import type { TileSource } from '../sources/source.js';
+import { compositeMembers } from '../sources/source-ids.js';
 import type { FontIndex } from './fonts.js';
 import { localizeStyle, styleReadsNames } from './label-language.js';
 import { styleLanguages } from './language-choice.js';
@@ -54,7 +55,7 @@ export async function loadStyles(
   fonts: FontIndex,
   composites: ReadonlyMap<string, TileSource> = new Map(),
 ): Promise<LoadedStyles> {
-  const known = (id: string) => id.split('+').every((m) => sources.has(m) || composites.has(m));
+  const known = (id: string) => compositeMembers(id).every((m) => sources.has(m) || composites.has(m));
   const styles = new Map<string, LoadedStyle>();
   const warnings: string[] = [];
   for (const cfg of configs) {

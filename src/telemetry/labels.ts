@@ -2,6 +2,7 @@
 // source and style ids), so no request, however made up, can add a series. Uploads are the exception to
 // "from the configuration": each one is a new id, so under strict they share one label value.
 import { UPLOAD_ID_PREFIX } from '../config/load.js';
+import { COMPOSITE_SEPARATOR, compositeMembers } from '../sources/source-ids.js';
 
 export type Cardinality = 'strict' | 'verbose';
 export type TileOutcome = 'hit' | 'miss' | 'not_found' | 'error';
@@ -25,10 +26,9 @@ export const UPLOAD_LABEL = 'upload';
  */
 export function idLabel(id: string, cardinality: Cardinality): string {
   if (cardinality === 'verbose' || !id.includes(UPLOAD_ID_PREFIX)) return id;
-  return id
-    .split('+')
+  return compositeMembers(id)
     .map((member) => (member.startsWith(UPLOAD_ID_PREFIX) ? UPLOAD_LABEL : member))
-    .join('+');
+    .join(COMPOSITE_SEPARATOR);
 }
 
 /** `status_class` of an HTTP status: 1xx..5xx. */

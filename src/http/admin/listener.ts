@@ -1,7 +1,7 @@
 // The admin listener on `server.admin_bind`: operator actions that must never be reachable on the public port.
 // It runs in one process (the primary when there are several, which is where a reload is coordinated). Its
-// routes exist nowhere else: the main listener answers 404 for them. A bind address with port 0 (the default
-// `127.0.0.1:0`) means the listener is off (spec).
+// routes are declared in src/routes/admin-routes.ts and exist nowhere else: the main listener answers 404 for
+// them. A bind address with port 0 (the default `127.0.0.1:0`) means the listener is off (spec).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listenAt, parseBind } from '../../config/bind.js';
 import type { Logger } from '../../log.js';
@@ -10,33 +10,28 @@ import type { Reloader } from '../../state/reload-result.js';
 import { requestId, targetPath } from '../access-log.js';
 import { problemBody } from '../../problem.js';
 import type { OAuthStore } from '../../mcp/oauth/store.js';
+import { ADMIN, ADMIN_ROUTES } from '../../routes/admin-routes.js';
+import type { RouteDeclaration } from '../../routes/declaration.js';
+import { RouteMatcher, type RouteMatch } from '../../routes/match.js';
 
 export interface AdminListener {
   address: { host: string; port: number };
   close(): Promise<void>;
 }
 
-/** The routes of the admin listener, with their methods (for 405 and `Allow`). */
-const ROUTES = new Map<string, string[]>([['/__admin/reload', ['POST']]]);
-/** With [mcp.oauth]: the OAuth clients and refresh-token sessions (`{id}` is one path segment). */
-const OAUTH_ROUTES = new Map<string, string[]>([
-  ['/__admin/oauth/clients', ['GET']],
-  ['/__admin/oauth/clients/{client_id}', ['DELETE']],
-  ['/__admin/oauth/sessions', ['GET']],
-  ['/__admin/oauth/sessions/{token_id}', ['DELETE']],
-]);
+/** The admin routes mounted with or without [mcp.oauth] (the OAuth ones need its store). */
+function adminRoutes(oauth: boolean): RouteDeclaration[] {
+  return ADMIN_ROUTES.filter((r) => r.mountedWith === undefined || (oauth && r.mountedWith === '[mcp.oauth]'));
+}
 
-/** The route template a path matches, and the id it names. */
-function matchRoute(routes: Map<string, string[]>, pathname: string): { template: string; id?: string } | undefined {
-  if (routes.has(pathname)) return { template: pathname };
-  const m = /^(\/__admin\/oauth\/(?:clients|sessions))\/([^/]+)$/.exec(pathname);
-  if (!m) return undefined;
-  const template = [...routes.keys()].find((t) => t.startsWith(`${m[1]}/{`));
-  if (!template) return undefined;
+/** The id a matched admin path names in its one parameter, decoded strictly (null: undecodable, no route). */
+function idOf(m: RouteMatch): string | undefined | null {
+  const name = /:(\w+)/.exec(m.route.hono)?.[1];
+  const raw = name === undefined ? undefined : m.rawParam(name);
   try {
-    return { template, id: decodeURIComponent(m[2]) };
+    return raw === undefined ? undefined : decodeURIComponent(raw);
   } catch {
-    return undefined;
+    return null;
   }
 }
 
@@ -44,16 +39,18 @@ function matchRoute(routes: Map<string, string[]>, pathname: string): { template
  * The OAuth admin routes. Deletes are idempotent: `deleted: false` says there was nothing (left) to delete.
  * Deleting a client ends its sessions with it; a deleted session's access tokens are refused at their next call.
  */
-function oauthAnswer(store: OAuthStore, template: string, id: string | undefined): { status: number; body: unknown } {
-  switch (template) {
-    case '/__admin/oauth/clients':
+function oauthAnswer(store: OAuthStore, route: RouteDeclaration, id: string | undefined): { status: number; body: unknown } {
+  switch (route) {
+    case ADMIN.oauthClients:
       return { status: 200, body: { clients: store.clients() } };
-    case '/__admin/oauth/sessions':
+    case ADMIN.oauthSessions:
       return { status: 200, body: { sessions: store.sessions() } };
-    case '/__admin/oauth/clients/{client_id}':
+    case ADMIN.oauthClientDelete:
       return { status: 200, body: { deleted: store.deleteClient(id!), client_id: id } };
-    default:
+    case ADMIN.oauthSessionDelete:
       return { status: 200, body: { deleted: store.deleteSession(id!), token_id: id } };
+    default:
+      throw new Error(`the admin route ${route.method.toUpperCase()} ${route.path} has no handler`);
   }
 }
 
@@ -85,18 +82,23 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
   const parsed = parseBind(bind);
   if (!parsed.ok) throw new Error(`server.admin_bind: ${parsed.problem}`);
   if (parsed.address.port === 0) return undefined;
-  const routes = new Map([...ROUTES, ...(oauth ? OAUTH_ROUTES : [])]);
+  const routes = adminRoutes(oauth !== undefined);
+  const matcher = new RouteMatcher(routes, false);
+  const paths = [...new Set(routes.map((r) => r.path))].join(', ');
 
   const handle = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
     const url = splitTarget(req.url ?? '/');
-    const route = matchRoute(routes, url.pathname);
-    const methods = route && routes.get(route.template);
-    if (!route || !methods) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${[...routes.keys()].join(', ')}`);
-    if (!methods.includes(req.method ?? '')) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
-    if (oauth && route.template.startsWith('/__admin/oauth/')) {
+    // The path as sent: a percent-encoded or dot-segment spelling of an admin path is no admin path.
+    const methods = matcher.methodsAt(url.pathname);
+    const param = methods.length ? idOf(matcher.match(methods[0], url.pathname)!) : null;
+    if (param === null) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${paths}`);
+    const route = methods.includes(req.method ?? '') ? matcher.match(req.method!, url.pathname)?.route : undefined;
+    if (!route) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
+    if (route !== ADMIN.reload) {
+      // The OAuth routes, mounted only with [mcp.oauth] (adminRoutes).
       req.resume();
-      const a = oauthAnswer(oauth, route.template, route.id);
-      if (req.method === 'DELETE') log.info({ req_id: id, route: route.template, id: route.id, deleted: (a.body as { deleted: boolean }).deleted }, 'admin oauth delete');
+      const a = oauthAnswer(oauth!, route, param);
+      if (req.method === 'DELETE') log.info({ req_id: id, route: route.path, id: param, deleted: (a.body as { deleted: boolean }).deleted }, 'admin oauth delete');
       return send(res, a.status, a.body);
     }
     const flush = parseBoolean(url.searchParams.get('flush') ?? undefined, 'flush');

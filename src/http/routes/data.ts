@@ -21,6 +21,7 @@ import { sendJson } from '../respond.js';
 import { tileAnswer } from '../tile-fast-lane.js';
 import { telemetry } from '../../telemetry/recorder.js';
 import { FILTER_QUERY, KEY_QUERY, param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { FILTER_PARAMS, filterQuery, parseTileFilter } from '../../serve/tile-filter.js';
 import type { SourceInfo, TileFilter } from '../../sources/source.js';
 
@@ -37,7 +38,8 @@ function queryParams(url: string): Record<string, string> {
 
 export function registerDataRoutes(r: Router, ctx: ServerContext): void {
   r.add(
-    { method: 'get', path: '/data.json', hono: '/data.json', summary: 'TileJSON of every source', tag: 'Metadata', query: KEY_QUERY, responses: { 200: JSON_OK } },
+    PUBLIC.dataList,
+    { summary: 'TileJSON of every source', tag: 'Metadata', query: KEY_QUERY, responses: { 200: JSON_OK } },
     (c) => {
       const state = ctx.holder.current;
       const u = urlContext(c, state);
@@ -47,10 +49,8 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.index,
     {
-      method: 'get',
-      path: '/index.json',
-      hono: '/index.json',
       summary: 'TileJSON of every source and every raster style',
       tag: 'Metadata',
       query: KEY_QUERY,
@@ -70,10 +70,8 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.tileJson,
     {
-      method: 'get',
-      path: '/data/{source}.json',
-      hono: '/data/:file{.+\\.json}',
       summary: 'TileJSON of one source',
       tag: 'Metadata',
       params: { source: { schema: v.string(), description: 'source id, composite id, or source ids joined by "+" (ad-hoc composite)' } },
@@ -101,10 +99,8 @@ export function registerDataRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.dataTile,
     {
-      method: 'get',
-      path: '/data/{source}/{z}/{x}/{y}.{format}',
-      hono: '/data/:source/:z/:x/:file',
       summary: 'A tile of a source',
       tag: 'Tiles',
       description:

@@ -9,6 +9,7 @@ import { escapeHtml, styleOrigins, workerRef } from '../pages/html.js';
 import { renderPage } from '../pages/shell.js';
 import { problem } from '../problem.js';
 import { param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
 const NUMBER_TEXT = v.pipe(v.string(), v.description('a finite decimal number'));
@@ -29,10 +30,8 @@ export const EMBED_QUERY = {
 
 export function registerEmbedRoutes(r: Router, ctx: ServerContext): void {
   r.add(
+    PUBLIC.embed,
     {
-      method: 'get',
-      path: '/embed/{style}',
-      hono: '/embed/:style',
       summary: 'Embeddable map page (for an iframe), driven through postMessage',
       tag: 'Pages',
       description:

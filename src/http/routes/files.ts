@@ -8,6 +8,7 @@ import * as v from 'valibot';
 import type { ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import type { Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 
 // A Map: the extension comes from the URL (`x.constructor` must be octet-stream, not a lookup of a function).
 const TYPES = new Map<string, string>([
@@ -56,10 +57,8 @@ export async function resolveInside(root: string, urlPath: string): Promise<stri
 
 export function registerFileRoutes(r: Router, ctx: ServerContext): void {
   r.add(
+    PUBLIC.files,
     {
-      method: 'get',
-      path: '/files/{filepath}',
-      hono: '/files/*',
       summary: 'A file from the configured files directory',
       tag: 'Files',
       params: { filepath: { schema: v.string(), description: 'path inside the files directory' } },

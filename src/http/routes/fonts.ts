@@ -6,6 +6,7 @@ import type { ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import { sendBytes, sendJson } from '../respond.js';
 import { param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
 /** Glyph files change only when fonts are replaced; clients may keep them a day. */
@@ -13,10 +14,8 @@ const GLYPHS_CACHE_CONTROL = 'public, max-age=86400';
 
 export function registerFontRoutes(r: Router, ctx: ServerContext): void {
   r.add(
+    PUBLIC.fontList,
     {
-      method: 'get',
-      path: '/fonts.json',
-      hono: '/fonts.json',
       summary: 'Names of the fonts in the fonts directory (folders of ranges, and font files by the name they declare)',
       tag: 'Fonts',
       responses: { 200: { description: 'font names, sorted', content: { 'application/json': v.array(v.string()) } } },
@@ -28,10 +27,8 @@ export function registerFontRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.glyphs,
     {
-      method: 'get',
-      path: '/fonts/{fontstack}/{range}.pbf',
-      hono: '/fonts/:fontstack/:file{[^/]+\\.pbf}',
       summary: 'Glyphs of one character range for a font stack',
       tag: 'Fonts',
       description:

@@ -21,6 +21,7 @@ import { ConfigError } from '../../config/errors.js';
 import type { ServerContext } from '../context.js';
 import { problem } from '../problem.js';
 import type { Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { readBoundedText } from '../body.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
@@ -98,7 +99,7 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
   if (staticToken === undefined && !oauth) log.warn('mcp: /mcp is open to anyone who reaches this port (neither mcp.auth_token nor [mcp.oauth] is set)');
   oauth?.catch((err: Error) => log.error({ err: err.message }, 'mcp: the OAuth server cannot start; /mcp refuses every request'));
 
-  const dispatch = (c: Context) => (req: Request) => Promise.resolve(r.app.fetch(req, { incoming: (c.env as { incoming?: IncomingMessage } | undefined)?.incoming }));
+  const dispatch = (c: Context) => (req: Request) => r.fetch(req, { incoming: (c.env as { incoming?: IncomingMessage } | undefined)?.incoming });
 
   /** Checks the bearer token of a /mcp request: the refusal to answer, or who is calling (absent on an open endpoint). */
   const authenticate = async (c: Context): Promise<{ refused: Response } | { authInfo: AuthInfo | undefined }> => {
@@ -151,10 +152,8 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
     401: { description: 'no or a wrong bearer token (WWW-Authenticate tells how to get one)', content: PROBLEM },
   };
   r.add(
+    PUBLIC.mcp,
     {
-      method: 'post',
-      path: '/mcp',
-      hono: '/mcp',
       summary: 'Model Context Protocol endpoint (Streamable HTTP, JSON responses)',
       tag: 'MCP',
       description: 'JSON-RPC messages of the Model Context Protocol: tools to list sources and styles, read TileJSON, schema and stats, query features, read a tile as GeoJSON and render a static map. See docs/mcp.md.',
@@ -168,11 +167,13 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
   // token still learns where to get one). Handed to the SDK's transport instead, a GET was a 200 event stream
   // closed at once, which its client re-opened about once a second for as long as it stayed connected; on 405 the
   // client takes it that the server offers no such stream and never asks again.
-  r.app.on(['GET', 'DELETE'], '/mcp', async (c) => {
+  const notStateful = async (c: Context) => {
     const auth = await authenticate(c);
     if ('refused' in auth) return auth.refused;
     return problem(c, 405, 'Method not allowed', `${c.req.method} is not allowed on /mcp: the endpoint is stateless (no event stream, no session to end); send JSON-RPC messages with POST`, {}, { Allow: 'POST' });
-  });
+  };
+  r.add(PUBLIC.mcpStream, undefined, notStateful);
+  r.add(PUBLIC.mcpEnd, undefined, notStateful);
 
   if (!oauth) return;
   const as = () => oauth;
@@ -180,12 +181,10 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
 
   // RFC 8414 only: this is an OAuth server, not an OpenID provider (no ID tokens, no JWKS), so it serves no
   // `/.well-known/openid-configuration`; MCP clients look for the RFC 8414 document first.
-  for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-authorization-server/*'])
-    r.app.get(path, async (c) => json(c, (await as()).authorizationServerMetadata(origin(c))));
-  for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/*'])
-    r.app.get(path, async (c) => json(c, (await as()).protectedResourceMetadata(origin(c))));
+  for (const route of [PUBLIC.oauthServerMetadata, PUBLIC.oauthServerMetadataFor]) r.add(route, undefined, async (c) => json(c, (await as()).authorizationServerMetadata(origin(c))));
+  for (const route of [PUBLIC.oauthResourceMetadata, PUBLIC.oauthResourceMetadataFor]) r.add(route, undefined, async (c) => json(c, (await as()).protectedResourceMetadata(origin(c))));
 
-  r.app.post('/oauth/register', async (c) => {
+  r.add(PUBLIC.oauthRegister, undefined, async (c) => {
     const text = await readBoundedText(c, MAX_OAUTH_BODY);
     if (text === undefined) return answer(c, { status: 413, json: { error: 'invalid_client_metadata', error_description: `the body is larger than ${MAX_OAUTH_BODY} bytes` } });
     let body: unknown;
@@ -198,15 +197,15 @@ export function registerMcpRoutes(r: Router, ctx: ServerContext, log: Logger): v
     if (a.status === 201) log.info({ client_id: (a.json as { client_id: string }).client_id }, 'mcp oauth: client registered');
     return answer(c, a);
   });
-  r.app.get('/oauth/authorize', async (c) => answer(c, (await as()).authorizePage(new URL(c.req.url).searchParams, origin(c))));
-  r.app.post('/oauth/authorize', async (c) => {
+  r.add(PUBLIC.oauthAuthorizePage, undefined, async (c) => answer(c, (await as()).authorizePage(new URL(c.req.url).searchParams, origin(c))));
+  r.add(PUBLIC.oauthAuthorize, undefined, async (c) => {
     const form = await formOf(c);
     if (!form) return answer(c, { status: 400, html: 'the consent form is sent as application/x-www-form-urlencoded, at most 16 KiB' });
     const a = (await as()).authorizeDecision(form, origin(c), addressOf(c));
     if (a.status === 403 || a.status === 429) log.warn({ client_id: form.get('client_id'), address: addressOf(c), status: a.status }, 'mcp oauth: consent refused');
     return answer(c, a);
   });
-  r.app.post('/oauth/token', async (c) => {
+  r.add(PUBLIC.oauthToken, undefined, async (c) => {
     const form = await formOf(c);
     if (!form) return answer(c, { status: 400, headers: { 'cache-control': 'no-store' }, json: { error: 'invalid_request', error_description: 'the body is application/x-www-form-urlencoded, at most 16 KiB' } });
     return answer(c, await (await as()).token(form, c.req.header('authorization'), origin(c)));

@@ -5,6 +5,7 @@ import path from 'node:path';
 import * as v from 'valibot';
 import type { ServerContext } from '../context.js';
 import { openApiDocument, param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { problem } from '../problem.js';
 import { problemBody } from '../../problem.js';
 import type { AppState } from '../../state/app-state.js';
@@ -145,15 +146,14 @@ export { resolvedCacheDir };
 
 export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
   r.add(
-    { method: 'get', path: '/health', hono: '/health', summary: 'Liveness', tag: 'Operational', responses: { 200: { description: 'the text OK', content: { 'text/plain': true } } } },
+    PUBLIC.health,
+    { summary: 'Liveness', tag: 'Operational', responses: { 200: { description: 'the text OK', content: { 'text/plain': true } } } },
     (c) => c.text('OK', 200, { 'Cache-Control': 'no-store' }),
   );
 
   r.add(
+    PUBLIC.ready,
     {
-      method: 'get',
-      path: '/ready',
-      hono: '/ready',
       summary: 'Readiness: 200 once every configured component can serve (renderers warmed, database and object stores reachable), else 503',
       tag: 'Operational',
       responses: {
@@ -175,10 +175,8 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.ping,
     {
-      method: 'get',
-      path: '/ping',
-      hono: '/ping',
       summary: 'State of the service (this process)',
       tag: 'Operational',
       responses: { 200: { description: 'Ping object', content: { 'application/json': PingSchema } } },
@@ -219,10 +217,8 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
   // One document per state: which routes are mounted follows the configuration (server.disable_render).
   const docs = new WeakMap<AppState, string>();
   r.add(
+    PUBLIC.openapi,
     {
-      method: 'get',
-      path: '/openapi.json',
-      hono: '/openapi.json',
       summary: 'OpenAPI 3.1 description of every route mounted under the active configuration',
       tag: 'Operational',
       responses: { 200: { description: 'OpenAPI document', content: { 'application/json': true } } },
@@ -244,10 +240,8 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
     ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
   ]);
   r.add(
+    PUBLIC.openapiViewer,
     {
-      method: 'get',
-      path: '/_openapi',
-      hono: '/_openapi',
       summary: 'Interactive API reference (works offline)',
       tag: 'Operational',
       responses: { 200: { description: 'HTML page', content: { 'text/html': true } } },
@@ -255,10 +249,8 @@ export function registerOperationalRoutes(r: Router, ctx: ServerContext): void {
     (c) => c.html(REFERENCE_PAGE, 200, { 'Cache-Control': 'no-cache' }),
   );
   r.add(
+    PUBLIC.openapiAsset,
     {
-      method: 'get',
-      path: '/_openapi/{asset}',
-      hono: '/_openapi/:asset',
       summary: 'Assets of the API reference page',
       tag: 'Operational',
       params: { asset: { schema: v.picklist([...assets.keys()]) } },

@@ -16,6 +16,7 @@ import { PAGE_FILES, pageFile } from '../pages/page-files.js';
 import { renderPage } from '../pages/shell.js';
 import { problem } from '../problem.js';
 import { param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { renderAbsence } from './render.js';
 
 const HTML = { 'text/html': true as const };
@@ -33,10 +34,8 @@ function viewerBody(base: string, title: string, links: [string, string][]): str
 
 export function registerPageRoutes(r: Router, ctx: ServerContext): void {
   r.add(
+    PUBLIC.home,
     {
-      method: 'get',
-      path: '/',
-      hono: '/',
       summary: 'Home page: every style and data source with a live preview and its links',
       tag: 'Pages',
       responses: { 200: { description: 'HTML page', content: HTML } },
@@ -60,10 +59,8 @@ export function registerPageRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.stylePage,
     {
-      method: 'get',
-      path: '/styles/{style}/',
-      hono: '/styles/:style/',
       summary: 'Full-page viewer of a style (or of the generated style of a vector source)',
       tag: 'Pages',
       params: { style: { schema: v.string(), description: 'style id' } },
@@ -96,10 +93,8 @@ export function registerPageRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.dataPage,
     {
-      method: 'get',
-      path: '/data/{source}/',
-      hono: '/data/:source/',
       summary: 'Inspect view of a source: vector layers coloured with feature properties on hover, or the raster imagery',
       tag: 'Pages',
       params: { source: { schema: v.string(), description: 'source id' } },
@@ -133,10 +128,8 @@ export function registerPageRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.pageAsset,
     {
-      method: 'get',
-      path: '/assets/pages/{file}',
-      hono: '/assets/pages/:file',
       summary: 'Scripts and style sheet of the pages',
       tag: 'Pages',
       params: { file: { schema: v.picklist(PAGE_FILES) } },
@@ -152,10 +145,8 @@ export function registerPageRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.asset,
     {
-      method: 'get',
-      path: '/assets/{version}/{file}',
-      hono: '/assets/:version/:file',
       summary: 'The map library (maplibre-gl, maplibre-gl-inspect) from its npm package, for server.embed_assets = "local"',
       tag: 'Pages',
       params: {

@@ -10,6 +10,7 @@ import { parseLonLat, parseNumber } from '../../render/overlays.js';
 import { parseTileCoord, splitTileFile, type TileCoord } from '../../tiles/coords.js';
 import type { ServerContext } from '../context.js';
 import { param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { beginRender, clientOf, invalid, renderAbsence, renderOutput, renderProblem, requestKey, send, RENDER_QUERY, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
 import { PEER_CLIENT_HEADER, PEER_HEADER } from '../../render/peers.js';
 import { registerStaticMapRoutes } from './static-map.js';
@@ -22,7 +23,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
   if (!render) return;
   const begin = beginRender(ctx, render);
 
-  // Registered before the tile routes: `/styles/{style}/static/…` has as many segments as a tile path.
+  // The order in which routes match (static maps before the tiles: `/styles/{style}/static/…` has as many segments as
+  // a tile path) is the route table's (src/routes/public-routes.ts), whatever the order they are bound here.
   registerStaticMapRoutes(r, begin);
 
   const tileHandler = async (c: Context, sizeText: string | undefined) => {
@@ -53,10 +55,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     format: { schema: v.picklist(['png', 'jpg', 'jpeg', 'webp', 'avif', 'auto']), description: 'auto: negotiated from the Accept header (Vary: Accept)' },
   };
   r.add(
+    PUBLIC.styleTile,
     {
-      method: 'get',
-      path: '/styles/{style}/{z}/{x}/{y}{scale}.{format}',
-      hono: '/styles/:style/:z/:x/:file',
       summary: 'Raster tile of a style (512 px base, times the scale)',
       tag: 'Rendering',
       params: tileParams,
@@ -67,10 +67,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
     renderAbsence,
   );
   r.add(
+    PUBLIC.sizedStyleTile,
     {
-      method: 'get',
-      path: '/styles/{style}/{tile_size}/{z}/{x}/{y}{scale}.{format}',
-      hono: '/styles/:style/:size/:z/:x/:file',
       summary: 'Raster tile of a style with a 256 or 512 px base (a 256 px tile covers the area of the 512 px tile of the same z/x/y)',
       tag: 'Rendering',
       params: { ...tileParams, tile_size: { schema: v.picklist([256, 512]) } },
@@ -82,10 +80,8 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.socialCard,
     {
-      method: 'get',
-      path: '/og/{style}',
-      hono: '/og/:style',
       summary: 'Social-card image of a style (1200x630 by default)',
       tag: 'Rendering',
       params: STYLE_PARAM,

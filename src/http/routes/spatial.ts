@@ -11,6 +11,7 @@ import { problem } from '../problem.js';
 import { readBoundedText } from '../body.js';
 import { sendJson } from '../respond.js';
 import { param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
 /** A query body is a few hundred bytes; anything past this is not one. */
@@ -62,10 +63,8 @@ export function registerSpatialRoutes(r: Router, ctx: ServerContext): void {
     ['stats', StatsDoc, spatialStats],
   ] as const) {
     r.add(
+      kind === 'schema' ? PUBLIC.spatialSchema : PUBLIC.spatialStats,
       {
-        method: 'get',
-        path: `/api/spatial/${kind}/{source}`,
-        hono: `/api/spatial/${kind}/:source`,
         summary: kind === 'schema' ? 'Layers and fields of a source' : 'Summary of a source',
         tag: 'Spatial',
         description: 'Read from the source metadata (TileJSON vector_layers); no tile is decoded.',
@@ -82,10 +81,8 @@ export function registerSpatialRoutes(r: Router, ctx: ServerContext): void {
   }
 
   r.add(
+    PUBLIC.spatialQuery,
     {
-      method: 'post',
-      path: '/api/spatial/query',
-      hono: '/api/spatial/query',
       summary: 'Features of a vector source inside a bounding box',
       tag: 'Spatial',
       description:

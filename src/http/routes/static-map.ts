@@ -21,6 +21,7 @@ import {
 import { readBoundedText } from '../body.js';
 import { problem } from '../problem.js';
 import { param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { clientOf, invalid, PROBLEM, renderAbsence, renderOutput, renderProblem, requestKey, send, RENDER_QUERY, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
 
 /** Largest JSON body of the POST form: far beyond any URL, small enough to parse at once. */
@@ -157,14 +158,10 @@ async function drawStatic(c: Context, b: Exclude<Begun, { res: Response }>, para
 export function registerStaticMapRoutes(r: Router, begin: (c: Context) => Begun): void {
   // The same routes under /static/raw/ read coordinates as EPSG:3857 metres (tileserver-gl's raw endpoints).
   for (const metres of [false, true]) {
-    const prefix = metres ? '/styles/{style}/static/raw' : '/styles/{style}/static';
-    const hono = metres ? '/styles/:style/static/raw/:view/:size' : '/styles/:style/static/:view/:size';
     const rawText = metres ? RAW_DESCRIPTION : '';
     r.add(
+      metres ? PUBLIC.staticMapRaw : PUBLIC.staticMap,
       {
-        method: 'get',
-        path: `${prefix}/{view}/{size}`,
-        hono,
         summary: `Static map image with optional path, marker and GeoJSON overlays${metres ? ' (EPSG:3857 coordinates)' : ''}`,
         tag: 'Rendering',
         description: `${DESCRIPTION}${rawText} Overlays longer than a URL may be (server.max_header_bytes) go in the body of the POST form.`,
@@ -181,10 +178,8 @@ export function registerStaticMapRoutes(r: Router, begin: (c: Context) => Begun)
     );
 
     r.add(
+      metres ? PUBLIC.staticMapRawPost : PUBLIC.staticMapPost,
       {
-        method: 'post',
-        path: `${prefix}/{view}/{size}`,
-        hono,
         summary: `Static map image with the overlays in a JSON body (for overlays too long for a URL)${metres ? ' (EPSG:3857 coordinates)' : ''}`,
         tag: 'Rendering',
         description:

@@ -15,6 +15,7 @@ import { visibleTo } from '../access-gate.js';
 import { problem } from '../problem.js';
 import { METADATA_CACHE_CONTROL, sendBytes, sendJson } from '../respond.js';
 import { KEY_QUERY, param, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { renderAbsence } from './render.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
@@ -32,10 +33,8 @@ const noStyle = (c: Context, id: string) => problem(c, 404, 'Style not found', `
 
 export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
   r.add(
+    PUBLIC.styleList,
     {
-      method: 'get',
-      path: '/styles.json',
-      hono: '/styles.json',
       summary: 'The configured styles',
       tag: 'Styles',
       query: KEY_QUERY,
@@ -50,10 +49,8 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.style,
     {
-      method: 'get',
-      path: '/styles/{style}/style.json',
-      hono: '/styles/:style/style.json',
       summary: 'Style JSON (MapLibre style version 8) with URLs pointing at this service',
       tag: 'Styles',
       description:
@@ -90,10 +87,8 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.styleJson,
     {
-      method: 'get',
-      path: '/styles/{style}.json',
-      hono: '/styles/:file{[^/]+\\.json}',
       summary: 'Raster TileJSON of a style (rendered PNG tiles, 512 px base)',
       tag: 'Styles',
       params: STYLE_PARAM,
@@ -114,10 +109,8 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.styleWmts,
     {
-      method: 'get',
-      path: '/styles/{style}/wmts.xml',
-      hono: '/styles/:style/wmts.xml',
       summary: 'OGC WMTS 1.0.0 GetCapabilities of a style (GoogleMapsCompatible, PNG)',
       tag: 'Styles',
       params: STYLE_PARAM,
@@ -139,10 +132,8 @@ export function registerStyleRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.sprite,
     {
-      method: 'get',
-      path: '/styles/{style}/sprite{scale}.{format}',
-      hono: '/styles/:style/:file{sprite[^/]*}',
       summary: 'Sprite sheet (png) or its metadata (json)',
       tag: 'Styles',
       params: {

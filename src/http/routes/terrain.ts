@@ -19,6 +19,7 @@ import { METADATA_CACHE_CONTROL, sendBytes, sendJson } from '../respond.js';
 import { withKey } from '../../sources/tilejson.js';
 import { wmtsDocument } from '../../serve/wmts.js';
 import { param, KEY_QUERY, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { sendTileResult } from './data.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
@@ -85,10 +86,8 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
   for (const product of ['hillshade', 'contours'] as const) {
     const hillshade = product === 'hillshade';
     r.add(
+      hillshade ? PUBLIC.hillshadeJson : PUBLIC.contoursJson,
       {
-        method: 'get',
-        path: `/data/{source}/${product}.json`,
-        hono: `/data/:source/${product}.json`,
         summary: `TileJSON of an elevation source's ${product} tiles`,
         tag: 'Terrain',
         params: SOURCE,
@@ -109,10 +108,8 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
       },
     );
     r.add(
+      hillshade ? PUBLIC.hillshadeTile : PUBLIC.contoursTile,
       {
-        method: 'get',
-        path: hillshade ? '/data/{source}/hillshade/{z}/{x}/{y}.{format}' : '/data/{source}/contours/{z}/{x}/{y}.{format}',
-        hono: `/data/:source/${product}/:z/:x/:file`,
         summary: hillshade ? 'A hillshade tile of an elevation source' : 'A contour-line tile of an elevation source',
         description: hillshade
           ? 'Shaded relief computed from the elevations with a border from the neighbouring data (no seams), slopes from real ground distances. `{y}@2x.png` doubles the pixels. Made above the data\'s deepest zoom too (up to 4 zooms deeper).'
@@ -158,10 +155,8 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
   }
 
   r.add(
+    PUBLIC.hillshadeWmts,
     {
-      method: 'get',
-      path: '/data/{source}/hillshade/wmts.xml',
-      hono: '/data/:source/hillshade/wmts.xml',
       summary: "WMTS capabilities of an elevation source's hillshade tiles",
       tag: 'Terrain',
       params: SOURCE,
@@ -193,10 +188,8 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.elevationPoint,
     {
-      method: 'get',
-      path: '/api/elevation/{source}',
-      hono: '/api/elevation/:source',
       summary: 'Elevation at a point',
       description: "Bilinear between the four nearest pixels at the source's full resolution (a COG's own pixels; an archive's deepest tiles). `elevation` is null where there is no data.",
       tag: 'Terrain',
@@ -221,10 +214,8 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.elevationBatch,
     {
-      method: 'post',
-      path: '/api/elevation/{source}',
-      hono: '/api/elevation/:source',
       summary: 'Elevations at many points',
       description: 'Body `{"points": [[lon, lat], ...]}` (tileserver-gl\'s `[{"lon", "lat", "z"}]` is read too). Elevations come back in order, null where there is no data; at most `[terrain] max_points` points.',
       tag: 'Terrain',
@@ -247,10 +238,8 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.elevationProfile,
     {
-      method: 'post',
-      path: '/api/elevation/{source}/profile',
-      hono: '/api/elevation/:source/profile',
       summary: 'Elevation profile along a line',
       description:
         'Body: a GeoJSON LineString (or a Feature of one) or `{"polyline": "...", "precision": 5}`, with `samples` (a count) or `step_m` (metres between samples). ' +
@@ -295,10 +284,8 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
 
   // tileserver-gl's routes: integers are a tile (its centre is read at that zoom), other numbers a lon/lat.
   r.add(
+    PUBLIC.dataElevationPoint,
     {
-      method: 'get',
-      path: '/data/{source}/elevation/{z}/{x}/{y}',
-      hono: '/data/:source/elevation/:z/:x/:y',
       summary: "Elevation at a tile's centre or at a lon/lat (tileserver-gl's route)",
       description: 'x and y integers: the centre of tile z/x/y; otherwise x is a longitude and y a latitude. Answers `{long, lat, elevation, z, x, y, pixelX, pixelY}` as tileserver-gl does; 204 where there is no data.',
       tag: 'Terrain',
@@ -349,10 +336,8 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.dataElevationBatch,
     {
-      method: 'post',
-      path: '/data/{source}/elevation',
-      hono: '/data/:source/elevation',
       summary: "Elevations at many points (tileserver-gl's route)",
       description: 'Body `{"points": [{"lon", "lat", "z"}, ...]}`; answers a bare array of elevations in order, null where there is no data, as tileserver-gl does.',
       tag: 'Terrain',

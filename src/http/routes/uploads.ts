@@ -13,6 +13,7 @@ import { lingerAfterEarlyAnswer } from '../linger.js';
 import { problem } from '../problem.js';
 import { sendJson } from '../respond.js';
 import { param, type Absence, type Router } from '../router.js';
+import { PUBLIC } from '../../routes/public-routes.js';
 import { sourceTileJsonUrl } from '../../serve/rewrite.js';
 import type { Logger } from '../../log.js';
 
@@ -61,10 +62,8 @@ export function registerUploadRoutes(r: Router, ctx: ServerContext, log: Logger)
   if (!uploads) return;
 
   r.add(
+    PUBLIC.upload,
     {
-      method: 'post',
-      path: '/api/upload',
-      hono: '/api/upload',
       summary: 'Upload an MBTiles archive or a GeoTIFF, served at once as a temporary source',
       tag: 'Uploads',
       description:
@@ -120,10 +119,8 @@ export function registerUploadRoutes(r: Router, ctx: ServerContext, log: Logger)
   );
 
   r.add(
+    PUBLIC.uploads,
     {
-      method: 'get',
-      path: '/api/upload',
-      hono: '/api/upload',
       summary: 'The uploads served now',
       tag: 'Uploads',
       responses: { 200: { description: 'every upload', content: { 'application/json': ListDoc } }, 404: { description: 'server.upload_dir is not set', content: PROBLEM } },
@@ -133,10 +130,8 @@ export function registerUploadRoutes(r: Router, ctx: ServerContext, log: Logger)
   );
 
   r.add(
+    PUBLIC.uploadDelete,
     {
-      method: 'delete',
-      path: '/api/upload/{id}',
-      hono: '/api/upload/:id',
       summary: 'Remove an upload from every process and delete its file',
       tag: 'Uploads',
       params: ID_PARAM,

@@ -8,6 +8,7 @@ import { urlContext, type ServerContext } from '../../context.js';
 import { problem } from '../../problem.js';
 import { openApi30 } from '../../openapi30.js';
 import { openApiDocument, type Router } from '../../router.js';
+import { PUBLIC } from '../../../routes/public-routes.js';
 import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
 
 const DOC = (description: string) => ({ description, content: { 'application/json': true as const, 'text/html': true as const } });
@@ -17,7 +18,8 @@ const hasFeatures = (state: AppState) => [...state.sources.values()].some(offers
 export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
   const styled = (state: AppState) => mapStyles(state, ctx.render !== undefined).length > 0;
   r.add(
-    { method: 'get', path: '/ogc', hono: '/ogc', summary: 'OGC API landing page', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('links to the conformance declaration, the collections and the tile matrix sets'), 400: { description: 'an unknown f', content: PROBLEM } } },
+    PUBLIC.ogcLanding,
+    { summary: 'OGC API landing page', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('links to the conformance declaration, the collections and the tile matrix sets'), 400: { description: 'an unknown f', content: PROBLEM } } },
     (c) => {
       const state = ctx.holder.current;
       return sendDoc(c, state, 'tileserver-ts OGC API', landingPage(new Hrefs(urlContext(c, state)), styled(state)));
@@ -25,10 +27,8 @@ export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
     ogcAbsence,
   );
   r.add(
+    PUBLIC.ogcApi,
     {
-      method: 'get',
-      path: '/ogc/api',
-      hono: '/ogc/api',
       summary: 'OpenAPI 3.0 description of the OGC API routes (the oas30 conformance classes)',
       tag: 'OGC API',
       description: 'Converted from the same route specs as /openapi.json (OpenAPI 3.1), with the /ogc paths only.',
@@ -49,7 +49,8 @@ export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
     ogcAbsence,
   );
   r.add(
-    { method: 'get', path: '/ogc/conformance', hono: '/ogc/conformance', summary: 'OGC API conformance declaration', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the conformance classes offered'), 400: { description: 'an unknown f', content: PROBLEM } } },
+    PUBLIC.ogcConformance,
+    { summary: 'OGC API conformance declaration', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the conformance classes offered'), 400: { description: 'an unknown f', content: PROBLEM } } },
     (c) => {
       const state = ctx.holder.current;
       return sendDoc(c, state, 'Conformance', conformance(hasFeatures(state), styled(state)));
@@ -57,7 +58,8 @@ export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
     ogcAbsence,
   );
   r.add(
-    { method: 'get', path: '/ogc/tileMatrixSets', hono: '/ogc/tileMatrixSets', summary: 'Tile matrix sets offered (WebMercatorQuad)', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the list'), 400: { description: 'an unknown f', content: PROBLEM } } },
+    PUBLIC.ogcTileMatrixSets,
+    { summary: 'Tile matrix sets offered (WebMercatorQuad)', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the list'), 400: { description: 'an unknown f', content: PROBLEM } } },
     (c) => {
       const state = ctx.holder.current;
       return sendDoc(c, state, 'Tile matrix sets', tileMatrixSets(new Hrefs(urlContext(c, state))));
@@ -65,10 +67,8 @@ export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
     ogcAbsence,
   );
   r.add(
+    PUBLIC.ogcTileMatrixSet,
     {
-      method: 'get',
-      path: '/ogc/tileMatrixSets/{tileMatrixSetId}',
-      hono: '/ogc/tileMatrixSets/:tms',
       summary: 'A tile matrix set definition (OGC Two Dimensional Tile Matrix Set 2.0)',
       tag: 'OGC API',
       params: { tileMatrixSetId: { schema: v.literal(TMS_ID) } },

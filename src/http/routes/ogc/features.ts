@@ -14,6 +14,7 @@ import { CRS84 } from '../../../ogc/tms.js';
 import { urlContext, type ServerContext } from '../../context.js';
 import { problem } from '../../problem.js';
 import { KEY_QUERY, param, type Router } from '../../router.js';
+import { PUBLIC } from '../../../routes/public-routes.js';
 import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
 
 const COLLECTION = {
@@ -72,10 +73,8 @@ function parseDigits(text: string, cap: number): number | undefined {
 
 export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
   r.add(
+    PUBLIC.ogcItems,
     {
-      method: 'get',
-      path: '/ogc/collections/{collectionId}/items',
-      hono: '/ogc/collections/:id/items',
       summary: 'Features of a PostGIS table or of a layer of a data file, filtered and paged',
       tag: 'OGC API',
       description:
@@ -182,10 +181,8 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.ogcItem,
     {
-      method: 'get',
-      path: '/ogc/collections/{collectionId}/items/{featureId}',
-      hono: '/ogc/collections/:id/items/:fid',
       summary: 'One feature of a PostGIS table (by id_column, else the one-column primary key) or of a layer of a data file (by its integer feature id)',
       tag: 'OGC API',
       params: { ...COLLECTION, featureId: { schema: v.string() } },
@@ -218,10 +215,8 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
   );
 
   r.add(
+    PUBLIC.ogcQueryables,
     {
-      method: 'get',
-      path: '/ogc/collections/{collectionId}/queryables',
-      hono: '/ogc/collections/:id/queryables',
       summary: 'The properties filters may use (JSON Schema)',
       tag: 'OGC API',
       params: COLLECTION,

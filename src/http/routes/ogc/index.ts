@@ -8,7 +8,7 @@ import { registerOgcTileRoutes } from './tiles.js';
 
 export function registerOgcRoutes(r: Router, ctx: ServerContext): void {
   registerOgcCoreRoutes(r, ctx);
-  // Before the tile routes: /collections/{id}/items and /queryables are not tilesets.
+  // Matched in the route table's order (src/routes/public-routes.ts): items and queryables before the tilesets.
   registerOgcFeatureRoutes(r, ctx);
   registerOgcTileRoutes(r, ctx);
 }

@@ -13,6 +13,7 @@ import { urlContext, type ServerContext } from '../../context.js';
 import { visibleTo } from '../../access-gate.js';
 import { problem } from '../../problem.js';
 import { param, type Router } from '../../router.js';
+import { PUBLIC } from '../../../routes/public-routes.js';
 import { answerSourceTile, sendTileResult } from '../data.js';
 import { fetchTerrainTile, TerrainProductSource, terrainProductSource } from '../../../serve/terrain-tiles.js';
 import { acceptedEncodings } from '../../../tiles/encoding.js';
@@ -67,7 +68,8 @@ function noCollection(c: Context, state: AppState, id: string): Response {
 
 export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
   r.add(
-    { method: 'get', path: '/ogc/collections', hono: '/ogc/collections', summary: 'Collections: every source, and each layer of a data file of several layers (`{source}:{layer}`)', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the collections'), 400: DOC_ERRORS[400] } },
+    PUBLIC.ogcCollections,
+    { summary: 'Collections: every source, and each layer of a data file of several layers (`{source}:{layer}`)', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the collections'), 400: DOC_ERRORS[400] } },
     (c) => {
       const state = ctx.holder.current;
       const see = visibleTo(c, state);
@@ -76,7 +78,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     ogcAbsence,
   );
   r.add(
-    { method: 'get', path: '/ogc/collections/{collectionId}', hono: '/ogc/collections/:id', summary: 'A collection (a source, or a layer `{source}:{layer}` of a data file of several layers): extent and links', tag: 'OGC API', params: COLLECTION, query: DOC_QUERY, responses: { 200: DOC('the collection'), ...DOC_ERRORS } },
+    PUBLIC.ogcCollection,
+    { summary: 'A collection (a source, or a layer `{source}:{layer}` of a data file of several layers): extent and links', tag: 'OGC API', params: COLLECTION, query: DOC_QUERY, responses: { 200: DOC('the collection'), ...DOC_ERRORS } },
     (c) => {
       const state = ctx.holder.current;
       const id = param(c, 'id');
@@ -90,7 +93,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     ogcAbsence,
   );
   r.add(
-    { method: 'get', path: '/ogc/collections/{collectionId}/tiles', hono: '/ogc/collections/:id/tiles', summary: 'Tilesets of a collection', tag: 'OGC API', params: COLLECTION, query: DOC_QUERY, responses: { 200: DOC('the tileset list'), ...DOC_ERRORS } },
+    PUBLIC.ogcTilesets,
+    { summary: 'Tilesets of a collection', tag: 'OGC API', params: COLLECTION, query: DOC_QUERY, responses: { 200: DOC('the tileset list'), ...DOC_ERRORS } },
     (c) => {
       const state = ctx.holder.current;
       const s = sourceOf(state, param(c, 'id'));
@@ -100,10 +104,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     ogcAbsence,
   );
   r.add(
+    PUBLIC.ogcTileset,
     {
-      method: 'get',
-      path: '/ogc/collections/{collectionId}/tiles/{tileMatrixSetId}',
-      hono: '/ogc/collections/:id/tiles/:tms',
       summary: 'Tileset metadata of a collection (templated tile link, tiling scheme, limits)',
       tag: 'OGC API',
       params: { ...COLLECTION, ...TMS },
@@ -120,10 +122,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     ogcAbsence,
   );
   r.add(
+    PUBLIC.ogcTile,
     {
-      method: 'get',
-      path: '/ogc/collections/{collectionId}/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}',
-      hono: '/ogc/collections/:id/tiles/:tms/:z/:row/:col',
       summary: 'A tile of a collection (row before column); the same answer as /data/{source}/{z}/{x}/{y}',
       tag: 'OGC API',
       description: 'The source\'s own format (MVT for vector sources). 204 where the source has no tile inside the tileset\'s limits.',
@@ -165,7 +165,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     return { kind: 'style', style: b.style, minzoom: 0, maxzoom: MAX_ZOOM };
   };
   r.add(
-    { method: 'get', path: '/ogc/styles', hono: '/ogc/styles', summary: 'Styles whose rendered map tiles are offered', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the styles'), 400: DOC_ERRORS[400] } },
+    PUBLIC.ogcStyles,
+    { summary: 'Styles whose rendered map tiles are offered', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the styles'), 400: DOC_ERRORS[400] } },
     (c) => {
       const state = ctx.holder.current;
       const see = visibleTo(c, state);
@@ -174,7 +175,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     ogcMapAbsence,
   );
   r.add(
-    { method: 'get', path: '/ogc/map/tiles', hono: '/ogc/map/tiles', summary: 'Map tilesets of the dataset: the rendered tileset of every style', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the tileset list'), 400: DOC_ERRORS[400] } },
+    PUBLIC.ogcMapTilesets,
+    { summary: 'Map tilesets of the dataset: the rendered tileset of every style', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the tileset list'), 400: DOC_ERRORS[400] } },
     (c) => {
       const state = ctx.holder.current;
       const see = visibleTo(c, state);
@@ -184,7 +186,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     ogcMapAbsence,
   );
   r.add(
-    { method: 'get', path: '/ogc/styles/{styleId}/map/tiles', hono: '/ogc/styles/:style/map/tiles', summary: 'Map tilesets of a style', tag: 'OGC API', params: STYLE, query: DOC_QUERY, responses: { 200: DOC('the tileset list'), ...DOC_ERRORS } },
+    PUBLIC.ogcStyleMapTilesets,
+    { summary: 'Map tilesets of a style', tag: 'OGC API', params: STYLE, query: DOC_QUERY, responses: { 200: DOC('the tileset list'), ...DOC_ERRORS } },
     (c) => {
       const t = styleTileset(c);
       if (t instanceof Response) return t;
@@ -194,10 +197,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     ogcMapAbsence,
   );
   r.add(
+    PUBLIC.ogcStyleMapTileset,
     {
-      method: 'get',
-      path: '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}',
-      hono: '/ogc/styles/:style/map/tiles/:tms',
       summary: 'Map tileset metadata of a style',
       tag: 'OGC API',
       params: { ...STYLE, ...TMS },
@@ -214,10 +215,8 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
     ogcMapAbsence,
   );
   r.add(
+    PUBLIC.ogcStyleMapTile,
     {
-      method: 'get',
-      path: '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}',
-      hono: '/ogc/styles/:style/map/tiles/:tms/:z/:row/:col',
       summary: 'A rendered 256 px PNG map tile of a style (row before column); the same image as /styles/{style}/256/{z}/{x}/{y}.png',
       tag: 'OGC API',
       params: { ...STYLE, ...TMS, ...TILE },
