@@ -129,6 +129,22 @@ export function defaultCenter(bounds: Bounds, minzoom: number, maxzoom: number):
   return [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2, z];
 }
 
+/** What a configured source says of itself in its TileJSON: the operator's names, or its id. */
+interface Naming {
+  id: string;
+  name?: string;
+  attribution?: string;
+  description?: string;
+}
+
+/**
+ * The part of a source's info that every configured kind fills the same way: its id and the names from its
+ * configuration, its zoom range and bounds, and a center inside them.
+ */
+export function describedSource(cfg: Naming, minzoom: number, maxzoom: number, bounds: Bounds): Pick<SourceInfo, 'id' | 'name' | 'attribution' | 'description' | 'minzoom' | 'maxzoom' | 'bounds' | 'center'> {
+  return { id: cfg.id, name: cfg.name ?? cfg.id, attribution: cfg.attribution, description: cfg.description, minzoom, maxzoom, bounds, center: defaultCenter(bounds, minzoom, maxzoom) };
+}
+
 /** Parses TileJSON-style `vector_layers`, keeping only well-formed entries. */
 export function parseVectorLayers(value: unknown): VectorLayer[] | undefined {
   if (!Array.isArray(value)) return undefined;

@@ -10,7 +10,7 @@ import { Cql2Error } from '../../cql2/ast.js';
 import { compileFilter, type Predicate } from '../../cql2/evaluate.js';
 import type { Queryable, QueryableKind } from '../../cql2/sql.js';
 import type { FileSourceConfig } from '../../config/schema.js';
-import { defaultCenter, SourceOpenError, TileUnavailableError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileFilter } from '../source.js';
+import { describedSource, SourceOpenError, TileUnavailableError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileFilter } from '../source.js';
 import type { FeatureReader, FieldType } from './reader.js';
 
 export const DEFAULT_MINZOOM = 0;
@@ -79,17 +79,10 @@ export class Reading {
       ? [Math.min(...all.map((b) => b[0])), Math.min(...all.map((b) => b[1])), Math.max(...all.map((b) => b[2])), Math.max(...all.map((b) => b[3]))]
       : WORLD_BOUNDS;
     this.info = {
-      id: cfg.id,
+      ...describedSource(cfg, minzoom, maxzoom, bounds),
       type: cfg.type,
       format: 'pbf',
       compression: 'none',
-      name: cfg.name ?? cfg.id,
-      attribution: cfg.attribution,
-      description: cfg.description,
-      minzoom,
-      maxzoom,
-      bounds,
-      center: defaultCenter(bounds, minzoom, maxzoom),
       vectorLayers: reader.layers.map((l) => ({
         id: l.name,
         fields: Object.fromEntries(served.get(l.name)!.map((n) => [n, l.fields[n]])),

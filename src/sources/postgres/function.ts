@@ -3,7 +3,7 @@
 // as a bound parameter: request text is data, never SQL.
 import { escapeIdentifier as ident } from 'pg';
 import type { PgFunctionConfig } from '../../config/schema.js';
-import { defaultCenter, SourceOpenError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileParams, type TileSource } from '../source.js';
+import { describedSource, SourceOpenError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileParams, type TileSource } from '../source.js';
 import type { TileFunction } from './discover.js';
 import type { PgPool } from './pool.js';
 import { statementName } from './table.js';
@@ -23,17 +23,11 @@ export class PgFunctionSource implements TileSource {
     const sql = `SELECT ${ident(fn.schema)}.${ident(fn.name)}(${args}) AS mvt`;
     const bounds = (cfg.bounds as Bounds | undefined) ?? WORLD_BOUNDS;
     const info: SourceInfo = {
-      id: cfg.id,
       type: 'postgres-function',
       format: 'pbf',
       compression: 'none',
-      name: cfg.name ?? cfg.id,
-      attribution: cfg.attribution,
+      ...describedSource(cfg, cfg.minzoom, cfg.maxzoom, bounds),
       description: cfg.description ?? `${fn.schema}.${fn.name}`,
-      minzoom: cfg.minzoom,
-      maxzoom: cfg.maxzoom,
-      bounds,
-      center: defaultCenter(bounds, cfg.minzoom, cfg.maxzoom),
       // The layers are whatever the function builds; the catalogue cannot tell. Named after the function (as martin does).
       vectorLayers: [{ id: fn.name, fields: {} }],
       takesParams: withQuery,

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { escapeIdentifier as ident, escapeLiteral as literal } from 'pg';
 import type { PgTableConfig } from '../../config/schema.js';
-import { defaultCenter, SourceOpenError, TileUnavailableError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileFilter, type TileParams, type TileSource } from '../source.js';
+import { describedSource, SourceOpenError, TileUnavailableError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileFilter, type TileParams, type TileSource } from '../source.js';
 import type { TileFormat } from '../../tiles/format.js';
 import { Cql2Error } from '../../cql2/ast.js';
 import { filterSql } from '../../cql2/sql.js';
@@ -93,17 +93,11 @@ export class PgTableSource implements TileSource {
       fields[c.name] = fieldType(c.type);
     }
     const info: SourceInfo = {
-      id: cfg.id,
       type: 'postgres-table',
       format: 'pbf',
       compression: 'none',
-      name: cfg.name ?? cfg.id,
-      attribution: cfg.attribution,
+      ...describedSource(cfg, cfg.minzoom, cfg.maxzoom, bounds),
       description: cfg.description ?? `${table.schema}.${table.table}.${table.geometryColumn}`,
-      minzoom: cfg.minzoom,
-      maxzoom: cfg.maxzoom,
-      bounds,
-      center: defaultCenter(bounds, cfg.minzoom, cfg.maxzoom),
       vectorLayers: [{ id: layer, fields, minzoom: cfg.minzoom, maxzoom: cfg.maxzoom }],
       filterable: cfg.allow_filters !== false,
     };

@@ -4,7 +4,7 @@
 import type { Config, RasterSourceConfig } from '../../config/schema.js';
 import type { RasterPool } from './pool.js';
 import type { TileFormat } from '../../tiles/format.js';
-import { defaultCenter, SourceOpenError, type SourceInfo, type TileParams, type TileSource } from '../source.js';
+import { describedSource, SourceOpenError, type SourceInfo, type TileParams, type TileSource } from '../source.js';
 import { isRemotePath } from '../../config/object-location.js';
 import { RasterStorageHealth } from './storage-health.js';
 import { runTerrain } from '../../terrain/work.js';
@@ -46,20 +46,13 @@ export class CogSource implements TileSource {
     const maxzoom = cfg.maxzoom ?? Math.max(minzoom, described.nativeZoom - (size === 512 ? 1 : 0));
     if (minzoom > maxzoom) throw new SourceOpenError(cfg.id, `minzoom ${minzoom} is above maxzoom ${maxzoom}`);
     const info: SourceInfo = {
-      id: cfg.id,
+      ...describedSource(cfg, minzoom, maxzoom, described.bounds),
       type: cfg.type,
       format: 'png',
       // Elevations survive only lossless encodings: no JPEG.
       formats: cfg.dem ? DEM_FORMATS : RASTER_FORMATS,
       ...(cfg.dem ? { dem: cfg.dem.encoding } : {}),
       compression: 'none',
-      name: cfg.name ?? cfg.id,
-      attribution: cfg.attribution,
-      description: cfg.description,
-      minzoom,
-      maxzoom,
-      bounds: described.bounds,
-      center: defaultCenter(described.bounds, minzoom, maxzoom),
       tileSize: size,
     };
     return new CogSource(info, cfg, pool, config);

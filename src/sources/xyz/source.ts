@@ -19,7 +19,7 @@ import type { XyzSourceConfig } from '../../config/schema.js';
 import { expandUrl, parseUrlTemplate, redactedUrl, subdomainOf, type UrlTemplate } from '../../config/xyz-template.js';
 import { log } from '../../log.js';
 import type { TileFormat } from '../../tiles/format.js';
-import { defaultCenter, parseVectorLayers, SourceOpenError, TileUnavailableError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileSource } from '../source.js';
+import { describedSource, parseVectorLayers, SourceOpenError, TileUnavailableError, WORLD_BOUNDS, type Bounds, type SourceInfo, type TileSource } from '../source.js';
 import { Limiter, QueueFullError } from '../object-store/limiter.js';
 
 export const XYZ_DEFAULTS = { timeout_ms: 10_000, max_concurrency: 16, max_queue: 256, retries: 1, stale_cache_mb: 16 } as const;
@@ -80,18 +80,11 @@ export class XyzSource implements TileSource {
     const maxzoom = cfg.maxzoom ?? 22;
     const bounds = (cfg.bounds as Bounds | undefined) ?? WORLD_BOUNDS;
     const info: SourceInfo = {
-      id: cfg.id,
+      ...describedSource(cfg, minzoom, maxzoom, bounds),
       type: 'xyz',
       format,
       // Bytes are kept as the upstream sent them; the tile service recognises gzip'd MVT by its magic bytes.
       compression: 'none',
-      name: cfg.name ?? cfg.id,
-      attribution: cfg.attribution,
-      description: cfg.description,
-      minzoom,
-      maxzoom,
-      bounds,
-      center: defaultCenter(bounds, minzoom, maxzoom),
       // TileJSON 3.0.0 requires vector_layers for vector tiles: an empty list when the configuration names none.
       ...(vector ? { vectorLayers: parseVectorLayers(cfg.vector_layers ?? []) ?? [] } : {}),
     };
