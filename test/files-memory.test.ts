@@ -50,7 +50,9 @@ for (const kind of ['flatgeobuf', 'geoparquet'] as const) {
     assert.deepEqual(out.counts, [85, 85, 3869]);
     const note = `file ${mb(size)}, RSS ${mb(out.baseRss)} at start, peak ${mb(out.peakRss)}, memoryBytes ${mb(out.memoryBytes)}`;
     process.stdout.write(`# ${kind}: ${note}\n`);
-    assert.ok(out.peakRss < size / 2, note);
+    // The bound is on what reading adds. The RSS at start (Node, tsx and the libraries, 83 to 95 MB here) is not
+    // the reader's and moves by run: a bound on the peak alone (below half the file) failed 1 run in 3 with the
+    // reader unchanged, at 156 MB against 155.
     assert.ok(out.peakRss - out.baseRss < size / 4, note);
     // The range cache (4 MiB), the decoded features (8 MiB, as feature_cache_mb = 8 sets) and the metadata.
     assert.ok(out.memoryBytes < 16e6, note);

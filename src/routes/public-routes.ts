@@ -120,11 +120,12 @@ export const PUBLIC = {
   ogcTilesets: at('get', '/ogc/collections/{collectionId}/tiles', '/ogc/collections/:id/tiles', COLLECTION),
   ogcTileset: at('get', '/ogc/collections/{collectionId}/tiles/{tileMatrixSetId}', '/ogc/collections/:id/tiles/:tms', COLLECTION),
   ogcTile: at('get', '/ogc/collections/{collectionId}/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}', '/ogc/collections/:id/tiles/:tms/:z/:row/:col', { ...COLLECTION, budget: ogcTile }),
-  ogcStyles: at('get', '/ogc/styles', '/ogc/styles', LISTING),
-  ogcMapTilesets: at('get', '/ogc/map/tiles', '/ogc/map/tiles', LISTING),
-  ogcStyleMapTilesets: at('get', '/ogc/styles/{styleId}/map/tiles', '/ogc/styles/:style/map/tiles', STYLE),
-  ogcStyleMapTileset: at('get', '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}', '/ogc/styles/:style/map/tiles/:tms', STYLE),
-  ogcStyleMapTile: at('get', '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}', '/ogc/styles/:style/map/tiles/:tms/:z/:row/:col', { ...STYLE, budget: ogcMapTile }),
+  // The rendered map tiles of styles, and the documents that offer them: only where this process renders.
+  ogcStyles: at('get', '/ogc/styles', '/ogc/styles', { ...LISTING, mountedWith: RENDER }),
+  ogcMapTilesets: at('get', '/ogc/map/tiles', '/ogc/map/tiles', { ...LISTING, mountedWith: RENDER }),
+  ogcStyleMapTilesets: at('get', '/ogc/styles/{styleId}/map/tiles', '/ogc/styles/:style/map/tiles', { ...STYLE, mountedWith: RENDER }),
+  ogcStyleMapTileset: at('get', '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}', '/ogc/styles/:style/map/tiles/:tms', { ...STYLE, mountedWith: RENDER }),
+  ogcStyleMapTile: at('get', '/ogc/styles/{styleId}/map/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}', '/ogc/styles/:style/map/tiles/:tms/:z/:row/:col', { ...STYLE, budget: ogcMapTile, mountedWith: RENDER }),
   // Its tools render, query and sample.
   mcp: at('post', '/mcp', '/mcp', { ...MCP, budget: 'expensive' }),
   // Answered 405 after the same authentication (src/http/routes/mcp.ts says why).
