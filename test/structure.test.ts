@@ -111,6 +111,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['styles'],
   ['state'],
   ['shared-cache', 'uploads'],
+  ['expire'],
   ['serve'],
   ['spatial', 'ogc'],
   ['render', 'mcp'],

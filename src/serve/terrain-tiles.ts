@@ -102,7 +102,7 @@ async function produce(state: AppState, elevation: Elevation, req: TerrainTileRe
     }
   }
   if (sharedKey !== undefined && sharedCache.enabled) {
-    const hit = await sharedCache.get('terrain', sharedKey);
+    const hit = (await sharedCache.get('terrain', sharedKey))?.body;
     if (hit) {
       const body = new Uint8Array(hit.buffer, hit.byteOffset, hit.byteLength);
       const etag = etagOf(body);

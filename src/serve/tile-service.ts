@@ -116,7 +116,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
   const id = isVector(req.format) && req.format !== source.info.format && sharedCache.enabled ? sourceIdentity(state, source.info.id) : undefined;
   const sharedKey = id === undefined ? undefined : `transcoded/${id}/${key}`;
   if (sharedKey !== undefined) {
-    const found = await sharedCache.get('transcoded', sharedKey);
+    const found = (await sharedCache.get('transcoded', sharedKey))?.body;
     if (found) {
       const etag = etagOf(found);
       state.tileCache.set(key, { body: found, contentEncoding: encoding, etag, empty: false });

@@ -38,7 +38,34 @@ const RELEASE_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return red
 const RENEW_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 
 /** How a lookup before a render ended: the entry, or the go-ahead to render (and write back) here. */
-export type Claim = { kind: 'hit'; body: Buffer } | { kind: 'render'; release: () => Promise<void> };
+/** An entry of the shared cache: its bytes and when the machine that stored it began making them (ms). */
+export interface SharedEntry {
+  body: Buffer;
+  madeAt: number;
+}
+
+export type Claim = ({ kind: 'hit' } & SharedEntry) | { kind: 'render'; release: () => Promise<void> };
+
+/**
+ * Stored values start with this mark and the time their bytes were made (a double, 8 bytes): an expiry compares
+ * it with its own time (src/expire/). A value without the mark (written before entries carried it) counts as made
+ * at time 0, older than every expiry.
+ */
+const STAMP = Buffer.from('tsTS');
+const STAMPED = STAMP.length + 8;
+
+function stamped(body: Uint8Array, madeAt: number): Buffer {
+  const out = Buffer.allocUnsafe(STAMPED + body.byteLength);
+  STAMP.copy(out, 0);
+  out.writeDoubleBE(madeAt, STAMP.length);
+  out.set(body, STAMPED);
+  return out;
+}
+
+function unstamped(value: Buffer): SharedEntry {
+  if (value.length >= STAMPED && value.subarray(0, STAMP.length).equals(STAMP)) return { body: value.subarray(STAMPED), madeAt: value.readDoubleBE(STAMP.length) };
+  return { body: value, madeAt: 0 };
+}
 
 const noRelease = async () => {};
 
@@ -156,11 +183,11 @@ export class SharedCache {
   }
 
   /** The entry under `key`, or undefined (absent, or Redis did not answer in time). Counts a hit or a miss. */
-  async get(kind: SharedKind, key: string): Promise<Buffer | undefined> {
+  async get(kind: SharedKind, key: string): Promise<SharedEntry | undefined> {
     const got = await this.run('get', (r) => r.getBuffer(KEY_PREFIX + key));
     if (got === FAILED) return undefined;
     this.count(kind, got !== null);
-    return got ?? undefined;
+    return got ? unstamped(got) : undefined;
   }
 
   /**
@@ -168,9 +195,9 @@ export class SharedCache {
    * it (a stopped Redis would cost every render a second `shared_timeout_ms`). Each write is bounded by that
    * timeout all the same (ioredis's `commandTimeout`), and a failed one is counted as a `set` error.
    */
-  put(key: string, body: Uint8Array): void {
+  put(key: string, body: Uint8Array, madeAt: number = Date.now()): void {
     if (!this.redis) return;
-    const value = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const value = stamped(body, madeAt);
     const write: Promise<void> = this.run('set', (r) => r.set(KEY_PREFIX + key, value, 'EX', this.ttlSeconds)).then(() => void this.writes.delete(write));
     this.writes.add(write);
   }
@@ -198,7 +225,7 @@ export class SharedCache {
       if (got === FAILED) return { kind: 'render', release: noRelease };
       if (got) {
         this.count(kind, true);
-        return { kind: 'hit', body: got };
+        return { kind: 'hit', ...unstamped(got) };
       }
       const token = `${this.instance}:${++this.nonce}`;
       const taken = await this.run('lock', (r) => r.set(lockKey, token, 'PX', LOCK_MS, 'NX'));
@@ -212,7 +239,7 @@ export class SharedCache {
           // The lock is not needed any more; the answer does not wait for its release.
           void release();
           this.count(kind, true);
-          return { kind: 'hit', body: written };
+          return { kind: 'hit', ...unstamped(written) };
         }
         this.count(kind, false);
         return { kind: 'render', release };

@@ -4,7 +4,7 @@
 // old pixels. The fleet's shared cache (shared-cache/client.ts) is asked after these two.
 // The disk cache is bounded: when the bytes written since the last sweep pass a tenth of the budget, the
 // oldest files are removed until the directory is under 90% of it.
-import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
@@ -72,14 +72,36 @@ export class RenderCache {
     }
   }
 
-  /** Writes atomically (temp file and rename), so another process never reads half a file. */
-  async setDisk(key: string, body: Uint8Array): Promise<void> {
+  /**
+   * A file and the time its bytes were made: its modification time, which setDisk sets to that time (an expiry
+   * compares it with its own, src/expire/; a restart keeps it).
+   */
+  async getDiskEntry(key: string): Promise<{ body: Buffer; madeAt: number } | undefined> {
+    if (!this.diskEnabled) return undefined;
+    let handle;
+    try {
+      handle = await open(this.file(key), 'r');
+      const st = await handle.stat();
+      return { body: await handle.readFile(), madeAt: st.mtimeMs };
+    } catch {
+      return undefined;
+    } finally {
+      await handle?.close();
+    }
+  }
+
+  /**
+   * Writes atomically (temp file and rename), so another process never reads half a file. `madeAt` (ms) becomes
+   * the file's modification time: when the work that made the bytes began, not when they were written.
+   */
+  async setDisk(key: string, body: Uint8Array, madeAt?: number): Promise<void> {
     if (!this.diskEnabled) return;
     const file = this.file(key);
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     try {
       await mkdir(path.dirname(file), { recursive: true });
       await writeFile(tmp, body);
+      if (madeAt !== undefined) await utimes(tmp, new Date(madeAt), new Date(madeAt));
       await rename(tmp, file);
     } catch (err) {
       await unlink(tmp).catch(() => {});

@@ -1,0 +1,37 @@
+// Which configured sources a product is made from, so an expiry of a source reaches everything derived from it:
+// a composite's tiles (named or ad hoc) follow each member, a hillshade or contour tile its elevation source, and
+// a style's rendered tiles every source the style draws.
+import type { AppState } from '../state/app-state.js';
+import { compositeMembers, terrainProductOf } from '../sources/source-ids.js';
+import { sourceRef } from '../styles/source-ref.js';
+import type { LoadedStyle } from '../styles/loaded-style.js';
+
+/** The configured sources behind a source id as a route names it (a source, a composite, a terrain product). */
+export function sourceDependencies(state: AppState, id: string): string[] {
+  const out = new Set<string>();
+  for (const member of compositeMembers(id)) {
+    const base = terrainProductOf(member)?.source ?? member;
+    const named = state.composites.get(base);
+    if (named) for (const m of named.members) out.add(m.info.id);
+    else out.add(base);
+  }
+  return [...out];
+}
+
+const byState = new WeakMap<AppState, Map<string, readonly string[]>>();
+
+/** The configured sources a style draws (found once per state and style). */
+export function styleDependencies(state: AppState, style: LoadedStyle): readonly string[] {
+  let byStyle = byState.get(state);
+  if (!byStyle) byState.set(state, (byStyle = new Map()));
+  let deps = byStyle.get(style.id);
+  if (!deps) {
+    const out = new Set<string>();
+    for (const spec of Object.values(style.style.sources ?? {})) {
+      const id = sourceRef((spec as { url?: unknown }).url);
+      if (id !== undefined) for (const d of sourceDependencies(state, id)) out.add(d);
+    }
+    byStyle.set(style.id, (deps = [...out]));
+  }
+  return deps;
+}
