@@ -1,0 +1,15 @@
+// Which sources read a database table: an expiry naming a table (`table=schema.name`, a NOTIFY payload's
+// `table`) reaches every `[[postgres.tables]]` entry on it, whatever their ids, columns or filters.
+import type { Config } from '../config/schema.js';
+
+/** `schema.name` (or `name`, in `public`) as its two parts; the table name may itself hold dots. */
+export function tableName(qualified: string): { schema: string; table: string } {
+  const dot = qualified.indexOf('.');
+  return dot < 0 ? { schema: 'public', table: qualified } : { schema: qualified.slice(0, dot), table: qualified.slice(dot + 1) };
+}
+
+/** The ids of the configured table sources reading `qualified`. */
+export function tableSources(config: Config, qualified: string): string[] {
+  const { schema, table } = tableName(qualified);
+  return (config.postgres?.tables ?? []).filter((t) => t.schema === schema && t.table === table).map((t) => t.id);
+}
