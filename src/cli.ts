@@ -9,6 +9,7 @@ import { loadConfigFile, type LoadedConfig } from './config/load.js';
 import { runMcpStdio } from './cli/mcp-stdio.js';
 import { runSeedCommand } from './cli/seed.js';
 import { runKeyCommand } from './cli/key.js';
+import { runExpireCommand } from './cli/expire.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './config/sizing.js';
@@ -38,6 +39,9 @@ const USAGE = `Usage:
   tileserver-ts key new [--name NAME]  a new API key and the [[auth.keys]] entry with its hash (docs/access.md)
   tileserver-ts seed --config FILE ...  render or copy the tiles of an area into a PMTiles/MBTiles archive
                                        or into the caches (tileserver-ts seed --help; docs/seeding.md)
+  tileserver-ts expire --admin URL --source ID [FILE|-]
+                                       send an expire list to a running server's admin listener
+                                       (tileserver-ts expire --help; docs/live-data.md)
 Options:
   -c, --config FILE   configuration file (TOML)
       --host HOST     listen address (overrides server.host)
@@ -63,6 +67,10 @@ async function main(): Promise<void> {
     const code = await runSeedCommand(argv.slice(1));
     // Exits once stdout has taken the last progress line (a pipe may still hold it); handles a closed renderer
     // pool or cache client leave behind must not keep the command alive.
+    return void process.stdout.write('', () => process.exit(code));
+  }
+  if (argv[0] === 'expire') {
+    const code = await runExpireCommand(argv.slice(1));
     return void process.stdout.write('', () => process.exit(code));
   }
   if (argv[0] === 'key') {
@@ -130,7 +138,8 @@ async function run(args: RunArgs): Promise<void> {
   // With [mcp.oauth], the admin listener manages its clients and sessions; opening the store here also makes the
   // signing key and the tables once, before any worker races to.
   const oauthStore = loaded.config.mcp.enabled && loaded.config.mcp.oauth.enabled ? (await openAuthorizationServer(loaded.config)).store : undefined;
-  await startAdminListener(start.server.admin_bind, () => reloader, log, oauthStore);
+  // Expiries are checked against the configuration this process loaded, once the service it feeds is up.
+  await startAdminListener(start.server.admin_bind, () => reloader, log, oauthStore, () => (reloader ? loaded.config : undefined));
   const service = count <= 1 ? (await runSingle(loaded)).reloader : await runPrimary(loaded, count);
   reloader = service;
   // server.watch: changed files reload the service from here, the process that runs every reload.
