@@ -138,8 +138,7 @@ async function run(args: RunArgs): Promise<void> {
   // With [mcp.oauth], the admin listener manages its clients and sessions; opening the store here also makes the
   // signing key and the tables once, before any worker races to.
   const oauthStore = loaded.config.mcp.enabled && loaded.config.mcp.oauth.enabled ? (await openAuthorizationServer(loaded.config)).store : undefined;
-  // Expiries are checked against the configuration this process loaded, once the service it feeds is up.
-  await startAdminListener(start.server.admin_bind, () => reloader, log, oauthStore, () => (reloader ? loaded.config : undefined));
+  await startAdminListener(start.server.admin_bind, () => reloader, log, oauthStore);
   const service = count <= 1 ? (await runSingle(loaded)).reloader : await runPrimary(loaded, count);
   reloader = service;
   // server.watch: changed files reload the service from here, the process that runs every reload.

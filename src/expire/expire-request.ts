@@ -5,9 +5,10 @@
 import type { Config } from '../config/schema.js';
 import { RENDER_MAXZOOM } from '../tiles/overzoom.js';
 import { GeoAreaError, geojsonArea, type GeoArea } from '../tiles/geo-area.js';
-import { compositeMembers, terrainProductOf } from '../sources/source-ids.js';
+import { terrainProductOf } from '../sources/source-ids.js';
 import { ALL_ZOOMS, type ZoomBand } from './area-times.js';
 import { tableSources } from './tables.js';
+import { expirySources } from './targets.js';
 import { MAX_KEY_ZOOM } from './tile-key.js';
 
 /** A refusal: the HTTP status it is answered with and what was wrong. */
@@ -20,34 +21,22 @@ export type Checked<T> = ({ ok: true } & T) | ({ ok: false } & Refusal);
 
 const refuse = (status: 400 | 404, detail: string): { ok: false } & Refusal => ({ ok: false, status, detail });
 
-/** Every configured entry served under an id, with its configured deepest zoom when it has one. */
-function configuredSources(config: Config): Map<string, number | undefined> {
-  const pg = config.postgres;
-  const out = new Map<string, number | undefined>();
-  for (const s of [...config.sources, ...(pg?.tables ?? []), ...(pg?.functions ?? []), ...(pg?.outdb_rasters ?? [])]) out.set(s.id, (s as { maxzoom?: number }).maxzoom);
-  return out;
-}
-
 /**
- * The configured sources `source` (an id, a named or ad-hoc composite) or `table` (`schema.name`) reaches. An id
- * no configured source has is 404, as an unknown source is on the tile routes; so is a table no source reads.
+ * The configured sources `source` (an id, a named or ad-hoc composite: targets.ts) or `table` (`schema.name`)
+ * reaches. An id no configured source has is 404, as an unknown source is on the tile routes; so is a table no
+ * source reads (an expiry that would mark nothing is a mistake worth seeing, not a silent 200).
  */
 export function expiredSources(config: Config, target: { source?: string; table?: string }): Checked<{ sources: string[] }> {
   if ((target.source === undefined) === (target.table === undefined)) return refuse(400, 'give exactly one of source (a source id) and table (schema.name)');
   if (target.table !== undefined) {
     const ids = tableSources(config, target.table);
-    return ids.length ? { ok: true, sources: ids } : refuse(404, `no configured source reads the table ${JSON.stringify(target.table)} ([[postgres.tables]])`);
+    return ids.length ? { ok: true, sources: ids } : refuse(404, `no configured source reads the table ${JSON.stringify(target.table.slice(0, 100))} ([[postgres.tables]])`);
   }
-  const known = configuredSources(config);
-  const out = new Set<string>();
-  for (const id of compositeMembers(target.source!)) {
-    const named = config.composites.find((c) => c.id === id);
-    if (named) for (const m of named.sources) out.add(m);
-    else if (known.has(id)) out.add(id);
-    else if (terrainProductOf(id) && known.has(terrainProductOf(id)!.source)) return refuse(404, `${JSON.stringify(id)} is a terrain product, not a source: expire its elevation source ${JSON.stringify(terrainProductOf(id)!.source)}`);
-    else return refuse(404, `no configured source has the id ${JSON.stringify(id)}`);
-  }
-  return { ok: true, sources: [...out] };
+  const named = expirySources(config, target.source!);
+  if (named.ok) return named;
+  const product = terrainProductOf(named.unknown);
+  if (product) return refuse(404, `${JSON.stringify(named.unknown.slice(0, 100))} is a terrain product, not a source: expire its elevation source ${JSON.stringify(product.source.slice(0, 100))}`);
+  return refuse(404, `no configured source has the id ${JSON.stringify(named.unknown.slice(0, 100))}`);
 }
 
 /**
@@ -57,7 +46,14 @@ export function expiredSources(config: Config, target: { source?: string; table?
  */
 export function deepestZoom(config: Config, source: string): number {
   if (!config.server.disable_render && config.styles.length > 0) return RENDER_MAXZOOM;
-  return configuredSources(config).get(source) ?? RENDER_MAXZOOM;
+  const pg = config.postgres;
+  const entry = [...config.sources, ...(pg ? [...pg.tables, ...pg.functions, ...pg.outdb_rasters] : [])].find((s) => s.id === source);
+  return (entry as { maxzoom?: number } | undefined)?.maxzoom ?? RENDER_MAXZOOM;
+}
+
+/** The deepest zoom anything made from any of `sources` is served at (at most MAX_KEY_ZOOM). */
+export function deepestOf(config: Config, sources: readonly string[]): number {
+  return Math.min(MAX_KEY_ZOOM, Math.max(0, ...sources.map((s) => deepestZoom(config, s))));
 }
 
 /** A zoom from a query parameter (text) or a JSON member (number): a whole number 0..MAX_KEY_ZOOM. */

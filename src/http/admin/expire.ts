@@ -11,10 +11,9 @@ import { areaTiles, areaZoom } from '../../expire/area-tiles.js';
 import type { ZoomBand } from '../../expire/area-times.js';
 import type { ExpiryInput } from '../../expire/batch.js';
 import { readExpireList } from '../../expire/expire-list.js';
-import { areaRequest, deepestZoom, expiredSources, zoomBand, type Refusal } from '../../expire/expire-request.js';
+import { areaRequest, deepestOf, expiredSources, zoomBand, type Refusal } from '../../expire/expire-request.js';
 import { expiryHub } from '../../expire/hub.js';
 import { markedTiles } from '../../expire/marked-count.js';
-import { MAX_KEY_ZOOM } from '../../expire/tile-key.js';
 
 /** The largest JSON body read (a GeoJSON geometry of about 100,000 positions); beyond it 413. */
 export const EXPIRE_JSON_MAX_BYTES = 4 * 1024 * 1024;
@@ -69,8 +68,7 @@ async function prepare(req: IncomingMessage, query: URLSearchParams, config: Con
     if (!reached.ok) return refused(reached);
     const band = zoomBand(query.get('min_zoom') ?? undefined, query.get('max_zoom') ?? undefined);
     if (!band.ok) return refused(band);
-    const deepest = Math.min(MAX_KEY_ZOOM, Math.max(...reached.sources.map((s) => deepestZoom(config, s))));
-    const list = await readExpireList(req, deepest);
+    const list = await readExpireList(req, deepestOf(config, reached.sources));
     if (!list.ok) return problem(400, `line ${list.line}: ${list.problem}`, { line: list.line });
     return { sources: reached.sources, tiles: list.tiles, band: band.band, input: 'list', lines: list.lines };
   }
@@ -89,8 +87,7 @@ async function prepare(req: IncomingMessage, query: URLSearchParams, config: Con
     const { target, area, band, input } = parsed.request;
     const reached = expiredSources(config, target);
     if (!reached.ok) return refused(reached);
-    const deepest = Math.max(...reached.sources.map((s) => deepestZoom(config, s)));
-    const tiles = areaTiles(area, areaZoom(area, Math.min(band.max, deepest, MAX_KEY_ZOOM)));
+    const tiles = areaTiles(area, areaZoom(area, Math.min(band.max, deepestOf(config, reached.sources))));
     return { sources: reached.sources, tiles, band, input, lines: tiles.length };
   }
   return { ...problem(415, `send an expire list as text/plain or a bbox or geometry as application/json, not ${JSON.stringify(type || 'no Content-Type')}`), close: true };
@@ -105,9 +102,9 @@ export async function answerExpire(req: IncomingMessage, query: URLSearchParams,
   const started = performance.now();
   const p = await prepare(req, query, config);
   if ('status' in p) return p;
-  let tiles = 0;
-  for (const s of p.sources) tiles += markedTiles(p.tiles, p.band, deepestZoom(config, s));
-  if (p.tiles.length) await expiryHub().accept({ sources: p.sources, tiles: p.tiles, band: p.band, input: p.input, lines: p.lines });
+  // One count for every source reached (the counter adds it per source), to the deepest zoom any of them is served at.
+  const tiles = markedTiles(p.tiles, p.band, deepestOf(config, p.sources));
+  if (p.tiles.length) await expiryHub().accept({ sources: p.sources, tiles: p.tiles, band: p.band, input: p.input, lines: p.lines, marked: tiles });
   const band = Number.isFinite(p.band.max) ? `${p.band.min}-${p.band.max}` : `${p.band.min}-`;
   log.info({ req_id: reqId, sources: p.sources, input: p.input, lines: p.lines, tiles, keys: p.tiles.length, band, duration_ms: Math.round(performance.now() - started) }, 'expiry accepted');
   return { status: 200, body: { lines: p.lines, tiles } };

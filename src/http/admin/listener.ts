@@ -13,7 +13,6 @@ import type { OAuthStore } from '../../mcp/oauth/store.js';
 import { ADMIN, ADMIN_ROUTES } from '../../routes/admin-routes.js';
 import type { RouteDeclaration } from '../../routes/declaration.js';
 import { RouteMatcher, type RouteMatch } from '../../routes/match.js';
-import type { Config } from '../../config/schema.js';
 import { answerExpire } from './expire.js';
 
 export interface AdminListener {
@@ -80,7 +79,7 @@ function splitTarget(target: string): { pathname: string; searchParams: URLSearc
  * before the processes it reloads have started (a taken address must stop start-up before anything else runs),
  * and answers 503 until they have.
  */
-export async function startAdminListener(bind: string, reloader: () => Reloader | undefined, log: Logger, oauth?: OAuthStore, config: () => Config | undefined = () => undefined): Promise<AdminListener | undefined> {
+export async function startAdminListener(bind: string, reloader: () => Reloader | undefined, log: Logger, oauth?: OAuthStore): Promise<AdminListener | undefined> {
   const parsed = parseBind(bind);
   if (!parsed.ok) throw new Error(`server.admin_bind: ${parsed.problem}`);
   if (parsed.address.port === 0) return undefined;
@@ -97,7 +96,8 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
     const route = methods.includes(req.method ?? '') ? matcher.match(req.method!, url.pathname)?.route : undefined;
     if (!route) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
     if (route === ADMIN.expire) {
-      const a = await answerExpire(req, url.searchParams, config(), log, id);
+      // The configuration the processes run now (undefined while they start: 503).
+      const a = await answerExpire(req, url.searchParams, reloader()?.active.config, log, id);
       if (a.status === 200) return send(res, 200, a.body);
       // A refused body may be left unread (too large, of the wrong type): the connection ends with the answer.
       if ('close' in a && a.close) res.once('finish', () => req.destroy());
