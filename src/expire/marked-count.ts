@@ -5,7 +5,7 @@
 // then each zoom counts the distinct ancestors-or-selves of the tiles at or below it plus 4^dz descendants of
 // each tile above it. Those two sets never overlap once nested tiles are gone, so the sum is exact.
 import type { ZoomBand } from './area-times.js';
-import { unique } from './area-times.js';
+import { mergeSorted, unique } from './area-times.js';
 import { MAX_KEY_ZOOM, parentKey, zoomStart } from './tile-key.js';
 
 /** Sorted keys split by zoom: index z holds zoom z's keys (a view, possibly empty). */
@@ -71,7 +71,7 @@ export function markedTiles(sorted: Float64Array, band: ZoomBand, deepest: numbe
   let carried: Float64Array | undefined;
   for (let z = MAX_KEY_ZOOM; z >= band.min; z--) {
     const own = levels[z];
-    const here = carried?.length ? (own.length ? joined(own, carried) : carried) : own;
+    const here = carried?.length ? (own.length ? mergeSorted(own, carried) : carried) : own;
     if (z <= top) total += here.length;
     carried = z > 0 && here.length ? parentsOf(here, z) : undefined;
   }
@@ -81,14 +81,6 @@ export function markedTiles(sorted: Float64Array, band: ZoomBand, deepest: numbe
     for (let z = Math.max(a + 1, band.min); z <= top; z++) total += levels[a].length * 4 ** (z - a);
   }
   return total;
-}
-
-/** Two disjoint sorted arrays as one sorted array. */
-function joined(a: Float64Array, b: Float64Array): Float64Array {
-  const out = new Float64Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out.sort();
 }
 
 /** Unique parents of sorted keys of zoom z (Z-order keeps them sorted). */
