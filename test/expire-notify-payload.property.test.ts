@@ -10,6 +10,7 @@ import { keyTile, tileKey } from '../src/expire/tile-key.js';
 
 const config = {
   sources: [{ id: 'archive' }],
+  composites: [],
   postgres: {
     tables: [
       { id: 'roads', schema: 'public', table: 'roads', maxzoom: 14 },

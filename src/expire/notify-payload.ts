@@ -1,12 +1,14 @@
 // What a NOTIFY on `[postgres] expire_channel` may say, and the tiles it names. Two shapes (issue 47's interface):
 //   {"table": "schema.name", "bbox": [w, s, e, n]}   what the trigger of sql/expire-trigger.sql sends
 //   {"source": "id", "tiles": ["z/x/y", ...]}         what a trigger on an osm2pgsql expire table sends
+// (a source as the admin route takes it: a configured id, a named composite or `a+b`, reaching their members).
 // Anything else is refused with a reason (a metric label) and a detail (the log line); nothing here throws.
 import type { Config } from '../config/schema.js';
 import { tableSources } from './tables.js';
+import { expirySources } from './targets.js';
 import { MAX_KEY_ZOOM, tileKey, validTile } from './tile-key.js';
 
-/** Why a payload was refused: the `reason` label of `tileserver_expire_notify_rejected_total`. */
+/** Why a payload was refused: the `reason` label of `expire_notify_rejected_total`. */
 export type RejectReason = 'not_json' | 'shape' | 'bbox' | 'unknown_table' | 'unknown_source' | 'tile';
 
 /** A payload understood: the sources whose data changed and the tile keys (unsorted, may repeat) it touches. */
@@ -35,12 +37,6 @@ export const MAX_BOX_TILES = 4096;
 const MAX_LAT = 85.0511287798066;
 
 const refuse = (reason: RejectReason, detail: string): ParsedNotify => ({ ok: false, reason, detail });
-
-/** Every configured source id (archives and database sources): what `{"source": ...}` may name. */
-function configuredSourceIds(config: Config): Set<string> {
-  const pg = config.postgres;
-  return new Set([...config.sources, ...(pg?.tables ?? []), ...(pg?.functions ?? []), ...(pg?.outdb_rasters ?? [])].map((s) => s.id));
-}
 
 /** Reads one payload against the configuration in force. */
 export function parseNotify(payload: string, config: Config): ParsedNotify {
@@ -73,14 +69,15 @@ function tablePayload(table: unknown, bbox: unknown, config: Config): ParsedNoti
 function sourcePayload(source: unknown, tiles: unknown, config: Config): ParsedNotify {
   if (typeof source !== 'string' || source === '') return refuse('shape', '"source" is not a non-empty string');
   if (!Array.isArray(tiles) || tiles.length === 0) return refuse('shape', '"tiles" is not a non-empty array');
-  if (!configuredSourceIds(config).has(source)) return refuse('unknown_source', `no source has the id "${source}"`);
+  const named = expirySources(config, source);
+  if (!named.ok) return refuse('unknown_source', `no source has the id "${named.unknown}"`);
   const keys: number[] = [];
   for (let i = 0; i < tiles.length; i++) {
     const t = readTile(tiles[i]);
     if (t === undefined) return refuse('tile', `tiles[${i}] is not a tile z/x/y with z from 0 to ${MAX_KEY_ZOOM} and x, y within the zoom`);
     keys.push(t);
   }
-  return { ok: true, expiry: { sources: [source], keys } };
+  return { ok: true, expiry: { sources: named.sources, keys } };
 }
 
 const TILE = /^(\d{1,2})\/(\d{1,8})\/(\d{1,8})$/;

@@ -5,7 +5,7 @@ import { notifyCounts } from '../expire/notify.js';
 
 export function registerNotifyMetrics(registers: Registry[]): void {
   new Counter({
-    name: 'tileserver_expire_notify_rejected_total',
+    name: 'expire_notify_rejected_total',
     help: 'NOTIFY payloads on [postgres] expire_channel that were ignored, by reason (not_json, shape, bbox, unknown_table, unknown_source, tile)',
     labelNames: ['reason'],
     registers,
@@ -15,7 +15,7 @@ export function registerNotifyMetrics(registers: Registry[]): void {
     },
   });
   new Counter({
-    name: 'tileserver_expire_notify_sessions_total',
+    name: 'expire_notify_sessions_total',
     help: 'The LISTEN session of [postgres] expire_channel: lost, and back after a loss or a failed attempt',
     labelNames: ['event'],
     registers,
