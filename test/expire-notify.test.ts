@@ -4,7 +4,7 @@
 // expire table whose tile list takes several notifications; malformed payloads counted and ignored; the listening
 // session killed with pg_terminate_backend and everything of the database expired once it is back.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { freePort, ROOT, startServer, type TestServer } from './helpers/server.js';
@@ -172,5 +172,28 @@ maxzoom = 16
     // Needs the vector-tile cache to honour expiries (issue 47's caches part).
     const names = await placeNames();
     assert.ok(names.includes('Ferry Plaza'), `the tile still says ${JSON.stringify(names)}`);
+  });
+
+  test('a reload that changes the channel listens on the new one and no longer on the old one', async () => {
+    const file = server.configFile!;
+    writeFileSync(file, readFileSync(file, 'utf8').replace(`expire_channel = "${CHANNEL}"`, 'expire_channel = "tile_expiry_next"'));
+    server.proc.kill('SIGHUP');
+    const one = (tile: string) => JSON.stringify({ source: 'places', tiles: [tile] });
+    let before = await expired('places', 'notify');
+    // Sent again until the new session hears it (the reload runs in the background).
+    await waitFor('the new channel', async () => {
+      await db.sql('SELECT pg_notify($1, $2)', ['tile_expiry_next', one('14/2620/6332')]);
+      await new Promise((r) => setTimeout(r, 100));
+      return (await expired('places', 'notify')) > before ? true : undefined;
+    });
+    before = await expired('places', 'notify');
+    // The old channel first, then the new one: once the second is counted, the first would have been too.
+    await db.sql('SELECT pg_notify($1, $2)', [CHANNEL, one('14/2620/6333')]);
+    await db.sql('SELECT pg_notify($1, $2)', ['tile_expiry_next', one('14/2620/6334')]);
+    await waitFor('the second notification', async () => ((await expired('places', 'notify')) > before ? true : undefined));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await expired('places', 'notify'), before + 1);
+    const sessions = await db.sql("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'tileserver-ts expire'");
+    assert.equal(sessions.rows[0].n, 1, 'the old session is closed');
   });
 });
