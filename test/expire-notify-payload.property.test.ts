@@ -1,8 +1,12 @@
 // The NOTIFY payload parser (src/expire/notify-payload.ts) on generated input: any text is answered (never a
-// throw), a box marks every tile its points fall in at every zoom a source of the table serves (directly, or
+// throw), `[postgres] expire_channel` takes lower-case identifiers only, a box marks every tile its points fall in at every zoom a source of the table serves (directly, or
 // through a tile above or below it), within a bounded number of keys, and a tile list reads back exactly.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfigFile } from '../src/config/load.js';
 import fc from './helpers/fast-check.js';
 import type { Config } from '../src/config/schema.js';
 import { MAX_BOX_TILES, parseNotify } from '../src/expire/notify-payload.js';
@@ -144,4 +148,43 @@ test('a tile list reads back as its keys; a tile outside its zoom refuses the wh
   assert.equal((parseNotify('{"source": "roads", "tiles": []}', config) as { reason: string }).reason, 'shape');
   assert.equal((parseNotify('{"source": "roads", "tiles": ["1/0/0"], "extra": 1}', config) as { reason: string }).reason, 'shape');
   assert.equal((parseNotify('{"source": "roads", "tiles": ["1/-1/0"]}', config) as { reason: string }).reason, 'tile');
+});
+
+test('expire_channel loads a lower-case identifier and refuses anything else naming postgres.expire_channel', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsts-channel-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+  const load = (channel: string) => {
+    const file = path.join(dir, `c${n++}.toml`);
+    writeFileSync(file, `[postgres]\nconnection_string = "postgres://db/gis"\nexpire_channel = ${JSON.stringify(channel)}\n`);
+    try {
+      return { ok: true as const, channel: loadConfigFile(file, {}).config.postgres?.expire_channel };
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return { ok: false as const, message: err.message };
+    }
+  };
+  const head = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz_');
+  const tail = fc.array(fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789_'), { maxLength: 62 });
+  fc.assert(
+    fc.property(head, tail, (h, t) => {
+      const channel = h + t.join('');
+      assert.deepEqual(load(channel), { ok: true, channel });
+    }),
+    { numRuns: 200 },
+  );
+  const bad = fc.oneof(
+    fc.constant(''),
+    fc.string({ minLength: 64, maxLength: 80 }).map((s) => `a${s.replace(/[^a-z]/g, 'x')}`),
+    fc.tuple(fc.constantFrom(...'0123456789ABCZ-. $"'), tail).map(([h, t]) => h + t.join('')),
+    fc.tuple(head, fc.constantFrom('A', '-', ' ', '.', '$', 'é'), tail).map(([h, c, t]) => h + c + t.join('')),
+  );
+  fc.assert(
+    fc.property(bad, (channel) => {
+      const r = load(channel);
+      assert.equal(r.ok, false, channel);
+      if (!r.ok) assert.match(r.message, /postgres\.expire_channel/);
+    }),
+    { numRuns: 200 },
+  );
 });
