@@ -196,4 +196,23 @@ maxzoom = 16
     const sessions = await db.sql("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'tileserver-ts expire'");
     assert.equal(sessions.rows[0].n, 1, 'the old session is closed');
   });
+
+  test('with several worker processes one session listens for the machine, and its counters are in the cluster scrape', async () => {
+    const scrapePort = await freePort();
+    const cluster = await startServer({
+      workers: 2,
+      toml: `[telemetry]\nscrape_bind = "127.0.0.1:${scrapePort}"\n[postgres]\nconnection_string = "${db.url}"\npool_size = 2\nexpire_channel = "tile_expiry_cluster"\n[[postgres.tables]]\nid = "places"\ntable = "places"\n`,
+    });
+    try {
+      const listening = async () => (await db.sql(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = 'LISTEN "tile_expiry_cluster"'`)).rows[0].n as number;
+      await waitFor('the cluster listening', async () => ((await listening()) > 0 ? true : undefined));
+      await db.sql('SELECT pg_notify($1, $2)', ['tile_expiry_cluster', 'not json']);
+      const clusterRejected = async () => parseScrape(await (await fetch(`http://127.0.0.1:${scrapePort}/metrics`)).text()).value('expire_notify_rejected_total', { reason: 'not_json' });
+      await waitFor('the rejection in the cluster scrape', async () => ((await clusterRejected()) === 1 ? true : undefined));
+      // One session for the machine, not one per worker.
+      assert.equal(await listening(), 1);
+    } finally {
+      await cluster.stop();
+    }
+  });
 });
