@@ -40,23 +40,7 @@ BEGIN
 END
 $$;
 
--- Installs (or replaces) the four triggers of a table. A trigger with transition tables fires for one event
--- only, so INSERT, UPDATE and DELETE each have their own; TRUNCATE has none.
-CREATE OR REPLACE FUNCTION tileserver_expire_install(tbl regclass, channel text, geom_column text DEFAULT 'geom') RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE format('DROP TRIGGER IF EXISTS tileserver_expire_insert ON %s', tbl);
-  EXECUTE format('DROP TRIGGER IF EXISTS tileserver_expire_update ON %s', tbl);
-  EXECUTE format('DROP TRIGGER IF EXISTS tileserver_expire_delete ON %s', tbl);
-  EXECUTE format('DROP TRIGGER IF EXISTS tileserver_expire_truncate ON %s', tbl);
-  EXECUTE format('CREATE TRIGGER tileserver_expire_insert AFTER INSERT ON %s REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION tileserver_expire_notify(%L, %L)', tbl, channel, geom_column);
-  EXECUTE format('CREATE TRIGGER tileserver_expire_update AFTER UPDATE ON %s REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION tileserver_expire_notify(%L, %L)', tbl, channel, geom_column);
-  EXECUTE format('CREATE TRIGGER tileserver_expire_delete AFTER DELETE ON %s REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION tileserver_expire_notify(%L, %L)', tbl, channel, geom_column);
-  EXECUTE format('CREATE TRIGGER tileserver_expire_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION tileserver_expire_notify(%L, %L)', tbl, channel, geom_column);
-END
-$$;
-
--- Removes them again.
+-- Removes the triggers tileserver_expire_install made on a table.
 CREATE OR REPLACE FUNCTION tileserver_expire_uninstall(tbl regclass) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -64,6 +48,19 @@ BEGIN
   EXECUTE format('DROP TRIGGER IF EXISTS tileserver_expire_update ON %s', tbl);
   EXECUTE format('DROP TRIGGER IF EXISTS tileserver_expire_delete ON %s', tbl);
   EXECUTE format('DROP TRIGGER IF EXISTS tileserver_expire_truncate ON %s', tbl);
+END
+$$;
+
+-- Installs (or replaces) the four triggers of a table. A trigger with transition tables fires for one event
+-- only, so INSERT, UPDATE and DELETE each have their own; TRUNCATE has none.
+CREATE OR REPLACE FUNCTION tileserver_expire_install(tbl regclass, channel text, geom_column text DEFAULT 'geom') RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM tileserver_expire_uninstall(tbl);
+  EXECUTE format('CREATE TRIGGER tileserver_expire_insert AFTER INSERT ON %s REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION tileserver_expire_notify(%L, %L)', tbl, channel, geom_column);
+  EXECUTE format('CREATE TRIGGER tileserver_expire_update AFTER UPDATE ON %s REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION tileserver_expire_notify(%L, %L)', tbl, channel, geom_column);
+  EXECUTE format('CREATE TRIGGER tileserver_expire_delete AFTER DELETE ON %s REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION tileserver_expire_notify(%L, %L)', tbl, channel, geom_column);
+  EXECUTE format('CREATE TRIGGER tileserver_expire_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION tileserver_expire_notify(%L, %L)', tbl, channel, geom_column);
 END
 $$;
 

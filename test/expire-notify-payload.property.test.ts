@@ -121,6 +121,9 @@ test('a box out of range, or reversed, is refused as bbox; an unknown table as u
       assert.equal(r.ok ? 'ok' : r.reason, 'bbox');
     }),
   );
+  // The whole world (what the trigger sends for a TRUNCATE) is one key, 0/0/0, not every tile of a zoom.
+  const world = parseNotify('{"table": "public.roads", "bbox": [-180, -90, 180, 90]}', config);
+  assert.deepEqual(world.ok && world.expiry.keys, [0]);
   const r = parseNotify('{"table": "public.nope", "bbox": [0, 0, 1, 1]}', config);
   assert.equal(r.ok ? 'ok' : r.reason, 'unknown_table');
   // NaN and Infinity are not JSON; a string where a number belongs is not a box.

@@ -52,6 +52,8 @@ describe('expiries from PostgreSQL NOTIFY', () => {
     await db.sql(`SELECT tileserver_expire_install('public.places', '${CHANNEL}')`);
     // The roads are stored in EPSG:3857: the trigger's box is transformed to 4326.
     await db.sql(`SELECT tileserver_expire_install('public.roads', '${CHANNEL}')`);
+    // Another geometry column name; TRUNCATE is tried on it.
+    await db.sql(`SELECT tileserver_expire_install('parks.areas', '${CHANNEL}', 'outline')`);
     // An osm2pgsql flex expire table (define_expire_output{table = ...}) for the places source.
     await db.sql('CREATE TABLE public.places_tiles (zoom int4 NOT NULL, x int4 NOT NULL, y int4 NOT NULL, PRIMARY KEY (zoom, x, y))');
     await db.sql(`SELECT tileserver_expire_tiles_install('public.places_tiles', '${CHANNEL}', 'places')`);
@@ -76,6 +78,11 @@ id_column = "id"
 id = "roads"
 table = "roads"
 maxzoom = 16
+
+[[postgres.tables]]
+id = "parks"
+schema = "parks"
+table = "areas"
 `,
     });
     // The session is up once the database lists it.
@@ -172,6 +179,20 @@ maxzoom = 16
     // Needs the vector-tile cache to honour expiries (issue 47's caches part).
     const names = await placeNames();
     assert.ok(names.includes('Ferry Plaza'), `the tile still says ${JSON.stringify(names)}`);
+  });
+
+  test('INSERT and DELETE send their rows\' box; TRUNCATE expires the whole table at once', async () => {
+    let before = await expired('roads', 'notify');
+    await db.sql("INSERT INTO public.roads VALUES (12, 'George Street', 2, ST_Transform(ST_SetSRID(ST_MakeLine(ST_MakePoint(151.2070, -33.8700), ST_MakePoint(151.2075, -33.8600)), 4326), 3857))");
+    await waitFor('the INSERT', async () => ((await expired('roads', 'notify')) > before ? true : undefined));
+    before = await expired('roads', 'notify');
+    await db.sql('DELETE FROM public.roads WHERE gid = 12');
+    await waitFor('the DELETE', async () => ((await expired('roads', 'notify')) > before ? true : undefined));
+    before = await expired('parks', 'notify');
+    await db.sql('TRUNCATE parks.areas');
+    // The world's box is marked at zoom 0: one tile, 0/0/0, everything of the source.
+    await waitFor('the TRUNCATE', async () => ((await expired('parks', 'notify')) > before ? true : undefined));
+    assert.equal(await expired('parks', 'notify'), before + 1);
   });
 
   test('a reload that changes the channel listens on the new one and no longer on the old one', async () => {

@@ -135,6 +135,8 @@ export function boxKeys(box: Bbox, maxZoom: number): number[] {
     deep = z;
   }
   const [c0, r0, c1, r1] = tileRange(x0, y0, x1, y1, deep);
+  // Every tile of that zoom: the whole world changed (a TRUNCATE), one key says it.
+  if (c0 === 0 && r0 === 0 && c1 === 2 ** deep - 1 && r1 === 2 ** deep - 1) return [tileKey(0, 0, 0)];
   const keys: number[] = [];
   for (let x = c0; x <= c1; x++) for (let y = r0; y <= r1; y++) keys.push(tileKey(deep, x, y));
   const clamp = (v: number, lo: number, hi: number) => Math.max(lo, Math.min(hi, v));
