@@ -85,7 +85,7 @@ class Session {
       }
       return client;
     };
-    let client: pg.Client;
+    let client: pg.Client | undefined;
     try {
       try {
         client = await open();
@@ -101,6 +101,11 @@ class Session {
       // Quoted: the channel is checked to be a lower-case identifier, the name NOTIFY and pg_notify() use.
       await client.query(`LISTEN "${cfg.expire_channel}"`);
     } catch (err) {
+      // Connected but LISTEN failed (a permission, say): that session is of no use.
+      if (client) {
+        client.removeAllListeners('end');
+        await client.end().catch(() => {});
+      }
       this.missed = true;
       this.log.warn({ channel: cfg.expire_channel, err: (err as Error).message, retry_ms: this.wait }, 'expire: cannot listen for database notifications; trying again');
       this.retry();
