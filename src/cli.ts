@@ -19,6 +19,7 @@ import { runSingle, runWorker } from './cluster/worker.js';
 import { startAdminListener } from './http/admin/listener.js';
 import { openAuthorizationServer } from './http/routes/mcp.js';
 import { log } from './log.js';
+import { NotifyListener } from './expire/notify.js';
 import type { Reloader } from './state/reload-result.js';
 import { buildAppState } from './state/build.js';
 import { SourceOpenError } from './sources/source.js';
@@ -143,6 +144,10 @@ async function run(args: RunArgs): Promise<void> {
   reloader = service;
   // server.watch: changed files reload the service from here, the process that runs every reload.
   new FileWatch(service, log);
+  // [postgres] expire_channel: one LISTEN for the machine, here where the expiry hub is, following reloads.
+  const notify = new NotifyListener(log);
+  await notify.configure(loaded.config);
+  service.onActive((active) => void notify.configure(active.config));
   process.stdout.write(`tileserver-ts ${VERSION} listening on http://${start.server.host}:${start.server.port} (${count} process${count > 1 ? 'es' : ''})\n`);
 }
 
