@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { fileSourceMemory } from '../sources/files/metrics.js';
 import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
 import type { RenderLoad } from './render-load.js';
+import { registerIndexMetrics } from './expire-metrics.js';
 
 interface TileSeries {
   requests: Counter.Internal;
@@ -84,6 +85,7 @@ export class PromMetrics {
         for (const [source, bytes] of fileSourceMemory()) this.set({ source }, bytes);
       },
     });
+    registerIndexMetrics(this.registry);
     new Counter({
       name: 'render_renderer_restarts_total',
       help: 'Renderers restarted: replaced after a failure, recycled after max_renders, or a browser page replaced',

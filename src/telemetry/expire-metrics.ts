@@ -1,0 +1,38 @@
+// Metrics of expiries. Each process reports the size of its own index (summed over a cluster's workers: with
+// two workers holding the same expiries it is twice one's). The machine's hub (the primary, or the single process)
+// reports what crosses the machine's edge: batches from the fleet and their lag, the outbox, the journal.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { expiries } from '../expire/expiries.js';
+import { machineMetrics } from '../expire/machine-metrics.js';
+
+/** Lag buckets (seconds): the fleet's target is one second. */
+const LAG_SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60];
+
+export function registerIndexMetrics(registry: Registry): void {
+  new Gauge({
+    name: 'expire_index_tiles',
+    help: 'Entries of the expiry index of this process (summed over processes)',
+    registers: [registry],
+    collect() {
+      this.set(expiries.tiles);
+    },
+  });
+}
+
+export function registerMachineMetrics(registry: Registry): void {
+  const registers = [registry];
+  const received = new Counter({ name: 'expire_fleet_batches_total', help: 'Expiry batches of other machines read from the fleet stream', registers });
+  const lag = new Histogram({ name: 'expire_fleet_lag_seconds', help: 'From a batch accepted at another machine to its arrival here, in seconds', buckets: LAG_SECONDS, registers });
+  const outbox = new Gauge({ name: 'expire_fleet_outbox_batches', help: 'Expiry batches waiting for Redis to be published', registers });
+  const dropped = new Counter({ name: 'expire_fleet_outbox_dropped_total', help: 'Expiry batches dropped from a full outbox (never published to the fleet)', registers });
+  const lost = new Counter({ name: 'expire_fleet_lost_total', help: 'Times entries were trimmed from the fleet stream before this machine read them', registers });
+  const journal = new Gauge({ name: 'expire_journal_bytes', help: 'Size of the expiry journal on disk', registers });
+  machineMetrics.on('received', (ms) => {
+    received.inc();
+    lag.observe(Math.max(0, ms) / 1000);
+  });
+  machineMetrics.on('outbox', (n) => outbox.set(n));
+  machineMetrics.on('dropped', () => dropped.inc());
+  machineMetrics.on('lost', () => lost.inc());
+  machineMetrics.on('journal', (bytes) => journal.set(bytes));
+}
