@@ -13,6 +13,7 @@ import { encodeBatch } from '../expire/batch.js';
 import { expiries } from '../expire/expiries.js';
 import { stamp, type ExpiryHub, type NewBatch } from '../expire/hub.js';
 import { PartAssembler, splitParts } from '../expire/parts.js';
+import { expiryMetrics } from '../expire/metrics.js';
 import type { Logger } from '../log.js';
 import type { ExpirePart, ToPrimary, ToWorker } from './messages.js';
 
@@ -100,6 +101,7 @@ export class WorkerExpiryHub implements ExpiryHub {
   async accept(batch: NewBatch): Promise<ExpiryBatch> {
     const stamped = stamp(batch);
     expiries.apply(stamped);
+    expiryMetrics.emit('accepted', stamped);
     for (const p of partsOf(stamped, encodeBatch(stamped))) this.send(p);
     return stamped;
   }

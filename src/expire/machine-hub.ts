@@ -7,6 +7,7 @@ import { encodeBatch, type ExpiryBatch } from './batch.js';
 import { expiries } from './expiries.js';
 import { stamp, type ExpiryHub, type NewBatch } from './hub.js';
 import type { ExpiryJournal } from './journal.js';
+import { expiryMetrics } from './metrics.js';
 
 /** Where a batch reached the machine's hub from. */
 export type BatchOrigin = 'here' | 'worker' | 'fleet';
@@ -28,6 +29,7 @@ export class MachineHub implements ExpiryHub {
   async accept(batch: NewBatch): Promise<ExpiryBatch> {
     const stamped = stamp(batch);
     this.take(stamped, 'here');
+    expiryMetrics.emit('accepted', stamped);
     return stamped;
   }
 

@@ -1,23 +1,11 @@
-// Metrics of expiries. Each process reports the size of its own index (summed over a cluster's workers: with
-// two workers holding the same expiries it is twice one's). The machine's hub (the primary, or the single process)
-// reports what crosses the machine's edge: batches from the fleet and their lag, the outbox, the journal.
+// Metrics of the machine's expiry hub (the primary, or the single process): what crosses the machine's edge,
+// batches from the fleet and their lag, the outbox, the journal. (Each process's index size, `expire_index_tiles`,
+// is in prom.ts: summed over a cluster's workers, two workers holding the same expiries report twice one's.)
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { expiries } from '../expire/expiries.js';
 import { machineMetrics } from '../expire/machine-metrics.js';
 
 /** Lag buckets (seconds): the fleet's target is one second. */
 const LAG_SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60];
-
-export function registerIndexMetrics(registry: Registry): void {
-  new Gauge({
-    name: 'expire_index_tiles',
-    help: 'Entries of the expiry index of this process (summed over processes)',
-    registers: [registry],
-    collect() {
-      this.set(expiries.tiles);
-    },
-  });
-}
 
 export function registerMachineMetrics(registry: Registry): void {
   const registers = [registry];
