@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { ExpiryBatch } from './batch.js';
-import { machineMetrics as fleetMetrics } from './machine-metrics.js';
+import { machineFigures, machineMetrics as fleetMetrics } from './machine-metrics.js';
 import { PartAssembler, splitParts } from './parts.js';
 
 /** The stream's key (under the shared cache's prefix, so `SCAN MATCH tsts:*` finds it). */
@@ -88,7 +88,7 @@ export class FleetStream {
       fleetMetrics.emit('dropped');
       this.log.warn({ outbox_bytes: OUTBOX_BYTES }, 'expiry fleet: the outbox is full (Redis has been unreachable); the oldest batch waiting is dropped, other machines will not see it');
     }
-    fleetMetrics.emit('outbox', this.outbox.length);
+    machineFigures.outbox = this.outbox.length;
     void this.flush();
   }
 
@@ -109,7 +109,7 @@ export class FleetStream {
         }
         this.outbox.shift();
         this.outboxBytes -= next.bytes;
-        fleetMetrics.emit('outbox', this.outbox.length);
+        machineFigures.outbox = this.outbox.length;
       }
     } finally {
       this.flushing = false;

@@ -9,7 +9,7 @@
 // band and expiry time), which the coarsening bound (`[cache] expiry_max_tiles`) keeps small, and the bound
 // rises to twice the rewritten size when that is larger, so that a large index is not rewritten at every batch.
 // Beside it, `stream-position` holds the id of the last fleet stream entry this machine applied (fleet.ts).
-import { mkdirSync, readFileSync, renameSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.js';
@@ -156,14 +156,5 @@ export class ExpiryJournal {
 
   private run(step: () => Promise<void>): void {
     this.queue = this.queue.then(step).catch((err: Error) => this.log.error({ file: this.file, err: err.message }, 'expiry journal: cannot write'));
-  }
-}
-
-/** The journal file's size on disk (tests, /ping). */
-export function journalBytes(cacheDir: string): number {
-  try {
-    return statSync(path.join(journalDir(cacheDir), 'journal')).size;
-  } catch {
-    return 0;
   }
 }

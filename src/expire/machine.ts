@@ -9,7 +9,7 @@ import { FleetStream } from './fleet.js';
 import { setExpiryHub } from './hub.js';
 import { ExpiryJournal } from './journal.js';
 import { MachineHub } from './machine-hub.js';
-import { machineMetrics } from './machine-metrics.js';
+import { machineFigures } from './machine-metrics.js';
 
 export interface MachineExpiries {
   hub: MachineHub;
@@ -21,7 +21,7 @@ export interface MachineExpiries {
 /** `toWorkers`: how a cluster's primary hands each batch to its workers (absent in a single process). */
 export function startMachineExpiries(config: Config, log: Logger, toWorkers?: (batch: ExpiryBatch, encoded: Buffer) => void): MachineExpiries {
   expiries.maxTiles = config.cache.expiry_max_tiles;
-  const journal = new ExpiryJournal(resolvedCacheDir({ config }), expiries, config.cache.expiry_journal_max_mb * 2 ** 20, log, (bytes) => machineMetrics.emit('journal', bytes));
+  const journal = new ExpiryJournal(resolvedCacheDir({ config }), expiries, config.cache.expiry_journal_max_mb * 2 ** 20, log, (bytes) => (machineFigures.journalBytes = bytes));
   const hub = new MachineHub(journal, { workers: toWorkers });
   let fleet: FleetStream | undefined;
   if (config.cache.shared !== undefined) {
