@@ -52,6 +52,8 @@ export class FleetStream {
   private readonly outbox: { id: string; parts: Buffer[]; bytes: number }[] = [];
   private outboxBytes = 0;
   private flushing = false;
+  /** Publishing failed and has not succeeded since (one warning per outage). */
+  private stuck = false;
   private readonly assembler = new PartAssembler();
   private loop: Promise<void> | undefined;
 
@@ -59,8 +61,8 @@ export class FleetStream {
     private readonly url: string,
     private readonly timeoutMs: number,
     private readonly position: StreamPosition,
-    /** Applies a batch of another machine (the machine hub's `take`). */
-    private readonly onBatch: (batch: ExpiryBatch) => void,
+    /** Applies a batch of another machine (the machine hub's `take`); false when the machine had it. */
+    private readonly onBatch: (batch: ExpiryBatch) => boolean,
     private readonly log: Logger,
   ) {}
 
@@ -104,11 +106,16 @@ export class FleetStream {
             await this.writer.xadd(STREAM_KEY, 'MAXLEN', '~', String(STREAM_MAX_LEN), '*', 'o', this.origin, 'b', next.id, 'p', String(i), 'n', String(next.parts.length), 'd', next.parts[i]);
           }
         } catch (err) {
-          this.log.warn({ err: (err as Error).message, waiting: this.outbox.length }, 'expiry fleet: cannot publish; batches wait until Redis answers');
+          if (!this.stuck) this.log.warn({ err: (err as Error).message, waiting: this.outbox.length }, 'expiry fleet: cannot publish; batches wait until Redis answers');
+          this.stuck = true;
+          // A timeout on a connection that stays up brings no `ready` to resume on: try again later as well.
+          setTimeout(() => void this.flush(), 1_000).unref();
           return;
         }
         this.outbox.shift();
         this.outboxBytes -= next.bytes;
+        if (this.stuck) this.log.info({ waiting: this.outbox.length }, 'expiry fleet: publishing again');
+        this.stuck = false;
         machineFigures.outbox = this.outbox.length;
       }
     } finally {
@@ -175,8 +182,8 @@ export class FleetStream {
     try {
       const batch = this.assembler.add({ id: f.get('b')?.toString() ?? id, part: Number(f.get('p')), parts: Number(f.get('n')), data });
       if (!batch) return;
-      fleetMetrics.emit('received', Date.now() - batch.at);
-      this.onBatch(batch);
+      const lag = Date.now() - batch.at;
+      if (this.onBatch(batch)) fleetMetrics.emit('received', lag);
     } catch (err) {
       this.log.warn({ entry: id, err: (err as Error).message }, 'expiry fleet: an entry of the stream is not a batch; ignored');
     }
