@@ -16,6 +16,7 @@ import { policyOf } from './auth/policy.js';
 import { log } from './log.js';
 import type { RuntimeStatus } from './runtime.js';
 import { sharedCache } from './shared-cache/client.js';
+import { expiries } from './expire/expiries.js';
 import { RenderService } from './render/service.js';
 import { peerLinkFromEnv, RenderPeers } from './render/peers.js';
 import { getRequestListener } from '@hono/node-server';
@@ -77,6 +78,8 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   render.onState(holder.current);
   // The fleet's shared cache (docs/deployment.md): connected in the background, followed on every reload.
   sharedCache.configure(holder.current.config.cache, log);
+  // The expiry index's bound (src/expire/): follows every reload.
+  expiries.maxTiles = holder.current.config.cache.expiry_max_tiles;
   // Rate limits (limits/limits.ts): budgets and the Redis they are shared through follow every reload too.
   await rateLimits.configure(holder.current.config.rate_limits, holder.current.config.cache, log);
   // In a cluster, tiles are drawn by the process owning their block; the others forward to it (render/peers.ts).
@@ -150,6 +153,7 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
       holder.swap(state);
       render.onState(state);
       sharedCache.configure(state.config.cache, log);
+      expiries.maxTiles = state.config.cache.expiry_max_tiles;
       await rateLimits.configure(state.config.rate_limits, state.config.cache, log);
       log.info({ config_hash: next.hash, flush }, 'configuration reloaded');
       return { reloaded: true, figures: stateFigures(state, runtime.rendererEnabled) };

@@ -16,7 +16,9 @@ export type ToWorker =
   /** The answer to this worker's `upload-added` / `upload-removed`: every other worker has (or has not) followed. */
   | { type: 'upload-done'; request: number; ok: boolean; error?: string }
   /** The cluster's uploads now: a worker that started while they changed catches up (adds and drops). */
-  | { type: 'upload-sync'; uploads: UploadRecord[] };
+  | { type: 'upload-sync'; uploads: UploadRecord[] }
+  /** One part of an expiry batch the machine accepted (cluster/expire-relay.ts). */
+  | ExpirePart;
 export type ToPrimary =
   | { type: 'ready' }
   /** What is not ready in this process now (empty: ready); sent when it changes. */
@@ -29,7 +31,20 @@ export type ToPrimary =
   /** This worker removed an upload: every other worker should drop it too. */
   | { type: 'upload-removed'; request: number; id: string }
   /** The answer to the primary's `upload-add` / `upload-remove` of the same `request`. */
-  | { type: 'upload-applied'; request: number; ok: boolean; error?: string };
+  | { type: 'upload-applied'; request: number; ok: boolean; error?: string }
+  /** This worker listens for expiry batches: the primary sends it what it missed since it was forked. */
+  | { type: 'expire-listening' }
+  /** One part of an expiry batch accepted in this worker: the primary takes it into the machine. */
+  | ExpirePart;
+
+/** A part of an encoded expiry batch (src/expire/parts.ts), its bytes as base64 (the channel carries JSON). */
+export interface ExpirePart {
+  type: 'expire';
+  id: string;
+  part: number;
+  parts: number;
+  data: string;
+}
 
 /** Environment variable carrying the validated configuration to a forked worker. */
 export const CONFIG_ENV = 'TILESERVER_TS_LOADED_CONFIG';

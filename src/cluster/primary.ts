@@ -12,6 +12,8 @@ import { UploadRelay } from './upload-relay.js';
 import { workerExecArgv } from './worker-flags.js';
 import { PEER_ENV, type PeerLink } from '../render/peers.js';
 import { serveClusterLimits } from '../limits/cluster.js';
+import { startMachineExpiries } from '../expire/machine.js';
+import { PrimaryExpireRelay } from './expire-relay.js';
 
 /** How long a reload waits for a worker's answer before it gives up on it (a build opens every source). */
 const RELOAD_ANSWER_MS = 120_000;
@@ -106,6 +108,13 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
     for (const w of ready.keys()) if (w.isConnected()) w.send(msg);
   };
 
+  // The machine's expiries (expire/machine.ts): read from the journal before any worker starts, taken here from
+  // the admin listener, the workers and the fleet, and handed to every worker.
+  let relay: PrimaryExpireRelay | undefined;
+  const machine = startMachineExpiries(initial.config, log, (batch, encoded) => relay?.toWorkers(batch, encoded));
+  relay = new PrimaryExpireRelay((batch) => machine.hub.take(batch, 'worker'), log);
+  const expireRelay = relay;
+
   /** The cluster's uploads: relayed between workers, handed to each new one. */
   const uploads = new UploadRelay(() => ready.keys(), log);
 
@@ -124,6 +133,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
     const peerEnv = count > 1 ? { [PEER_ENV]: JSON.stringify(link) } : {};
     const worker = cluster.fork({ [CONFIG_ENV]: JSON.stringify(loaded), ...uploads.forkEnv(), ...peerEnv });
     slots[slot] = worker;
+    expireRelay.forked(worker);
     runs.set(worker, forkedWith);
     notReady.set(worker.id, ['starting']);
     // A message sent to a worker that has just died (before its exit is seen) fails with EPIPE, emitted as an
@@ -132,6 +142,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
     sendReadiness();
     worker.on('message', (msg: ToPrimary) => {
       if (uploads.onMessage(worker, msg)) return;
+      if (expireRelay.onMessage(worker, msg)) return;
       if (msg.type === 'readiness') {
         notReady.set(worker.id, msg.notReady);
         sendReadiness();
@@ -160,6 +171,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
       runs.delete(worker);
       for (const entry of asked.values()) if (entry.waiting.delete(worker)) entry.settle();
       uploads.onExit(worker);
+      expireRelay.exited(worker);
       notReady.delete(worker.id);
       sendReadiness();
     });
@@ -178,7 +190,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
   cluster.on('exit', (worker, code, signal) => {
     if (failed) return;
     if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      if (Object.keys(cluster.workers ?? {}).length === 0) void machine.close().finally(() => process.exit(0));
       return;
     }
     if (!up) {
@@ -204,7 +216,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
     stopping = true;
     log.info('stopping: draining workers');
     const workers = Object.values(cluster.workers ?? {});
-    if (workers.length === 0) process.exit(0);
+    if (workers.length === 0) void machine.close().finally(() => process.exit(0));
     // A signal, not a message: it cannot be lost while a worker is still loading (the default action then
     // ends it, with nothing in flight); a running worker drains on it.
     for (const w of workers) w?.process.kill('SIGTERM');

@@ -8,6 +8,12 @@ import { ServiceReloader } from './reloader.js';
 import { listenErrorLine } from './listen-error.js';
 import { CONFIG_ENV, type ToPrimary, type ToWorker } from './messages.js';
 import { ClusterUploadPeers, uploadsFromEnv } from './upload-peers.js';
+import { WorkerExpiryHub } from './expire-relay.js';
+import { expiries } from '../expire/expiries.js';
+import { setExpiryHub } from '../expire/hub.js';
+import { replayJournal } from '../expire/journal.js';
+import { startMachineExpiries } from '../expire/machine.js';
+import { resolvedCacheDir } from '../config/paths.js';
 
 function send(msg: ToPrimary) {
   process.send?.(msg);
@@ -30,6 +36,13 @@ export async function runWorker(): Promise<void> {
   process.on('SIGTERM', () => void drain());
   process.on('SIGINT', () => {});
   process.on('SIGHUP', () => {});
+  // The machine's expiries before serving: listen for the primary's batches first, then read the journal (what
+  // the primary takes in between reaches this worker by message; cluster/expire-relay.ts).
+  const expireHub = new WorkerExpiryHub(send, log);
+  setExpiryHub(expireHub);
+  expireHub.listen();
+  expiries.maxTiles = loaded.config.cache.expiry_max_tiles;
+  replayJournal(resolvedCacheDir(loaded), expiries);
   // Uploads another worker received reach this one through the primary (src/cluster/upload-relay.ts).
   const uploadPeers = new ClusterUploadPeers(send, log);
   try {
@@ -74,6 +87,8 @@ export async function runWorker(): Promise<void> {
 
 /** workers = 1: one process does everything, signals included. */
 export async function runSingle(loaded: LoadedConfig): Promise<{ server: RunningServer; reloader: ServiceReloader }> {
+  // The machine's expiries (journal, hub, fleet) before the first request.
+  const machine = startMachineExpiries(loaded.config, log);
   const server = await startServer(loaded);
   const reloader = new ServiceReloader(loaded, async (next, flush) => [await server.reload(next, flush)], log);
   let draining = false;
@@ -82,6 +97,7 @@ export async function runSingle(loaded: LoadedConfig): Promise<{ server: Running
     draining = true;
     log.info('stopping: draining');
     await server.drain();
+    await machine.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void drain());

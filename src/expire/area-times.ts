@@ -102,6 +102,11 @@ export class AreaTimes {
     return t;
   }
 
+  /** The directly expired tiles and their times, in key order (the "within" entries follow from them). */
+  directEntries(): { keys: Float64Array; times: Float64Array } {
+    return this.direct.entries();
+  }
+
   /**
    * Bounds the memory: while more than `maxTiles` entries are held, the deepest zoom's direct entries are replaced
    * by their parents (a coarser area, expired at the latest of their times). Lookups then find more tiles stale,

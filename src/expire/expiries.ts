@@ -74,6 +74,14 @@ export class Expiries extends EventEmitter<Events> {
     return this.bySource.size !== 0 && this.expiredAt(sources, z, x, y) >= madeAt;
   }
 
+  /**
+   * What the index holds, as the direct entries of each source and band: applied again (grouped by time into
+   * batches), they rebuild the same lookups. The journal's compaction writes them instead of every batch.
+   */
+  *snapshot(): Generator<{ source: string; band: ZoomBand; keys: Float64Array; times: Float64Array }> {
+    for (const [source, s] of this.bySource) for (const { band, times } of s.bands.values()) yield { source, band, ...times.directEntries() };
+  }
+
   /** Forgets everything (tests; a process never forgets an expiry while it runs). */
   reset(): void {
     this.bySource.clear();

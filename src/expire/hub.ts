@@ -23,10 +23,15 @@ export function newBatchId(): string {
 
 const STARTED = Date.now().toString(36);
 
+/** A new batch with its id and the time it is accepted at. */
+export function stamp(batch: NewBatch): ExpiryBatch {
+  return { ...batch, id: newBatchId(), at: Date.now() };
+}
+
 /** The hub of a process that spreads nothing: applies here only. */
 export class LocalHub implements ExpiryHub {
   async accept(batch: NewBatch): Promise<ExpiryBatch> {
-    const stamped: ExpiryBatch = { ...batch, id: newBatchId(), at: Date.now() };
+    const stamped = stamp(batch);
     expiries.apply(stamped);
     expiryMetrics.emit('accepted', stamped);
     return stamped;

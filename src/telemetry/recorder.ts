@@ -13,6 +13,7 @@ import { storageMetrics } from '../sources/object-store/metrics.js';
 import { idLabel, statusClass, tileOutcome, zLabel, type Cardinality, type TileOutcome } from './labels.js';
 import { OtelPipeline } from './otel.js';
 import { PromMetrics } from './prom.js';
+import { registerMachineMetrics } from './expire-metrics.js';
 import { renderLoad } from './render-load.js';
 
 /** What identifies a tile request in the tile metrics. */
@@ -42,6 +43,9 @@ export class Telemetry {
       if (cluster.isWorker) {
         AggregatorRegistry.setRegistries([this.prom.registry]);
         new AggregatorRegistry();
+      } else {
+        // The single process is its machine's expiry hub too (a cluster's primary registers these itself).
+        registerMachineMetrics(this.prom.registry);
       }
     }
     if (cfg.enabled) this.otel = await OtelPipeline.create(cfg, load, log);
@@ -69,7 +73,6 @@ export class Telemetry {
       const tiles = b.marked ?? b.tiles.length;
       for (const id of b.sources) {
         const source = idLabel(id, this.cardinality);
-        this.prom?.expired(source, b.input, tiles);
         this.otel?.expired(source, b.input, tiles);
       }
     });

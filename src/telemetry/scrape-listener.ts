@@ -7,6 +7,7 @@ import { listenAt, parseBind } from '../config/bind.js';
 import type { TelemetryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { registerNotifyMetrics } from './expire-notify.js';
+import { registerMachineMetrics } from './expire-metrics.js';
 
 /** Set in the environment once the listener is bound, so that worker processes (forked after) report it in /ping. */
 export const SCRAPE_ACTIVE_ENV = 'TILESERVER_TS_SCRAPE_LISTENER';
@@ -63,12 +64,14 @@ export async function startScrapeListener(cfg: TelemetryConfig, metrics: () => P
 
 /**
  * The cluster's sum, for the primary: every worker's registry, summed by metric and labels, followed by the
- * primary's own counters (the database listener runs there alone; no worker has those metrics).
+ * primary's own: the database listener's counters (telemetry/expire-notify.ts) and the machine's expiry hub
+ * (telemetry/expire-metrics.ts), which run there alone.
  */
 export function clusterMetrics(): () => Promise<string> {
   const aggregator = new AggregatorRegistry();
   const own = new Registry();
   registerNotifyMetrics([own]);
+  registerMachineMetrics(own);
   return async () => `${await aggregator.clusterMetrics()}\n${await own.metrics()}`;
 }
 

@@ -18,6 +18,13 @@ export const CacheSchema = v.object({
   shared_ttl_seconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(365 * 86_400)), 86_400),
   /** Longest wait for one shared-cache command; past it the machine renders (or reads) on its own. */
   shared_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 100),
+  /**
+   * Entries the expiry index keeps per source and zoom band before it coarsens (the deepest zoom's expired
+   * tiles replaced by their parents: more tiles found stale, never fewer); about 16 bytes each (src/expire/).
+   */
+  expiry_max_tiles: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1_000), v.maxValue(100_000_000)), 4_000_000),
+  /** The expiry journal (`<dir>/expire/journal`) is rewritten from the index once it grows past this (MB). */
+  expiry_journal_max_mb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65_536)), 64),
 });
 
 export const CompressionSchema = v.object({
@@ -26,5 +33,6 @@ export const CompressionSchema = v.object({
   zstd_level: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(22)), 3),
 });
 
-export const cache = section(v.optional(CacheSchema, {}));
+// The journal's bound is read once, by the process that owns the journal (src/expire/machine.ts).
+export const cache = section(v.optional(CacheSchema, {}), ['expiry_journal_max_mb']);
 export const compression = section(v.optional(CompressionSchema, {}));
