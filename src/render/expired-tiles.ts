@@ -63,6 +63,8 @@ export class ExpiredTiles {
   private running = 0;
   /** Dirty tiles dropped because the queue was full, since the process started. */
   drops = 0;
+  /** The time of the last expiry of each source (any area). */
+  private readonly lastExpiry = new Map<string, number>();
 
   constructor(private readonly redraw: Redraw) {}
 
@@ -87,6 +89,24 @@ export class ExpiredTiles {
         () => renderMetrics.countRerender(style, 'failed'),
       )
       .finally(() => this.refreshing.delete(key));
+  }
+
+  /** Notes an expiry's time for each of its sources (dataRevision). */
+  noteExpiry(batch: ExpiryBatch): void {
+    for (const s of batch.sources) this.lastExpiry.set(s, Math.max(batch.at, this.lastExpiry.get(s) ?? 0));
+  }
+
+  /**
+   * The revision of a style's data: the time of the last expiry of a source it draws ('' when none). It is part of
+   * the style's key in the renderers (pool-keeper.ts styleRef): a renderer keeps the source tiles it loaded (the
+   * browser's HTTP cache, MapLibre's tile cache) while the key stays, so after an expiry the style is loaded anew
+   * and its tiles fetched again, else a re-render would draw the old data.
+   */
+  dataRevision(state: AppState, style: LoadedStyle): string {
+    if (this.lastExpiry.size === 0) return '';
+    let at = 0;
+    for (const d of styleDependencies(state, style)) at = Math.max(at, this.lastExpiry.get(d) ?? 0);
+    return at ? String(at) : '';
   }
 
   /** Notes a variant a client asked for (eager mode draws these after an expiry). */

@@ -22,7 +22,7 @@ import type { RenderPeers } from './peers.js';
 import { MAX_FRAME, RenderPoolKeeper, START_WAIT_MS, styleRef } from './pool-keeper.js';
 import type { RenderPool } from './pool.js';
 import { RenderCache, type CachedImage } from '../shared-cache/render-cache.js';
-import { RenderError, type Frame, type FrameEncoding } from './renderer.js';
+import { RenderError, type Frame, type FrameEncoding, type StyleRef } from './renderer.js';
 import { MarkerIcons } from './marker-icons.js';
 import type { AppFetch } from './resources.js';
 import { SharedRenders, type Rendered } from './shared-renders.js';
@@ -58,6 +58,7 @@ export class RenderService {
   /** Expired tiles: re-renders under way, and eager mode's variants and dirty queue (expired-tiles.ts). */
   private readonly expired = new ExpiredTiles((tile) => this.redrawDirty(tile));
   private readonly onExpiry = (batch: ExpiryBatch) => {
+    this.expired.noteExpiry(batch);
     const cfg = this.lastState?.config.render;
     if (cfg?.rerender_expired === 'eager') this.expired.expired(this.lastState!, batch, cfg.rerender_max_zoom, cfg.dirty_queue_size);
   };
@@ -68,6 +69,11 @@ export class RenderService {
   ) {
     this.keeper = new RenderPoolKeeper(runtime, log);
     expiries.on('batch', this.onExpiry);
+  }
+
+  /** The style as the renderers load it: its key changes with its sources' last expiry (ExpiredTiles.dataRevision). */
+  private styleRefOf(state: AppState, style: LoadedStyle, out: RenderOutput): StyleRef {
+    return styleRef(state, style, out.lang, this.expired.dataRevision(state, style));
   }
 
   /** Tiles waiting in the eager dirty queue, and those it dropped because it was full (the metrics read these). */
@@ -419,7 +425,7 @@ export class RenderService {
             const plan = this.batches.close(batch, cfg.tile_buffer, MAX_FRAME);
             return this.withEncoding(state, style, plan.frame, out, cells(plan).map(([x, y]) => tileRect(plan, x, y)));
           };
-          const f = await pool.render(styleRef(state, style, out.lang), frameOf, { cancel, client: caller.client, priority: caller.priority, onStart: () => budget.start() });
+          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, priority: caller.priority, onStart: () => budget.start() });
           this.keeper.drew(pool);
           const plan = batch.plan!;
           return this.storeTiles(state, style, { raw: f, tiles: f.tiles, timing: { ...f.timings } }, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), out, started, madeAt);
@@ -558,7 +564,7 @@ export class RenderService {
   /** Pixels of a frame of any size (frame-drawing.ts) on this process's pool. */
   private async renderFrame(state: AppState, style: LoadedStyle, out: RenderOutput, frame: Frame, budget: Budget, signal: AbortSignal, caller: RenderCaller): Promise<DrawnFrame> {
     const pool = await this.keeper.ready();
-    return drawFrame(pool, styleRef(state, style, out.lang), frame, budget, signal, { client: caller.client, priority: caller.priority }, (p) => this.keeper.drew(p));
+    return drawFrame(pool, this.styleRefOf(state, style, out), frame, budget, signal, { client: caller.client, priority: caller.priority }, (p) => this.keeper.drew(p));
   }
 
   get cacheStats(): { entries: number; bytes: number } {
