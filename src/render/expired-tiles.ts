@@ -119,11 +119,13 @@ export class ExpiredTiles {
 
   /**
    * Eager mode: queues the tiles of `batch` up to `maxZoom` for every recently served variant of a style drawing one
-   * of its sources. A full queue drops (counted): those tiles wait for their next request, answered stale meanwhile.
+   * of its sources (tile by tile, the latest variant first); a tile this process holds no old image of is skipped
+   * when its turn comes (redrawDirty). A full queue drops (counted): those tiles wait for their next request, answered stale meanwhile.
    */
   expired(state: AppState, batch: ExpiryBatch, maxZoom: number, capacity: number): void {
     const sources = new Set(batch.sources);
-    const reached = [...this.variants.values()].filter((v) => {
+    // Most recently served first: with a short queue, the variants clients use now are drawn.
+    const reached = [...this.variants.values()].reverse().filter((v) => {
       const style = state.styles.get(v.style);
       return style !== undefined && styleDependencies(state, style).some((d) => sources.has(d));
     });
