@@ -135,6 +135,18 @@ ${render}
     assert.equal(fresh.headers.get('cache-control'), 'public, max-age=86400');
   }
 
+  /** `paths` drawn red after the data turned red: the whole area expired first, so no older image is kept. */
+  async function freshRed(paths: string[]): Promise<void> {
+    await setColour('#ff0000');
+    await expire(['0/0/0']);
+    for (const p of paths) {
+      await waitFor(`${p} red and fresh`, async () => {
+        const t = await get(p);
+        return !isStale(t) && near(t.colour, RED) ? t : undefined;
+      }, 30_000);
+    }
+  }
+
   test('memory: old pixels at once, marked; then new ones; the metatile is drawn again whole; tiles elsewhere are untouched', async () => {
     await setColour('#ff0000');
     const first = await get('/styles/areas/2/1/1.png');
@@ -162,27 +174,16 @@ ${render}
   });
 
   test('256 px and @2x tiles of the expired area are stale too (a tile z/x/y covers tile z/x/y of the index)', async () => {
-    await setColour('#ff0000');
     const paths = ['/styles/areas/256/3/2/2.png', '/styles/areas/3/2/2@2x.png'];
-    // Drawn now (red) if not yet: an expiry of the whole area first makes any older image stale.
-    await expire(['0/0/0']);
-    for (const p of paths) await waitFor(`${p} red and fresh`, async () => {
-      const t = await get(p);
-      return !isStale(t) && near(t.colour, RED) ? t : undefined;
-    }, 30_000);
+    await freshRed(paths);
     await setColour('#00ff00');
     await expire(['3/2/2']);
     for (const p of paths) await staleThenFresh(p, RED, GREEN, 'memory');
   });
 
   test('disk: with memory emptied by a reload, the old file answers stale until the re-render replaces it', async () => {
-    await setColour('#ff0000');
-    await expire(['0/0/0']);
     const p = '/styles/areas/4/5/6.png';
-    await waitFor('red and fresh', async () => {
-      const t = await get(p);
-      return !isStale(t) && near(t.colour, RED) ? t : undefined;
-    }, 30_000);
+    await freshRed([p]);
     await setColour('#0000ff');
     await expire(['4/5/6']);
     // Another memory budget: a new memory cache, empty; the disk cache stays.
@@ -193,13 +194,8 @@ ${render}
   });
 
   test('the shared cache: with memory and disk gone, the fleet entry answers stale while this machine draws it again', async () => {
-    await setColour('#ff0000');
-    await expire(['0/0/0']);
     const p = '/styles/areas/5/9/12.png';
-    await waitFor('red and fresh', async () => {
-      const t = await get(p);
-      return !isStale(t) && near(t.colour, RED) ? t : undefined;
-    }, 30_000);
+    await freshRed([p]);
     await setColour('#ffff00');
     await expire(['5/9/12']);
     writeFileSync(configFile, toml('memory_cache_mb = 62'));
@@ -211,13 +207,8 @@ ${render}
   test('eager: tiles held are drawn again right after their expiry; a dirty queue of one drops the rest (counted)', async () => {
     writeFileSync(configFile, toml('rerender_expired = "eager"\ndirty_queue_size = 1\nrerender_max_zoom = 12'));
     assert.equal((await fetch(`${adminUrl}/__admin/reload`, { method: 'POST' })).status, 200);
-    await setColour('#ff0000');
-    await expire(['0/0/0']);
     const tiles = ['6/10/20', '6/40/20', '6/10/50'];
-    for (const t of tiles) await waitFor(`${t} red and fresh`, async () => {
-      const got = await get(`/styles/areas/${t}.png`);
-      return !isStale(got) && near(got.colour, RED) ? got : undefined;
-    }, 30_000);
+    await freshRed(tiles.map((t) => `/styles/areas/${t}.png`));
     const before = await metrics();
     const drops0 = before.value('render_dirty_queue_drops_total') ?? 0;
     const done0 = before.value('render_rerenders_total', { style: 'areas', result: 'done' }) ?? 0;
