@@ -66,6 +66,11 @@ const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   marker_max_bytes: { kind: { int: [1, 16 * 1024 * 1024] }, default: 256 * 1024 },
   marker_timeout_ms: { kind: { int: [1, 60_000] }, default: 3000 },
   marker_hosts: { kind: { hosts: true }, default: [] },
+  stale_max_age_seconds: { kind: { int: [0, 3600] }, default: 15 },
+  rerender_expired: { kind: { oneOf: ['request', 'eager'] }, default: 'request' },
+  rerender_max_zoom: { kind: { int: [0, 24] }, default: 16 },
+  dirty_queue_size: { kind: { int: [1, 1_000_000] }, default: 10_000 },
+  stale_threshold: { kind: { int: [0, 100_000] }, default: 64 },
 };
 const KEYS = Object.keys(RENDER);
 

@@ -3,7 +3,7 @@
 import { setMaxListeners } from 'node:events';
 import { Budget } from './budget.js';
 import { cropRaw, pasteRaw, resizeRaw, type RawImage } from './image.js';
-import type { RenderPool } from './pool.js';
+import type { RenderCall, RenderPool } from './pool.js';
 import type { Frame, RenderedFrame, StyleRef } from './renderer.js';
 import { splitFrame } from './tile-render.js';
 
@@ -45,10 +45,10 @@ export async function drawFrame(
   frame: Frame,
   budget: Budget,
   signal: AbortSignal,
-  client: string | undefined,
+  asker: Pick<RenderCall, 'client' | 'priority'>,
   drew: (pool: RenderPool) => void,
 ): Promise<DrawnFrame> {
-  const call = (cancel: AbortSignal) => ({ cancel, client, onStart: () => budget.start() });
+  const call = (cancel: AbortSignal): RenderCall => ({ cancel, ...asker, onStart: () => budget.start() });
   const drawnBy = (f: RenderedFrame) => {
     drew(pool);
     return f;

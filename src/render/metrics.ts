@@ -15,14 +15,40 @@ export interface RenderFailure {
   reason: string;
 }
 
+/** What became of a background re-render of an expired tile: stored fresh, failed, or not begun (load above render.stale_threshold). */
+export type RerenderResult = 'done' | 'failed' | 'skipped';
+
 interface Events {
   duration: [RenderDuration];
   error: [RenderFailure];
+  /** An expired tile answered from its old image. */
+  stale: [string];
+  rerender: [{ style: string; result: RerenderResult }];
+  /** Seconds from a tile's expiry to its fresh image stored by a re-render. */
+  lag: [{ style: string; seconds: number }];
+  /** A tile the eager dirty queue had no room for. */
+  dirtyDrop: [];
 }
 
 export class RenderMetrics extends EventEmitter<Events> {
   observeDuration(style: string, format: string, seconds: number): void {
     this.emit('duration', { style, format, seconds });
+  }
+
+  countStale(style: string): void {
+    this.emit('stale', style);
+  }
+
+  countRerender(style: string, result: RerenderResult): void {
+    this.emit('rerender', { style, result });
+  }
+
+  observeLag(style: string, seconds: number): void {
+    this.emit('lag', { style, seconds });
+  }
+
+  countDirtyDrop(): void {
+    this.emit('dirtyDrop');
   }
 
   countError(style: string, reason: string): void {

@@ -26,6 +26,8 @@ export const PEER_ENV = 'TSTS_RENDER_PEERS';
 export const PEER_HEADER = 'x-tileserver-ts-peer';
 /** Header of a forwarded request: the client it was forwarded for (trusted only beside the token). */
 export const PEER_CLIENT_HEADER = 'x-tileserver-ts-client';
+/** Header of the owner's answer to a forwarded request: when its image was made (ms), for the forwarder's expiry checks. */
+export const PEER_MADE_AT_HEADER = 'x-tileserver-ts-made-at';
 /** Edge of an ownership block in tiles: a multiple of every metatile size (1, 2, 4). */
 export const OWNER_BLOCK = 4;
 
@@ -57,6 +59,10 @@ export interface PeerAnswer {
   contentType: string;
   /** The owner's Server-Timing header (where its render's time went, or which of its caches answered). */
   timing: string | undefined;
+  /** When the image was made (ms; 0 when the owner did not say: older than any expiry). */
+  madeAt: number;
+  /** The owner answered an expired tile's old image (Cache-Status `fwd=stale`) while it draws it again. */
+  stale: boolean;
 }
 
 const socketPath = (link: PeerLink, slot: number) => `\0${link.name}-${slot}`;
@@ -116,7 +122,14 @@ export class RenderPeers {
           const body = Buffer.concat(chunks);
           if (res.statusCode === 200) {
             this.counts.forwarded++;
-            return resolve({ body, etag: String(res.headers.etag ?? ''), contentType: String(res.headers['content-type'] ?? 'application/octet-stream'), timing: res.headers['server-timing'] as string | undefined });
+            return resolve({
+              body,
+              etag: String(res.headers.etag ?? ''),
+              contentType: String(res.headers['content-type'] ?? 'application/octet-stream'),
+              timing: res.headers['server-timing'] as string | undefined,
+              madeAt: Number(res.headers[PEER_MADE_AT_HEADER]) || 0,
+              stale: /;\s*fwd=stale\b/.test(String(res.headers['cache-status'] ?? '')),
+            });
           }
           // The owner's refusal (its problem body says why) is this request's answer too.
           let reason: unknown;

@@ -28,8 +28,8 @@ export const START_WAIT_MS = 60_000;
  * archive replaced in its store): a page keeps the tiles it parsed while the key stays, so the key must change
  * whenever those tiles may have.
  */
-export function styleRef(state: AppState, style: LoadedStyle, lang?: LanguageTag): StyleRef {
-  const key = createHash('sha256').update(`${style.hash}\n${state.configHash}\n${state.loadedAt}\n${remoteRevisions(state)}\n${lang?.tag ?? ''}`).digest('hex').slice(0, 16);
+export function styleRef(state: AppState, style: LoadedStyle, lang?: LanguageTag, dataRevision = ''): StyleRef {
+  const key = createHash('sha256').update(`${style.hash}\n${state.configHash}\n${state.loadedAt}\n${remoteRevisions(state)}\n${lang?.tag ?? ''}${dataRevision ? `\n${dataRevision}` : ''}`).digest('hex').slice(0, 16);
   return lang ? { id: style.id, key, lang: lang.tag } : { id: style.id, key };
 }
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { GlStack } from './backends/gl-stack.js';
-import { FairQueue } from './fair-queue.js';
+import { PriorityQueue, type RenderPriority } from './priority-queue.js';
 import { killMarked } from './processes.js';
 import { RenderError, type BackendName, type Frame, type RenderedFrame, type RendererEvent, type ResourceFetcher, type StyleRef } from './renderer.js';
 import { threadMarkerPrefix, type ControlMessage, type PoolMessage, type ThreadConfig, type ThreadMessage, type ThreadResult, type ThreadTask } from './thread.js';
@@ -48,6 +48,8 @@ export interface RenderCall {
   cancel?: AbortSignal;
   /** Who asked (the client's address): waiting renders are handed renderers in turns per client (fair-queue.ts). */
   client?: string;
+  /** Its class in the queue (priority-queue.ts): interactive (default), expired (a re-render), bulk (seeding). */
+  priority?: RenderPriority;
   /** Called when a renderer begins the frame (after any browser start, page replacement or style load): the frame's time limit starts then. */
   onStart?: () => void;
 }
@@ -83,7 +85,7 @@ export class RenderPool {
    */
   private readonly capacity: number;
   private running = 0;
-  private readonly waiting = new FairQueue<Waiter>();
+  private readonly waiting = new PriorityQueue<Waiter>();
   /** Renders done, failed and dropped since the pool started (for /ping-style reports and the tests). */
   readonly counts = { rendered: 0, failed: 0, dropped: 0, expired: 0, retried: 0 };
 
@@ -162,7 +164,7 @@ export class RenderPool {
    * waits (service.ts, adaptive metatiles).
    */
   async render(style: StyleRef, frameOf: Frame | (() => Frame), call: RenderCall = {}): Promise<RenderedFrame> {
-    await this.admit(call.cancel, call.client ?? '');
+    await this.admit(call.cancel, call.client ?? '', call.priority ?? 'interactive');
     let frame: Frame;
     try {
       frame = typeof frameOf === 'function' ? frameOf() : frameOf;
@@ -196,21 +198,22 @@ export class RenderPool {
   }
 
   /** Waits for a free renderer, within the queue's bounds in length and time. */
-  private admit(cancel: AbortSignal | undefined, client: string): Promise<void> {
+  private admit(cancel: AbortSignal | undefined, client: string, priority: RenderPriority): Promise<void> {
     if (this.closed) return Promise.reject(new RenderError('unavailable', 'the renderer is shutting down'));
     if (cancel?.aborted) return Promise.reject(new RenderError('cancelled', 'no one waits for this render any more'));
-    if (this.running < this.capacity && this.waiting.size === 0) {
+    if (this.waiting.mayStart(priority, this.running, this.capacity)) {
       this.running++;
       return Promise.resolve();
     }
-    if (this.waiting.size >= this.o.maxQueue) {
-      return Promise.reject(new RenderError('overload', `${this.waiting.size} renders are waiting (render.max_queue = ${this.o.maxQueue})`));
+    // Bounded per class: a flood of re-renders or seeding never makes an interactive render an overload.
+    if (this.waiting.sizeOf(priority) >= this.o.maxQueue) {
+      return Promise.reject(new RenderError('overload', `${this.waiting.sizeOf(priority)} renders are waiting (render.max_queue = ${this.o.maxQueue})`));
     }
     return new Promise<void>((resolve, reject) => {
       const done = () => {
         clearTimeout(timer);
         cancel?.removeEventListener('abort', onCancel);
-        this.waiting.remove(client, waiter);
+        this.waiting.remove(priority, client, waiter);
       };
       const waiter: Waiter = {
         grant: () => {
@@ -231,15 +234,21 @@ export class RenderPool {
         waiter.fail(new RenderError('cancelled', 'no one waits for this render any more'));
       };
       cancel?.addEventListener('abort', onCancel, { once: true });
-      this.waiting.push(client, waiter);
+      this.waiting.push(priority, client, waiter);
     });
   }
 
-  /** A renderer is free again: the next client in turn gives it to its longest-waiting render (fair-queue.ts). */
+  /**
+   * A renderer is free again: the highest class with a render allowed to start gives it to its next client in turn
+   * (priority-queue.ts). A background render may leave it idle for an interactive one to come.
+   */
   private leave(): void {
-    const next = this.closed ? undefined : this.waiting.shift();
-    if (next) return next.grant();
     this.running--;
+    if (this.closed) return;
+    for (let next = this.waiting.shift(this.running, this.capacity); next; next = this.waiting.shift(this.running, this.capacity)) {
+      this.running++;
+      next.grant();
+    }
   }
 
   private async renderOnce(style: StyleRef, frame: Frame, call: RenderCall): Promise<RenderedFrame> {

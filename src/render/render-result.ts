@@ -4,6 +4,7 @@ import type { LanguageTag } from '../config/language-tag.js';
 import type { CachedImage } from '../shared-cache/render-cache.js';
 import { encodingQuery, extOf, type ImageEncoding } from './image-encoding.js';
 import type { TileRequest } from './tile-render.js';
+import type { RenderPriority } from './priority-queue.js';
 
 export { extOf };
 
@@ -32,6 +33,8 @@ export interface RenderResult {
   timing: Record<string, number> | undefined;
   /** For `peer`: the owner's own Server-Timing header. */
   peerTiming?: string;
+  /** The image was made before an expiry that touches it: answered while a re-render replaces it (expired-tiles.ts). */
+  stale?: boolean;
 }
 
 /** Where a render's answer goes: the request's own cancel signal, for dropping work no one waits for. */
@@ -41,4 +44,6 @@ export interface RenderCaller {
   fromPeer?: boolean;
   /** Who asked (the client's address): the render queue gives clients turns (fair-queue.ts). */
   client?: string;
+  /** The render queue's class (priority-queue.ts); default interactive. */
+  priority?: RenderPriority;
 }

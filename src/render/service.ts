@@ -11,7 +11,7 @@ import type { RuntimeStatus } from '../runtime.js';
 import type { AppState } from '../state/app-state.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
 import { etagOf } from '../serve/tile-service.js';
-import { sharedCache } from '../shared-cache/client.js';
+import { sharedCache, type SharedEntry } from '../shared-cache/client.js';
 import { styleIdentity } from '../shared-cache/identity.js';
 import type { Budget } from './budget.js';
 import type { Camera } from './camera.js';
@@ -22,13 +22,17 @@ import type { RenderPeers } from './peers.js';
 import { MAX_FRAME, RenderPoolKeeper, START_WAIT_MS, styleRef } from './pool-keeper.js';
 import type { RenderPool } from './pool.js';
 import { RenderCache, type CachedImage } from '../shared-cache/render-cache.js';
-import { RenderError, type Frame, type FrameEncoding } from './renderer.js';
+import { RenderError, type Frame, type FrameEncoding, type StyleRef } from './renderer.js';
 import { MarkerIcons } from './marker-icons.js';
 import type { AppFetch } from './resources.js';
 import { SharedRenders, type Rendered } from './shared-renders.js';
 import { tilePath, type RenderCaller, type RenderOutput, type RenderResult } from './render-result.js';
 import { variantOf } from './image-encoding.js';
 import { CONTENT_TYPES } from './static-params.js';
+import { ExpiredTiles, isFresh, tileExpiredAt, type DirtyTile } from './expired-tiles.js';
+import { expiries } from '../expire/expiries.js';
+import type { ExpiryBatch } from '../expire/batch.js';
+import type { ImageFormat } from './static-params.js';
 import { opaqueAt } from './style-opacity.js';
 import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
 import { batchEdge, planMetatile, tileRect, type MetatilePlan, type TileRequest } from './tile-render.js';
@@ -51,12 +55,51 @@ export class RenderService {
   private app: AppFetch | undefined;
   /** Images of static maps' icon markers (sprite, files, allowed hosts), fetched and cached per process. */
   readonly markerIcons = new MarkerIcons(() => this.app);
+  /** Expired tiles: re-renders under way, and eager mode's variants and dirty queue (expired-tiles.ts). */
+  private readonly expired = new ExpiredTiles((tile) => this.redrawDirty(tile));
+  private readonly onExpiry = (batch: ExpiryBatch) => {
+    this.expired.noteExpiry(batch);
+    const cfg = this.lastState?.config.render;
+    if (cfg?.rerender_expired === 'eager') this.expired.expired(this.lastState!, batch, cfg.rerender_max_zoom, cfg.dirty_queue_size);
+  };
 
   constructor(
     runtime: RuntimeStatus,
     private readonly log: Logger,
   ) {
     this.keeper = new RenderPoolKeeper(runtime, log);
+    expiries.on('batch', this.onExpiry);
+  }
+
+  /** The style as the renderers load it: its key changes with its sources' last expiry (ExpiredTiles.dataRevision). */
+  private styleRefOf(state: AppState, style: LoadedStyle, out: RenderOutput): StyleRef {
+    return styleRef(state, style, out.lang, this.expired.dataRevision(state, style));
+  }
+
+  /** Tiles waiting in the eager dirty queue, and those it dropped because it was full (the metrics read these). */
+  get dirtyQueue(): { length: number; drops: number } {
+    return { length: this.expired.dirtyLength, drops: this.expired.drops };
+  }
+
+  /**
+   * Eager mode: one dirty tile drawn again, if this process holds an old image of it (mod_tile's render_expired
+   * re-renders the tiles that exist; one nobody has is drawn when first asked for) and the load allows.
+   */
+  private async redrawDirty(d: DirtyTile): Promise<void> {
+    const state = this.lastState;
+    const style = state?.styles.get(d.variant.style);
+    if (!state || !style || !this.cache) return;
+    const t: TileRequest = { z: d.z, x: d.x, y: d.y, base: d.variant.base, scale: d.variant.scale };
+    const out = d.variant.out;
+    const lang = out.lang ? `/lang-${out.lang.tag}` : '';
+    const base = `${style.id}/${this.contentKey(state, style)}${lang}/${t.base}@${t.scale}x`;
+    const key = `${base}/${t.z}/${t.x}/${t.y}.${variantOf(out.encoding)}`;
+    const expiredAt = tileExpiredAt(state, style, t.z, t.x, t.y);
+    const held = this.cache.getMemory(key) ?? (await this.cache.getDiskEntry(key));
+    if (!held || isFresh(held.madeAt, expiredAt)) return;
+    const threshold = state.config.render.stale_threshold;
+    if (threshold > 0 && this.load.queued >= threshold) return renderMetrics.countRerender(style.id, 'skipped');
+    await this.expired.refresh(key, style.id, expiredAt, async () => ({ stored: !(await this.makeTile(state, style, t, out, base, key, { priority: 'expired' }, expiredAt, true)).stale }));
   }
 
   /** Render ownership across the cluster's processes (peers.ts); without it every process draws what it is asked. */
@@ -115,6 +158,7 @@ export class RenderService {
   }
 
   close(): Promise<void> {
+    expiries.off('batch', this.onExpiry);
     return this.keeper.close();
   }
 
@@ -147,22 +191,71 @@ export class RenderService {
     return { ...frame, encode: { format, quality, opaque: opaqueAt(style.style, frame.zoom), tiles } };
   }
 
-  /** A raster tile of a style: from memory, disk, or its metatile's render. */
+  /**
+   * A raster tile of a style: from memory, disk, its owner process, the fleet's cache, or its metatile's render.
+   * An entry an expiry reached (made before it) is answered at once, marked stale, while one re-render in the
+   * background replaces it (expired-tiles.ts); a bulk request (seeding) waits for the fresh tile instead.
+   */
   async tile(state: AppState, style: LoadedStyle, t: TileRequest, out: RenderOutput, caller: RenderCaller = {}): Promise<RenderResult> {
+    const r = await this.findTile(state, style, t, out, caller);
+    // A forwarded request's stale answer is counted by the process answering the client.
+    if (r.stale && !caller.fromPeer) renderMetrics.countStale(style.id);
+    return r;
+  }
+
+  private async findTile(state: AppState, style: LoadedStyle, t: TileRequest, out: RenderOutput, caller: RenderCaller): Promise<RenderResult> {
     const cache = this.cache!;
     const format = out.encoding.format;
     // The language and the encoding variant are part of every key: each is its own image in every cache.
     const lang = out.lang ? `/lang-${out.lang.tag}` : '';
     const base = `${style.id}/${this.contentKey(state, style)}${lang}/${t.base}@${t.scale}x`;
     const key = `${base}/${t.z}/${t.x}/${t.y}.${variantOf(out.encoding)}`;
+    if (caller.priority !== 'bulk') this.expired.served({ style: style.id, base: t.base, scale: t.scale, out });
+    const expiredAt = tileExpiredAt(state, style, t.z, t.x, t.y);
+    let old: RenderResult | undefined;
     const hit = cache.getMemory(key);
-    if (hit) return { image: hit, from: 'memory', timing: undefined };
-    const fromDisk = await cache.getDisk(key);
-    if (fromDisk) {
-      const image: CachedImage = { body: fromDisk, etag: etagOf(fromDisk), contentType: CONTENT_TYPES[format] };
-      cache.setMemory(key, image);
-      return { image, from: 'disk', timing: undefined };
+    if (hit) {
+      if (isFresh(hit.madeAt, expiredAt)) return { image: hit, from: 'memory', timing: undefined };
+      old = { image: hit, from: 'memory', timing: undefined };
+    } else {
+      const fromDisk = await cache.getDiskEntry(key);
+      if (fromDisk) {
+        const image: CachedImage = { body: fromDisk.body, etag: etagOf(fromDisk.body), contentType: CONTENT_TYPES[format], madeAt: fromDisk.madeAt };
+        if (isFresh(image.madeAt, expiredAt)) {
+          cache.setMemory(key, image);
+          return { image, from: 'disk', timing: undefined };
+        }
+        old = { image, from: 'disk', timing: undefined };
+      }
     }
+    if (old && caller.priority !== 'bulk') {
+      const redraw = async () => ({ stored: !(await this.makeTile(state, style, t, out, base, key, { client: caller.client, priority: 'expired' }, expiredAt, true)).stale });
+      return this.answerStale(state, style, key, old, expiredAt, redraw);
+    }
+    return this.makeTile(state, style, t, out, base, key, caller, expiredAt, false);
+  }
+
+  /**
+   * The old image of an expired tile, marked stale, with its re-render started in the background (once per key in
+   * this process; not above render.stale_threshold renders waiting, when the load is shed: `skipped`).
+   * `dropped` runs when no re-render was started (a lock taken for it is released).
+   */
+  private answerStale(state: AppState, style: LoadedStyle, key: string, old: RenderResult, expiredAt: number, redraw: () => Promise<{ stored: boolean }>, dropped: () => void = () => {}): RenderResult {
+    const threshold = state.config.render.stale_threshold;
+    if (threshold > 0 && this.load.queued >= threshold) {
+      renderMetrics.countRerender(style.id, 'skipped');
+      dropped();
+    } else if (!this.expired.refresh(key, style.id, expiredAt, redraw)) dropped();
+    return { ...old, stale: true };
+  }
+
+  /**
+   * A tile no layer of this process had fresh: from its owner process, the fleet's cache, or drawn. `background`:
+   * the re-render of an expired tile whose old image was answered already (it never answers stale itself).
+   */
+  private async makeTile(state: AppState, style: LoadedStyle, t: TileRequest, out: RenderOutput, base: string, key: string, caller: RenderCaller, expiredAt: number, background: boolean): Promise<RenderResult> {
+    const cache = this.cache!;
+    const format = out.encoding.format;
     // Another process owns this tile's block: its pages hold the neighbourhood's parsed source tiles.
     // Always the owner, even when a renderer here is idle: drawing here would parse the neighbourhood's source tiles
     // a second time (measured: fewer tiles per CPU-second when idle processes drew for themselves).
@@ -172,14 +265,33 @@ export class RenderService {
       const limit = state.config.render.queue_timeout_ms + state.config.render.timeout_ms + START_WAIT_MS;
       const got = await this.peers!.forward(owner, tilePath(style.id, t, out), caller.signal, caller.client, limit);
       if (got) {
-        const image: CachedImage = { body: got.body, etag: got.etag, contentType: got.contentType };
-        cache.setMemory(key, image);
-        return { image, from: 'peer', timing: undefined, peerTiming: got.timing };
+        const image: CachedImage = { body: got.body, etag: got.etag, contentType: got.contentType, madeAt: got.madeAt };
+        // The owner answers an expired tile stale while it draws it again; kept here, that answer would pass for
+        // fresh. Left out, the next request here asks the owner again and gets the new tile.
+        const stale = got.stale || !isFresh(got.madeAt, expiredAt);
+        if (!stale) cache.setMemory(key, image);
+        return { image, from: 'peer', timing: undefined, peerTiming: got.timing, stale };
       }
     }
-    // The fleet's shared cache, and its lock: another machine drawing this tile is waited for, not repeated.
-    const claim = await sharedCache.claim('tile', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal);
-    if (claim.kind === 'hit') return this.fromShared(key, claim.body, CONTENT_TYPES[format], true);
+    // The fleet's shared cache, and its lock: another machine drawing this tile is waited for, not repeated. An
+    // entry made before the tile's expiry counts as absent for the lock (one re-render for the fleet).
+    const claim = await sharedCache.claim('tile', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal, expiredAt);
+    if (claim.kind === 'hit') return this.fromShared(key, claim, CONTENT_TYPES[format], true);
+    // Another machine is drawing it again: its old bytes now.
+    if (claim.kind === 'stale') return { image: this.imageOf(claim.body, format, claim.madeAt), from: 'shared', timing: undefined, stale: true };
+    if (claim.stale && !background && caller.priority !== 'bulk') {
+      // Only the fleet had it, expired: answered from there while this machine draws it again, holding the lock.
+      const old: RenderResult = { image: this.imageOf(claim.stale.body, format, claim.stale.madeAt), from: 'shared', timing: undefined };
+      const redraw = async () => {
+        try {
+          const r = await this.drawTile(state, style, t, out, base, key, { client: caller.client, priority: 'expired' });
+          return { stored: isFresh(r.image.madeAt, expiredAt) };
+        } finally {
+          void claim.release();
+        }
+      };
+      return this.answerStale(state, style, key, old, expiredAt, redraw, () => void claim.release());
+    }
     try {
       return await this.drawTile(state, style, t, out, base, key, caller);
     } finally {
@@ -188,12 +300,16 @@ export class RenderService {
     }
   }
 
-  /** An image found in the shared cache, kept in this machine's caches too. */
-  private fromShared(key: string, body: Buffer, contentType: string, toDisk: boolean): RenderResult {
-    const image: CachedImage = { body, etag: etagOf(body), contentType };
+  private imageOf(body: Buffer, format: ImageFormat, madeAt: number): CachedImage {
+    return { body, etag: etagOf(body), contentType: CONTENT_TYPES[format], madeAt };
+  }
+
+  /** An image found in the shared cache, kept in this machine's caches too (with the time it was made). */
+  private fromShared(key: string, entry: SharedEntry, contentType: string, toDisk: boolean): RenderResult {
+    const image: CachedImage = { body: entry.body, etag: etagOf(entry.body), contentType, madeAt: entry.madeAt };
     this.cache!.setMemory(key, image);
     // Tiles are kept on disk too (static images never are).
-    if (toDisk) void this.cache!.setDisk(key, body);
+    if (toDisk) void this.cache!.setDisk(key, entry.body, entry.madeAt);
     return { image, from: 'shared', timing: undefined };
   }
 
@@ -214,20 +330,23 @@ export class RenderService {
       metaKey,
       async (signal) => {
         const started = performance.now();
-        // Worker processes share the disk cache: when another one is drawing this metatile, take its tiles.
+        // Before any data is read: an expiry from now on makes these tiles stale.
+        const madeAt = Date.now();
+        // Worker processes share the disk cache: when another one is drawing this metatile, take its tiles (those
+        // made after their expiry: a metatile left from before it is drawn again).
         let release = await cache.claim(metaKey, cfg.timeout_ms * 2);
         if (!release) {
           await cache.awaitRelease(metaKey, cfg.timeout_ms);
           const found = new Map<string, CachedImage>();
           for (const c of cells) {
-            const body = await cache.getDisk(cellKey(c));
-            if (body) found.set(cellKey(c), { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] });
+            const entry = await cache.getDiskEntry(cellKey(c));
+            if (entry && isFresh(entry.madeAt, tileExpiredAt(state, style, t.z, c[0], c[1]))) found.set(cellKey(c), this.imageOf(entry.body, format, entry.madeAt));
           }
           if (found.has(key)) return { images: found, timing: { wait: performance.now() - started } };
           release = (await cache.claim(metaKey, cfg.timeout_ms * 2)) ?? (async () => {});
         }
         try {
-          return await withinBudget(cfg.timeout_ms, signal, (budget, cancel) => this.renderMetatile(state, style, plan, cells, cellKey, out, started, budget, cancel, caller.client));
+          return await withinBudget(cfg.timeout_ms, signal, (budget, cancel) => this.renderMetatile(state, style, plan, cells, cellKey, out, started, madeAt, budget, cancel, caller));
         } finally {
           await release();
         }
@@ -261,7 +380,7 @@ export class RenderService {
       const by = Math.floor(t.y / edge) * edge;
       const batch = this.batches.join(`${base}/${t.z}/${bx}/${by}.${ext}`, t, edge, cellKey);
       batchKey = batch.key;
-      work = (signal) => this.renderBatch(state, style, batch, out, signal, caller.client);
+      work = (signal) => this.renderBatch(state, style, batch, out, signal, caller);
     }
     const rendered = await this.inflight.run(batchKey, work, style.id, caller.signal);
     const image = rendered.images.get(key);
@@ -270,11 +389,13 @@ export class RenderService {
   }
 
   /** Draws a batch once a renderer is free; its frame is decided then (TileBatches.close). */
-  private async renderBatch(state: AppState, style: LoadedStyle, batch: TileBatch, out: RenderOutput, signal: AbortSignal, client: string | undefined): Promise<Rendered> {
+  private async renderBatch(state: AppState, style: LoadedStyle, batch: TileBatch, out: RenderOutput, signal: AbortSignal, caller: RenderCaller): Promise<Rendered> {
     const cache = this.cache!;
     const cfg = state.config.render;
     const format = out.encoding.format;
     const started = performance.now();
+    // Before any data is read: an expiry from now on makes these tiles stale.
+    const madeAt = Date.now();
     try {
       // A view's requests arrive within a few milliseconds of each other: let them join before asking for a renderer.
       await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
@@ -287,8 +408,8 @@ export class RenderService {
         let all = true;
         for (const w of batch.wanted) {
           const [x, y] = w.split(',').map(Number);
-          const body = await cache.getDisk(batch.cellKey(x, y));
-          if (body) found.set(batch.cellKey(x, y), { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] });
+          const entry = await cache.getDiskEntry(batch.cellKey(x, y));
+          if (entry && isFresh(entry.madeAt, tileExpiredAt(state, style, batch.tile.z, x, y))) found.set(batch.cellKey(x, y), this.imageOf(entry.body, format, entry.madeAt));
           else all = false;
         }
         if (all && !batch.plan) {
@@ -304,10 +425,10 @@ export class RenderService {
             const plan = this.batches.close(batch, cfg.tile_buffer, MAX_FRAME);
             return this.withEncoding(state, style, plan.frame, out, cells(plan).map(([x, y]) => tileRect(plan, x, y)));
           };
-          const f = await pool.render(styleRef(state, style, out.lang), frameOf, { cancel, client, onStart: () => budget.start() });
+          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, priority: caller.priority, onStart: () => budget.start() });
           this.keeper.drew(pool);
           const plan = batch.plan!;
-          return this.storeTiles(state, style, { raw: f, tiles: f.tiles, timing: { ...f.timings } }, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), out, started);
+          return this.storeTiles(state, style, { raw: f, tiles: f.tiles, timing: { ...f.timings } }, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), out, started, madeAt);
         });
       } finally {
         await release();
@@ -326,13 +447,14 @@ export class RenderService {
     cellKey: (c: [number, number]) => string,
     out: RenderOutput,
     started: number,
+    madeAt: number,
     budget: Budget,
     cancel: AbortSignal,
-    client: string | undefined,
+    caller: RenderCaller,
   ): Promise<Rendered> {
     const frame = this.withEncoding(state, style, plan.frame, out, cells.map(([x, y]) => tileRect(plan, x, y)));
-    const drawn = await this.renderFrame(state, style, out, frame, budget, cancel, client);
-    return this.storeTiles(state, style, drawn, plan, cells, cellKey, out, started);
+    const drawn = await this.renderFrame(state, style, out, frame, budget, cancel, caller);
+    return this.storeTiles(state, style, drawn, plan, cells, cellKey, out, started, madeAt);
   }
 
   /**
@@ -348,6 +470,7 @@ export class RenderService {
     cellKey: (c: [number, number]) => string,
     out: RenderOutput,
     started: number,
+    madeAt: number,
   ): Promise<Rendered> {
     const cache = this.cache!;
     const format = out.encoding.format;
@@ -364,13 +487,13 @@ export class RenderService {
     await Promise.all(
       cells.map(async (c, i) => {
         const body = bodies[i];
-        const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
+        const image = this.imageOf(body, format, madeAt);
         images.set(cellKey(c), image);
         cache.setMemory(cellKey(c), image);
         // The shared write goes on in the background (sent before the lock's release, so stored before it: client.ts).
-        sharedCache.put(cellKey(c), body);
+        sharedCache.put(cellKey(c), body, madeAt);
         // Written before the claims are released: another process of this machine waiting on them finds the tiles.
-        await cache.setDisk(cellKey(c), body);
+        await cache.setDisk(cellKey(c), body, madeAt);
       }),
     );
     const done = performance.now();
@@ -398,8 +521,9 @@ export class RenderService {
     const key = `${style.id}/${this.contentKey(state, style)}/image/${createHash('sha256').update(what).digest('hex').slice(0, 32)}`;
     const hit = this.cache!.getMemory(key);
     if (hit) return { image: hit, from: 'memory', timing: undefined };
+    // Static images are not checked against expiries (their area is not a tile): they live until their TTL.
     const claim = await sharedCache.claim('image', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal);
-    if (claim.kind === 'hit') return this.fromShared(key, claim.body, CONTENT_TYPES[format], false);
+    if (claim.kind !== 'render') return this.fromShared(key, claim, CONTENT_TYPES[format], false);
     try {
       return await this.drawImage(state, style, cam, ratio, out, overlays, key, caller);
     } finally {
@@ -415,17 +539,18 @@ export class RenderService {
       (signal) =>
         withinBudget(state.config.render.timeout_ms, signal, async (budget, cancel) => {
           const started = performance.now();
+          const madeAt = Date.now();
           // Static maps come back as pixels and sharp composites and encodes them: encoding in the page (tried, with
           // the overlays drawn there) cost 67-72 ms per 800x600 map against sharp's 21-28 ms, more than the smaller
           // transfer saved (bench/RESULTS.md, "Render overhead").
-          const drawn = await this.renderFrame(state, style, out, { ...cam, ratio }, budget, cancel, caller.client);
+          const drawn = await this.renderFrame(state, style, out, { ...cam, ratio }, budget, cancel, caller);
           const encodeStart = performance.now();
           const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
           const body = await encodeWithOverlay(drawn.raw, svg, out.encoding, this.encodeOptions(state));
-          const image: CachedImage = { body, etag: etagOf(body), contentType: CONTENT_TYPES[format] };
+          const image = this.imageOf(body, format, madeAt);
           this.cache!.setMemory(key, image);
           // In the background: the answer does not wait for Redis.
-          sharedCache.put(key, body);
+          sharedCache.put(key, body, madeAt);
           const done = performance.now();
           renderMetrics.observeDuration(style.id, format, (done - started) / 1000);
           return { images: new Map([[key, image]]), timing: { ...drawn.timing, encode: done - encodeStart, total: done - started } };
@@ -437,9 +562,9 @@ export class RenderService {
   }
 
   /** Pixels of a frame of any size (frame-drawing.ts) on this process's pool. */
-  private async renderFrame(state: AppState, style: LoadedStyle, out: RenderOutput, frame: Frame, budget: Budget, signal: AbortSignal, client?: string): Promise<DrawnFrame> {
+  private async renderFrame(state: AppState, style: LoadedStyle, out: RenderOutput, frame: Frame, budget: Budget, signal: AbortSignal, caller: RenderCaller): Promise<DrawnFrame> {
     const pool = await this.keeper.ready();
-    return drawFrame(pool, styleRef(state, style, out.lang), frame, budget, signal, client, (p) => this.keeper.drew(p));
+    return drawFrame(pool, this.styleRefOf(state, style, out), frame, budget, signal, { client: caller.client, priority: caller.priority }, (p) => this.keeper.drew(p));
   }
 
   get cacheStats(): { entries: number; bytes: number } {

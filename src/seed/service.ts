@@ -46,7 +46,8 @@ export async function startInProcess(loaded: LoadedConfig, log: Logger, o: { ren
   return {
     ctx,
     get(path, headers = {}, signal) {
-      return holder.hold(async () => app.fetch(new Request(ORIGIN + path, { headers, signal }), {}));
+      // Seeding is bulk work: its renders wait behind interactive and expired ones (src/render/priority-queue.ts).
+      return holder.hold(async () => app.fetch(new Request(ORIGIN + path, { headers, signal }), { priority: 'bulk' }));
     },
     fetch(req) {
       return holder.hold(async () => app.fetch(req, {}));

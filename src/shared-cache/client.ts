@@ -37,14 +37,18 @@ const RENEW_MS = 1_500;
 const RELEASE_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 const RENEW_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 
-/** How a lookup before a render ended: the entry, or the go-ahead to render (and write back) here. */
 /** An entry of the shared cache: its bytes and when the machine that stored it began making them (ms). */
 export interface SharedEntry {
   body: Buffer;
   madeAt: number;
 }
 
-export type Claim = ({ kind: 'hit' } & SharedEntry) | { kind: 'render'; release: () => Promise<void> };
+/**
+ * `hit`: a fresh entry. `render`: the go-ahead (and the lock) to render here; `stale` is the expired entry found,
+ * which the caller may answer with meanwhile. `stale`: only an expired entry, and another machine is drawing it
+ * again (its lock is held): answer with the old bytes, do not wait.
+ */
+export type Claim = ({ kind: 'hit' } & SharedEntry) | { kind: 'render'; release: () => Promise<void>; stale?: SharedEntry } | ({ kind: 'stale' } & SharedEntry);
 
 /**
  * Stored values start with this mark and the time their bytes were made (a double, 8 bytes): an expiry compares
@@ -215,34 +219,48 @@ export class SharedCache {
    * or died: the next asker takes it), or `waitMs` passes. A lock this process holds is not waited for: its own
    * requests join the render in progress. Redis failing at any step means rendering here. A waiter whose
    * request has gone (`signal`) stops polling; the render it is then sent to is dropped at once.
+   * An entry made at or before `staleUpTo` (ms: the last expiry touching it, src/expire/) counts as absent for
+   * the lock, so an expiry is drawn again once for the fleet; while another machine holds the lock, its old bytes
+   * are the answer (`stale`) instead of a wait.
    */
-  async claim(kind: SharedKind, key: string, waitMs: number, signal?: AbortSignal): Promise<Claim> {
+  async claim(kind: SharedKind, key: string, waitMs: number, signal?: AbortSignal, staleUpTo = 0): Promise<Claim> {
     if (!this.redis) return { kind: 'render', release: noRelease };
     const deadline = Date.now() + waitMs;
     const lockKey = LOCK_PREFIX + key;
+    const fresh = (e: SharedEntry) => staleUpTo <= 0 || e.madeAt > staleUpTo;
+    let stale: SharedEntry | undefined;
     for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
       const got = await this.run('get', (r) => r.getBuffer(KEY_PREFIX + key));
-      if (got === FAILED) return { kind: 'render', release: noRelease };
+      if (got === FAILED) return { kind: 'render', release: noRelease, stale };
       if (got) {
-        this.count(kind, true);
-        return { kind: 'hit', ...unstamped(got) };
+        const entry = unstamped(got);
+        if (fresh(entry)) {
+          this.count(kind, true);
+          return { kind: 'hit', ...entry };
+        }
+        stale = entry;
       }
       const token = `${this.instance}:${++this.nonce}`;
       const taken = await this.run('lock', (r) => r.set(lockKey, token, 'PX', LOCK_MS, 'NX'));
-      if (taken === FAILED) return this.miss(kind);
+      if (taken === FAILED) return this.miss(kind, stale);
       if (taken === 'OK') {
         // The holder before us may have written its entry and released the lock between our GET and our SET NX:
         // look once more, or this tile would be rendered a second time. A failed look renders (holding the lock).
         const release = this.holdLock(lockKey, token);
         const written = await this.run('get', (r) => r.getBuffer(KEY_PREFIX + key));
-        if (written !== FAILED && written) {
+        if (written !== FAILED && written && fresh(unstamped(written))) {
           // The lock is not needed any more; the answer does not wait for its release.
           void release();
           this.count(kind, true);
           return { kind: 'hit', ...unstamped(written) };
         }
         this.count(kind, false);
-        return { kind: 'render', release };
+        return { kind: 'render', release, stale };
+      }
+      // Another machine is drawing an expired entry again: the old bytes now beat waiting for the new ones.
+      if (stale) {
+        this.count(kind, true);
+        return { kind: 'stale', ...stale };
       }
       const holder = await this.run('lock', (r) => r.get(lockKey));
       if (holder === FAILED) return this.miss(kind);
@@ -253,9 +271,9 @@ export class SharedCache {
     }
   }
 
-  private miss(kind: SharedKind): Claim {
+  private miss(kind: SharedKind, stale?: SharedEntry): Claim {
     this.count(kind, false);
-    return { kind: 'render', release: noRelease };
+    return { kind: 'render', release: noRelease, stale };
   }
 
   /**

@@ -28,6 +28,12 @@ const MACHINE_LOCAL_RENDER = new Set<string>([
   'disk_cache_mb',
   'owner_routing',
   'chromium_path',
+  // When and how expired tiles are drawn again changes when pixels are remade, never what they are.
+  'stale_max_age_seconds',
+  'rerender_expired',
+  'rerender_max_zoom',
+  'dirty_queue_size',
+  'stale_threshold',
 ]);
 
 /** `[postgres]` keys that say how to reach the database or how this machine uses it, not what the data is. */

@@ -13,6 +13,8 @@ export interface CachedImage {
   body: Uint8Array;
   etag: string;
   contentType: string;
+  /** When the work that made the bytes began (ms), before it read any data: an expiry at or after it makes it stale. */
+  madeAt: number;
 }
 
 const ENTRY_OVERHEAD = 128;

@@ -46,6 +46,8 @@ export function tileOutcome(result: { kind: 'tile' | 'empty'; cache?: 'hit' | 'm
 /** Bucket bounds (seconds) of request durations: a cached tile takes well under a millisecond. */
 export const REQUEST_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Bucket bounds (seconds) of renders: tens of milliseconds to the render timeout. */
+/** Freshness lag (an expiry to the fresh tile stored): seconds at the bench's scale, up to the minutes of a queue. */
+export const LAG_SECONDS = [0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 300];
 export const RENDER_SECONDS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** Bucket bounds (bytes) of tile bodies. */
 export const TILE_BYTES = [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304];

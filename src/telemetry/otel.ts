@@ -12,7 +12,7 @@ import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { TelemetryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { expiries } from '../expire/expiries.js';
-import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
+import { LAG_SECONDS, REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
 import type { RenderLoad } from './render-load.js';
 
 /** At most one log line per this many milliseconds about failing exports. */
@@ -123,6 +123,22 @@ export class OtelPipeline {
     if (bytes !== undefined) i.tileBytes.record(bytes, { source, format });
   }
 
+  stale(style: string): void {
+    this.instruments?.staleAnswers.add(1, { style });
+  }
+
+  rerender(style: string, result: string): void {
+    this.instruments?.rerenders.add(1, { style, result });
+  }
+
+  lag(style: string, seconds: number): void {
+    this.instruments?.freshnessLag.record(seconds, { style });
+  }
+
+  dirtyDrop(): void {
+    this.instruments?.dirtyDrops.add(1);
+  }
+
   render(style: string, format: string, seconds: number): void {
     this.instruments?.renderDuration.record(seconds, { style, format });
   }
@@ -170,6 +186,7 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
   const queue = meter.createObservableGauge('render_queue_depth', { description: 'Renders waiting for a renderer in this process' });
   const busy = meter.createObservableGauge('render_busy_renderers', { description: 'Renderers drawing now in this process' });
   const restarts = meter.createObservableCounter('render_renderer_restarts_total', { description: 'Renderers restarted, by reason' });
+  const dirty = meter.createObservableGauge('render_dirty_queue_length', { description: 'Expired tiles waiting for an eager re-render in this process' });
   const expiryIndex = meter.createObservableGauge('expire_index_tiles', { description: 'Entries of the expiry index held in this process' });
   expiryIndex.addCallback((r) => r.observe(expiries.tiles));
   meter.addBatchObservableCallback(
@@ -177,9 +194,10 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
       const l = load();
       r.observe(queue, l.queued);
       r.observe(busy, l.busy);
+      r.observe(dirty, l.dirty);
       for (const [reason, n] of Object.entries(l.restarts)) r.observe(restarts, n, { reason });
     },
-    [queue, busy, restarts],
+    [queue, busy, restarts, dirty],
   );
 
   return {
@@ -193,6 +211,10 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
     cacheMisses: counter('tile_cache_misses_total', 'Tile lookups the tile cache could not answer'),
     renderDuration: seconds('render_duration_seconds', 'Time to render an image', RENDER_SECONDS),
     renderErrors: counter('render_errors_total', 'Failed renders by style and reason'),
+    staleAnswers: counter('render_stale_answers_total', 'Expired rendered tiles answered from their old image, by style'),
+    rerenders: counter('render_rerenders_total', 'Background re-renders of expired tiles, by style and result'),
+    freshnessLag: seconds('render_freshness_lag_seconds', "Time from a tile's expiry to its fresh image stored by a re-render", LAG_SECONDS),
+    dirtyDrops: counter('render_dirty_queue_drops_total', 'Expired tiles the eager dirty queue had no room for'),
     sharedHits: counter('shared_cache_hits_total', 'Lookups answered by the shared (fleet) cache, by kind'),
     sharedMisses: counter('shared_cache_misses_total', 'Lookups the shared (fleet) cache could not answer, by kind'),
     sharedErrors: counter('shared_cache_errors_total', 'Shared-cache commands that failed or timed out, by operation'),

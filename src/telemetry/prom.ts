@@ -5,7 +5,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { registerNotifyMetrics } from './expire-notify.js';
 import { fileSourceMemory } from '../sources/files/metrics.js';
 import { expiries } from '../expire/expiries.js';
-import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
+import { LAG_SECONDS, REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
 import type { RenderLoad } from './render-load.js';
 
 interface TileSeries {
@@ -30,6 +30,10 @@ export class PromMetrics {
   private readonly cacheMisses: Counter<'source'>;
   private readonly renderDuration: Histogram<'style' | 'format'>;
   private readonly renderErrors: Counter<'style' | 'reason'>;
+  private readonly staleAnswers: Counter<'style'>;
+  private readonly rerenders: Counter<'style' | 'result'>;
+  private readonly freshnessLag: Histogram<'style'>;
+  private readonly dirtyDrops: Counter;
   private readonly sharedHits: Counter<'kind'>;
   private readonly sharedMisses: Counter<'kind'>;
   private readonly sharedErrors: Counter<'op'>;
@@ -55,6 +59,10 @@ export class PromMetrics {
     this.cacheMisses = new Counter({ name: 'tile_cache_misses_total', help: 'Tile lookups the tile cache could not answer', labelNames: ['source'], registers });
     this.renderDuration = new Histogram({ name: 'render_duration_seconds', help: 'Time to render an image, in seconds', labelNames: ['style', 'format'], buckets: RENDER_SECONDS, registers });
     this.renderErrors = new Counter({ name: 'render_errors_total', help: 'Failed renders by style and reason', labelNames: ['style', 'reason'], registers });
+    this.staleAnswers = new Counter({ name: 'render_stale_answers_total', help: 'Expired rendered tiles answered from their old image while a re-render replaces it, by style', labelNames: ['style'], registers });
+    this.rerenders = new Counter({ name: 'render_rerenders_total', help: 'Background re-renders of expired tiles, by style and result (done, failed, skipped: load above render.stale_threshold)', labelNames: ['style', 'result'], registers });
+    this.freshnessLag = new Histogram({ name: 'render_freshness_lag_seconds', help: 'Time from a tile\'s expiry to its fresh image stored by a re-render, in seconds', labelNames: ['style'], buckets: LAG_SECONDS, registers });
+    this.dirtyDrops = new Counter({ name: 'render_dirty_queue_drops_total', help: 'Expired tiles the eager dirty queue had no room for (render.dirty_queue_size)', registers });
     this.sharedHits = new Counter({ name: 'shared_cache_hits_total', help: 'Lookups answered by the shared (fleet) cache, by kind (tile, image, transcoded)', labelNames: ['kind'], registers });
     this.sharedMisses = new Counter({ name: 'shared_cache_misses_total', help: 'Lookups the shared (fleet) cache could not answer, by kind', labelNames: ['kind'], registers });
     this.sharedErrors = new Counter({ name: 'shared_cache_errors_total', help: 'Shared-cache commands that failed or timed out, by operation (get, set, lock, unlock)', labelNames: ['op'], registers });
@@ -77,6 +85,14 @@ export class PromMetrics {
       registers,
       collect() {
         this.set(load().busy);
+      },
+    });
+    new Gauge({
+      name: 'render_dirty_queue_length',
+      help: 'Expired tiles waiting for an eager re-render (summed over processes)',
+      registers,
+      collect() {
+        this.set(load().dirty);
       },
     });
     new Gauge({
@@ -146,6 +162,22 @@ export class PromMetrics {
 
   renderError(style: string, reason: string): void {
     this.renderErrors.inc({ style, reason });
+  }
+
+  stale(style: string): void {
+    this.staleAnswers.inc({ style });
+  }
+
+  rerender(style: string, result: string): void {
+    this.rerenders.inc({ style, result });
+  }
+
+  lag(style: string, seconds: number): void {
+    this.freshnessLag.observe({ style }, seconds);
+  }
+
+  dirtyDrop(): void {
+    this.dirtyDrops.inc();
   }
 
   shared(event: 'hit' | 'miss' | 'error', label: string): void {

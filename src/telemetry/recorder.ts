@@ -64,6 +64,25 @@ export class Telemetry {
       this.prom?.storageError(source, f.provider, f.kind);
       this.otel?.storageError(source, f.provider, f.kind);
     });
+    renderMetrics.on('stale', (s) => {
+      const style = idLabel(s, this.cardinality);
+      this.prom?.stale(style);
+      this.otel?.stale(style);
+    });
+    renderMetrics.on('rerender', (r) => {
+      const style = idLabel(r.style, this.cardinality);
+      this.prom?.rerender(style, r.result);
+      this.otel?.rerender(style, r.result);
+    });
+    renderMetrics.on('lag', (l) => {
+      const style = idLabel(l.style, this.cardinality);
+      this.prom?.lag(style, l.seconds);
+      this.otel?.lag(style, l.seconds);
+    });
+    renderMetrics.on('dirtyDrop', () => {
+      this.prom?.dirtyDrop();
+      this.otel?.dirtyDrop();
+    });
     renderMetrics.on('error', (e) => {
       const style = idLabel(e.style, this.cardinality);
       this.prom?.renderError(style, e.reason);

@@ -4,6 +4,8 @@ import type { RenderService } from '../render/service.js';
 export interface RenderLoad {
   queued: number;
   busy: number;
+  /** Expired tiles waiting in the eager dirty queue (render.rerender_expired = "eager"). */
+  dirty: number;
   /** Renderer restarts by reason since the process started. */
   restarts: Record<'replaced' | 'recycled' | 'page_replaced', number>;
 }
@@ -14,6 +16,7 @@ export function renderLoad(render: RenderService | undefined): RenderLoad {
   return {
     queued: load.queued,
     busy: load.busy,
+    dirty: render?.dirtyQueue.length ?? 0,
     restarts: { replaced: e?.renderersReplaced ?? 0, recycled: e?.renderersRecycled ?? 0, page_replaced: e?.pagesReplaced ?? 0 },
   };
 }

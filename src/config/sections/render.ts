@@ -69,6 +69,26 @@ export const RenderSchema = v.object({
   marker_max_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16 * 1024 * 1024)), 256 * 1024),
   /** Longest wait for a marker image from a marker host; a slower one is refused (400). */
   marker_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(60_000)), 3000),
+  /**
+   * An expired tile answered from its old image carries `Cache-Control: max-age` of this many seconds (mod_tile's
+   * dirty duration): long enough to spare the server a repeat, short enough for the client to see the fresh tile soon.
+   */
+  stale_max_age_seconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(3600)), 15),
+  /**
+   * When an expired tile is drawn again: "request" on its next request (answered from the old image meanwhile);
+   * "eager" also right after the expiry, in the background, for the variants this process served recently
+   * (docs/rendering.md, "Expired tiles").
+   */
+  rerender_expired: v.optional(v.picklist(['request', 'eager']), 'request'),
+  /** Eager re-rendering reaches tiles up to this zoom (deeper tiles wait for their next request). */
+  rerender_max_zoom: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(24)), 16),
+  /** Expired tiles waiting for an eager re-render; an expired tile beyond it is dropped (counted) and waits for its next request. */
+  dirty_queue_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000)), 10_000),
+  /**
+   * Renders waiting for a renderer in this process at or above which an expired tile is answered from its old
+   * image without being drawn again (the load shed first); 0 never sheds.
+   */
+  stale_threshold: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100_000)), 64),
 });
 
 export const render = section(v.optional(RenderSchema, {}));

@@ -5,6 +5,7 @@ import type { Context } from 'hono';
 import * as v from 'valibot';
 import type { IncomingMessage } from 'node:http';
 import type { RenderOutput, RenderResult } from '../../render/render-result.js';
+import type { RenderPriority } from '../../render/priority-queue.js';
 import { requestEncoding } from '../../render/image-encoding.js';
 import type { RequestedFormat } from '../../render/static-params.js';
 import { languageHeaders, requestLanguage } from '../request-language.js';
@@ -92,6 +93,26 @@ export function clientOf(c: Context): string | undefined {
   return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
 }
 
+/**
+ * The render queue's class of a request (src/render/priority-queue.ts): bulk for the in-process requests of a seed
+ * (src/seed/service.ts says so in the request's env, which no network client can set), else interactive.
+ */
+export function priorityOf(c: Context): RenderPriority {
+  return (c.env as { priority?: unknown } | undefined)?.priority === 'bulk' ? 'bulk' : 'interactive';
+}
+
+/**
+ * `Cache-Control` of an expired tile's old image: the configured one with its lifetimes cut to
+ * `render.stale_max_age_seconds` (mod_tile's dirty duration), so the client asks again soon for the new one.
+ */
+export function staleCacheControl(configured: string, maxAge: number): string {
+  const directives = configured
+    .split(',')
+    .map((d) => d.trim())
+    .filter((d) => d && !/^(max-age|s-maxage|immutable|stale-while-revalidate)\b/i.test(d));
+  return [...directives, `max-age=${maxAge}`].join(', ');
+}
+
 /** `Server-Timing` of a rendered answer: where the render's time went, or which cache answered. */
 function serverTiming(r: RenderResult): string {
   if (r.from === 'peer') return r.peerTiming ? `${r.peerTiming}, peer;desc="owner"` : 'peer;desc="owner"';
@@ -134,6 +155,11 @@ export function renderOutput(c: Context, b: Extract<Begun, { state: unknown }>, 
 export function send(c: Context, r: RenderResult, cacheControl: string, extra: Record<string, string> = {}): Response {
   const img = r.image;
   const headers: Record<string, string> = { 'Cache-Control': cacheControl, ETag: img.etag, 'Server-Timing': serverTiming(r), ...extra };
+  // An expired tile's old image, answered while its re-render runs (RFC 9211; RFC 9111 Age: since it was made).
+  if (r.stale) {
+    headers['Cache-Status'] = 'tileserver-ts; hit; fwd=stale';
+    headers.Age = String(Math.max(0, Math.floor((Date.now() - img.madeAt) / 1000)));
+  }
   if (notModified(c, img.etag)) return c.body(null, 304, headers);
   headers['Content-Type'] = img.contentType;
   return c.body(img.body as Uint8Array<ArrayBuffer>, 200, headers);

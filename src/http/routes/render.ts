@@ -11,8 +11,8 @@ import { parseTileCoord, splitTileFile, type TileCoord } from '../../tiles/coord
 import type { ServerContext } from '../context.js';
 import { param, type Router } from '../router.js';
 import { PUBLIC } from '../../routes/public-routes.js';
-import { beginRender, clientOf, invalid, renderAbsence, renderOutput, renderProblem, requestKey, send, RENDER_QUERY, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
-import { PEER_CLIENT_HEADER, PEER_HEADER } from '../../render/peers.js';
+import { beginRender, clientOf, invalid, priorityOf, renderAbsence, renderOutput, renderProblem, requestKey, send, staleCacheControl, RENDER_QUERY, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
+import { PEER_CLIENT_HEADER, PEER_HEADER, PEER_MADE_AT_HEADER } from '../../render/peers.js';
 import { registerStaticMapRoutes } from './static-map.js';
 
 export { renderAbsence } from './render-answer.js';
@@ -151,8 +151,11 @@ export async function answerStyleTile(c: Context, b: Extract<Begun, { state: unk
   try {
     const fromPeer = b.render.isPeerRequest(c.req.header(PEER_HEADER));
     const client = (fromPeer ? c.req.header(PEER_CLIENT_HEADER) : undefined) ?? clientOf(c);
-    const img = await b.render.tile(b.state, b.style, { ...coord, base, scale }, output.out, { signal: c.req.raw.signal, fromPeer, client });
-    return send(c, img, b.state.config.server.tile_cache_control, output.headers);
+    const img = await b.render.tile(b.state, b.style, { ...coord, base, scale }, output.out, { signal: c.req.raw.signal, fromPeer, client, priority: priorityOf(c) });
+    // The forwarding process checks the owner's image against its own expiries: it needs the time it was made.
+    const extra = fromPeer ? { ...output.headers, [PEER_MADE_AT_HEADER]: String(img.image.madeAt) } : output.headers;
+    const cacheControl = img.stale ? staleCacheControl(b.state.config.server.tile_cache_control, b.state.config.render.stale_max_age_seconds) : b.state.config.server.tile_cache_control;
+    return send(c, img, cacheControl, extra);
   } catch (err) {
     return renderProblem(c, b.style.id, err);
   }

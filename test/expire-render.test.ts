@@ -1,0 +1,273 @@
+// Rendered tiles after an expiry (src/render/expired-tiles.ts, service.ts): a style over a PostGIS table whose
+// colour changes; POST /__admin/expire marks the tiles; the old pixels are answered at once, marked
+// (`Cache-Status: ...; fwd=stale`, `Age`, a short max-age), until one background re-render stores the new ones.
+// Each cache layer (memory, disk after a reload emptied memory, Redis with the disk gone too), the metatile's
+// other tiles, 256 px and @2x variants, eager re-rendering with a dirty queue of one, and the render queue's
+// classes (src/render/priority-queue.ts).
+import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { tempDir, waitFor } from './helpers/foundation.js';
+import { parseScrape } from './helpers/prom-text.js';
+import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
+import { startRedis, type RedisServer } from './helpers/redis.js';
+import { decode, pixel, distance, type Rgb } from './helpers/render.js';
+import { fixture, freePort, startServer, type TestServer } from './helpers/server.js';
+import { backgroundShare, PriorityQueue, type RenderPriority } from '../src/render/priority-queue.js';
+
+const RED: Rgb = [255, 0, 0];
+const BLUE: Rgb = [0, 0, 255];
+const GREEN: Rgb = [0, 255, 0];
+const YELLOW: Rgb = [255, 255, 0];
+
+interface Tile {
+  status: number;
+  colour: Rgb;
+  headers: Headers;
+}
+
+describe('expired rendered tiles', () => {
+  let db: PostgresCluster;
+  let redis: RedisServer;
+  let server: TestServer;
+  let cacheDir: string;
+  let configFile: string;
+  let adminUrl: string;
+  let metricsUrl: string;
+  let toml: (render: string) => string;
+
+  before(async () => {
+    [db, redis] = await Promise.all([startPostgres([]), startRedis()]);
+    await db.sql(`CREATE TABLE areas (id int PRIMARY KEY, color text NOT NULL, geom geometry(Polygon, 4326) NOT NULL)`);
+    await db.sql(`INSERT INTO areas VALUES (1, '#ff0000', ST_MakeEnvelope(-179, -84, 179, 84, 4326))`);
+    const dir = tempDir('tsts-expire-render-');
+    cacheDir = path.join(dir, 'cache');
+    const style = {
+      version: 8,
+      name: 'areas',
+      sources: { areas: { type: 'vector', url: 'source://areas' } },
+      layers: [
+        { id: 'bg', type: 'background', paint: { 'background-color': '#ffffff' } },
+        { id: 'fill', type: 'fill', source: 'areas', 'source-layer': 'areas', paint: { 'fill-color': ['get', 'color'], 'fill-antialias': false } },
+      ],
+    };
+    const styleFile = path.join(dir, 'style.json');
+    writeFileSync(styleFile, JSON.stringify(style));
+    const [adminPort, metricsPort] = [await freePort(), await freePort()];
+    adminUrl = `http://127.0.0.1:${adminPort}`;
+    metricsUrl = `http://127.0.0.1:${metricsPort}`;
+    toml = (render: string) => `fonts = "${fixture('fonts')}"
+[server]
+admin_bind = "127.0.0.1:${adminPort}"
+[telemetry]
+scrape_bind = "127.0.0.1:${metricsPort}"
+[[styles]]
+id = "areas"
+path = "${styleFile}"
+[cache]
+dir = "${cacheDir}"
+shared = "${redis.url}"
+# The source tiles' own cache is the caches part's (src/serve/tile-service.ts): out of the way here, so these
+# tests see only the rendered tiles' layers.
+enabled = false
+[postgres]
+connection_string = "${db.url}"
+[[postgres.tables]]
+id = "areas"
+table = "areas"
+id_column = "id"
+[render]
+metatile = 2
+stale_max_age_seconds = 7
+${render}
+`;
+    server = await startServer({ toml: toml(''), timeoutMs: 120_000 });
+    configFile = server.configFile!;
+  });
+
+  after(async () => {
+    await server?.stop();
+    await redis?.stop();
+    db?.destroy();
+  });
+
+  async function get(p: string): Promise<Tile> {
+    const res = await fetch(server.url + p);
+    const body = Buffer.from(await res.arrayBuffer());
+    assert.equal(res.status, 200, `${p}: ${body.toString().slice(0, 300)}`);
+    const img = await decode(body);
+    return { status: res.status, colour: pixel(img, img.width / 2, img.height / 2), headers: res.headers };
+  }
+
+  async function setColour(c: string): Promise<void> {
+    await db.sql(`UPDATE areas SET color = $1`, [c]);
+  }
+
+  async function expire(lines: string[]): Promise<void> {
+    const res = await fetch(`${adminUrl}/__admin/expire?source=areas`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: lines.join('\n') + '\n' });
+    assert.equal(res.status, 200, await res.text());
+  }
+
+  async function metrics() {
+    return parseScrape(await (await fetch(`${metricsUrl}/metrics`)).text());
+  }
+
+  const near = (a: Rgb, b: Rgb) => distance(a, b) < 40;
+  const isStale = (t: Tile) => /;\s*fwd=stale/.test(t.headers.get('cache-status') ?? '');
+
+  /** The stale answer right after the expiry, then (polled) the fresh one. */
+  async function staleThenFresh(p: string, before: Rgb, now: Rgb, layer: string): Promise<void> {
+    const stale = await get(p);
+    assert.ok(isStale(stale), `${p}: stale answer marked (${stale.headers.get('cache-status')})`);
+    assert.ok(near(stale.colour, before), `${p}: the old pixels ${stale.colour}`);
+    assert.equal(stale.headers.get('server-timing'), `cache;desc="${layer}"`);
+    assert.equal(stale.headers.get('cache-status'), 'tileserver-ts; hit; fwd=stale');
+    assert.match(stale.headers.get('age') ?? '', /^\d+$/);
+    assert.equal(stale.headers.get('cache-control'), 'public, max-age=7');
+    const fresh = await waitFor(`${p} fresh`, async () => {
+      const t = await get(p);
+      return isStale(t) ? undefined : t;
+    }, 30_000);
+    assert.ok(near(fresh.colour, now), `${p}: the new pixels ${fresh.colour}`);
+    assert.equal(fresh.headers.get('cache-status'), null);
+    assert.equal(fresh.headers.get('age'), null);
+    assert.equal(fresh.headers.get('cache-control'), 'public, max-age=86400');
+  }
+
+  /** `paths` drawn red after the data turned red: the whole area expired first, so no older image is kept. */
+  async function freshRed(paths: string[]): Promise<void> {
+    await setColour('#ff0000');
+    await expire(['0/0/0']);
+    for (const p of paths) {
+      await waitFor(`${p} red and fresh`, async () => {
+        const t = await get(p);
+        return !isStale(t) && near(t.colour, RED) ? t : undefined;
+      }, 30_000);
+    }
+  }
+
+  test('memory: old pixels at once, marked; then new ones; the metatile is drawn again whole; tiles elsewhere are untouched', async () => {
+    await setColour('#ff0000');
+    const first = await get('/styles/areas/2/1/1.png');
+    assert.ok(near(first.colour, RED), `${first.colour}`);
+    assert.equal(first.headers.get('cache-status'), null, 'a fresh tile keeps its headers');
+    // Another tile of the same 2x2 metatile, and one of another metatile at the same zoom.
+    assert.ok(near((await get('/styles/areas/2/0/1.png')).colour, RED));
+    assert.ok(near((await get('/styles/areas/2/3/3.png')).colour, RED));
+    const before = (await metrics()).value('render_stale_answers_total', { style: 'areas' }) ?? 0;
+    await setColour('#0000ff');
+    await expire(['2/1/1']);
+    await staleThenFresh('/styles/areas/2/1/1.png', RED, BLUE, 'memory');
+    // Not expired itself, but drawn again with its metatile: new pixels, fresh.
+    const neighbour = await get('/styles/areas/2/0/1.png');
+    assert.ok(near(neighbour.colour, BLUE), `${neighbour.colour}`);
+    assert.equal(neighbour.headers.get('cache-status'), null);
+    // Another metatile, not expired: still the old image, and not stale (no expiry touched its area).
+    const elsewhere = await get('/styles/areas/2/3/3.png');
+    assert.ok(near(elsewhere.colour, RED), `${elsewhere.colour}`);
+    assert.equal(elsewhere.headers.get('cache-status'), null);
+    const m = await metrics();
+    assert.ok((m.value('render_stale_answers_total', { style: 'areas' }) ?? 0) > before);
+    assert.ok((m.value('render_rerenders_total', { style: 'areas', result: 'done' }) ?? 0) >= 1);
+    assert.ok((m.value('render_freshness_lag_seconds_count', { style: 'areas' }) ?? 0) >= 1);
+  });
+
+  test('256 px and @2x tiles of the expired area are stale too (a tile z/x/y covers tile z/x/y of the index)', async () => {
+    const paths = ['/styles/areas/256/3/2/2.png', '/styles/areas/3/2/2@2x.png'];
+    await freshRed(paths);
+    await setColour('#00ff00');
+    await expire(['3/2/2']);
+    for (const p of paths) await staleThenFresh(p, RED, GREEN, 'memory');
+  });
+
+  test('disk: with memory emptied by a reload, the old file answers stale until the re-render replaces it', async () => {
+    const p = '/styles/areas/4/5/6.png';
+    await freshRed([p]);
+    await setColour('#0000ff');
+    await expire(['4/5/6']);
+    // Another memory budget: a new memory cache, empty; the disk cache stays.
+    writeFileSync(configFile, toml('memory_cache_mb = 63'));
+    const res = await fetch(`${adminUrl}/__admin/reload`, { method: 'POST' });
+    assert.equal(res.status, 200, await res.text());
+    await staleThenFresh(p, RED, BLUE, 'disk');
+  });
+
+  test('the shared cache: with memory and disk gone, the fleet entry answers stale while this machine draws it again', async () => {
+    const p = '/styles/areas/5/9/12.png';
+    await freshRed([p]);
+    await setColour('#ffff00');
+    await expire(['5/9/12']);
+    writeFileSync(configFile, toml('memory_cache_mb = 62'));
+    assert.equal((await fetch(`${adminUrl}/__admin/reload`, { method: 'POST' })).status, 200);
+    rmSync(path.join(cacheDir, 'render'), { recursive: true, force: true });
+    await staleThenFresh(p, RED, YELLOW, 'shared');
+  });
+
+  test('eager: tiles held are drawn again right after their expiry; a dirty queue of one drops the rest (counted)', async () => {
+    writeFileSync(configFile, toml('rerender_expired = "eager"\ndirty_queue_size = 1\nrerender_max_zoom = 12'));
+    assert.equal((await fetch(`${adminUrl}/__admin/reload`, { method: 'POST' })).status, 200);
+    const tiles = ['6/10/20', '6/40/20', '6/10/50'];
+    await freshRed(tiles.map((t) => `/styles/areas/${t}.png`));
+    const before = await metrics();
+    const drops0 = before.value('render_dirty_queue_drops_total') ?? 0;
+    const done0 = before.value('render_rerenders_total', { style: 'areas', result: 'done' }) ?? 0;
+    await setColour('#0000ff');
+    await expire(tiles);
+    // One tile queued (and drawn without a request: the variant served last, 512 px), the others dropped (the
+    // other two tiles, and every tile of the variants earlier tests asked for).
+    await waitFor('the eager re-render', async () => ((await metrics()).value('render_rerenders_total', { style: 'areas', result: 'done' }) ?? 0) > done0 || undefined, 30_000);
+    const after = await metrics();
+    assert.ok((after.value('render_dirty_queue_drops_total') ?? 0) - drops0 >= 2);
+    const first = await get(`/styles/areas/${tiles[0]}.png`);
+    assert.ok(!isStale(first) && near(first.colour, BLUE), `drawn before it was asked for: ${first.colour} ${first.headers.get('cache-status')}`);
+    // A dropped tile waits for its request: stale then.
+    await staleThenFresh(`/styles/areas/${tiles[1]}.png`, RED, BLUE, 'memory');
+    writeFileSync(configFile, toml(''));
+    assert.equal((await fetch(`${adminUrl}/__admin/reload`, { method: 'POST' })).status, 200);
+  });
+});
+
+describe('the render queue classes', () => {
+  /** The pool's rule, played out: a renderer freed goes to the queue's next render allowed to start. */
+  function drain(q: PriorityQueue<string>, capacity: number, running: number): string[] {
+    const order: string[] = [];
+    for (let next = q.shift(running, capacity); next !== undefined; next = q.shift(running, capacity)) order.push(next);
+    return order;
+  }
+
+  test('under a flood: interactive before expired before bulk, clients taking turns within a class', () => {
+    const q = new PriorityQueue<string>();
+    const push = (p: RenderPriority, client: string, n: number) => {
+      for (let i = 0; i < n; i++) q.push(p, client, `${p}:${client}:${i}`);
+    };
+    push('bulk', 'seed', 3);
+    push('expired', 'a', 2);
+    push('expired', 'b', 1);
+    push('interactive', 'a', 2);
+    push('interactive', 'b', 1);
+    // With one renderer free of four (three busy), only interactive renders may start.
+    assert.deepEqual(drain(q, 4, 3), ['interactive:a:0', 'interactive:b:0', 'interactive:a:1']);
+    // The rest, with renderers to spare: expired (turns per client), then bulk.
+    assert.deepEqual(drain(q, 4, 0), ['expired:a:0', 'expired:b:0', 'expired:a:1', 'bulk:seed:0', 'bulk:seed:1', 'bulk:seed:2']);
+  });
+
+  test('background renders never take the last free renderer (one renderer: it is lent)', () => {
+    const q = new PriorityQueue<string>();
+    assert.equal(backgroundShare(4), 3);
+    assert.equal(backgroundShare(1), 1);
+    assert.equal(q.mayStart('expired', 2, 4), true);
+    assert.equal(q.mayStart('expired', 3, 4), false);
+    assert.equal(q.mayStart('bulk', 3, 4), false);
+    assert.equal(q.mayStart('interactive', 3, 4), true);
+    assert.equal(q.mayStart('bulk', 0, 1), true);
+    q.push('bulk', 's', 'b');
+    // A waiting bulk render is not given the last renderer; an interactive one arriving then takes it at once.
+    assert.equal(q.shift(3, 4), undefined);
+    assert.equal(q.mayStart('interactive', 3, 4), true);
+    // An expired render arriving while bulk waits goes first.
+    q.push('expired', 's', 'e');
+    assert.equal(q.shift(0, 4), 'e');
+    assert.equal(q.mayStart('bulk', 0, 4), false, 'bulk waits behind the bulk already queued');
+  });
+});
