@@ -1,0 +1,96 @@
+// Surrogate keys: the names an edge cache (Varnish with the xkey vmod) files each tile answer under, so that an
+// expiry batch can be purged there in a bounded number of keys, however many tiles it names. Per source the
+// product depends on, an answer at z/x/y carries:
+//   src:ID            every answer made from the source (a whole-source purge);
+//   area:ID/g/x/y     for each grid zoom g (even, 2 to the answer's zoom): the grid tile its area lies in;
+//   tile:ID/z/x/y     the tile whose data it read (its own; a hillshade or rendered tile reads its 3x3 neighbours).
+// A batch's purge coarsens its tiles to one grid zoom G, chosen as deep as the key budget allows, and names
+// `area:` of those grid tiles (every answer at or inside them) plus `tile:` of their ancestors (the answers whose
+// area holds them). A million tiles at z18 become a few thousand keys at a coarser G: more is purged than
+// changed, never less. The grid has a step of two zooms: an answer at z16 carries 8 area keys per source, not 16.
+import { ALL_ZOOMS, type ZoomBand } from './area-times.js';
+import { keyTile } from './tile-key.js';
+
+/** Zoom step of the grid whose tiles `area:` keys name. */
+const GRID_STEP = 2;
+
+/** Keys of a purge before it is coarsened further (a few PURGE requests of a few hundred keys each). */
+export const DEFAULT_PURGE_MAX_KEYS = 4096;
+
+/** The Surrogate-Key value of an answer at z/x/y made from `sources`; `neighbours` when it read the tiles around it. */
+export function answerKeys(sources: readonly string[], z: number, x: number, y: number, neighbours = false): string {
+  const out: string[] = [];
+  const n = 2 ** z;
+  for (const id of sources) {
+    out.push(`src:${id}`);
+    const tiles: [number, number][] = [];
+    if (!neighbours) tiles.push([x, y]);
+    else {
+      // Wraps around the antimeridian as the map does; the poles have no neighbour beyond them.
+      for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) if (y + dy >= 0 && y + dy < n) tiles.push([(x + dx + n) % n, y + dy]);
+    }
+    for (let g = GRID_STEP; g <= z; g += GRID_STEP) {
+      const shift = 2 ** (z - g);
+      const seen = new Set<string>();
+      for (const [tx, ty] of tiles) {
+        const key = `area:${id}/${g}/${Math.floor(tx / shift)}/${Math.floor(ty / shift)}`;
+        if (!seen.has(key)) out.push(key);
+        seen.add(key);
+      }
+    }
+    for (const [tx, ty] of tiles) out.push(`tile:${id}/${z}/${tx}/${ty}`);
+  }
+  return out.join(' ');
+}
+
+/** A tile as [z, x, y]. */
+type Tile = [number, number, number];
+
+/** The grid tile (zoom at most `g`, on the grid) holding tile z/x/y: the key prefix-free part `z/x/y`. */
+function gridCell(z: number, x: number, y: number, g: number): Tile {
+  const cz = Math.min(g, z - (z % GRID_STEP));
+  const shift = 2 ** (z - cz);
+  return [cz, Math.floor(x / shift), Math.floor(y / shift)];
+}
+
+/** The area cells and the strict ancestors of those cells, of tiles coarsened to grid zoom `g`. */
+function purgeAt(tiles: readonly Tile[], g: number, band: ZoomBand, limit: number): { areas: Set<string>; ancestors: Set<string> } | undefined {
+  const areas = new Set<string>();
+  const ancestors = new Set<string>();
+  for (const [z, x, y] of tiles) {
+    const [cz, cx, cy] = gridCell(z, x, y, g);
+    const cell = `${cz}/${cx}/${cy}`;
+    if (areas.has(cell)) continue;
+    areas.add(cell);
+    // An answer at a zoom the batch does not reach is not stale: its `tile:` key is not purged.
+    for (let az = cz - 1; az >= band.min; az--) {
+      const shift = 2 ** (cz - az);
+      const a = `${az}/${Math.floor(cx / shift)}/${Math.floor(cy / shift)}`;
+      if (ancestors.has(a)) break;
+      ancestors.add(a);
+    }
+    if (areas.size + ancestors.size > limit) return undefined;
+  }
+  return { areas, ancestors };
+}
+
+/**
+ * The keys that purge every answer of `source` a batch's tiles (ascending tile keys, tile-key.ts) reach, at most
+ * `maxKeys` of them (at least one: `src:ID` purges the whole source).
+ */
+export function purgeKeys(source: string, sortedTiles: Float64Array, band: ZoomBand = ALL_ZOOMS, maxKeys = DEFAULT_PURGE_MAX_KEYS): string[] {
+  const whole = [`src:${source}`];
+  // Key 0 is tile 0/0/0, the whole world; a band starting at zoom 0 and an empty list purge nothing less either.
+  if (sortedTiles.length === 0) return [];
+  if (sortedTiles[0] === 0 || maxKeys < 2) return whole;
+  const tiles: Tile[] = [];
+  for (const k of sortedTiles) tiles.push(keyTile(k));
+  const deepest = tiles[tiles.length - 1][0];
+  for (let g = deepest - (deepest % GRID_STEP); g >= GRID_STEP; g -= GRID_STEP) {
+    const found = purgeAt(tiles, g, band, maxKeys);
+    if (!found) continue;
+    if (found.areas.has('0/0/0')) return whole;
+    return [...[...found.areas].map((c) => `area:${source}/${c}`), ...[...found.ancestors].map((t) => `tile:${source}/${t}`)];
+  }
+  return whole;
+}
