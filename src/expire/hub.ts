@@ -4,6 +4,7 @@
 import { hostname } from 'node:os';
 import type { ExpiryBatch } from './batch.js';
 import { expiries } from './expiries.js';
+import { expiryMetrics } from './metrics.js';
 
 /** A batch before it is accepted: the hub gives it its id and time. */
 export type NewBatch = Omit<ExpiryBatch, 'id' | 'at'>;
@@ -27,6 +28,7 @@ export class LocalHub implements ExpiryHub {
   async accept(batch: NewBatch): Promise<ExpiryBatch> {
     const stamped: ExpiryBatch = { ...batch, id: newBatchId(), at: Date.now() };
     expiries.apply(stamped);
+    expiryMetrics.emit('accepted', stamped);
     return stamped;
   }
 }

@@ -13,6 +13,7 @@ import type { OAuthStore } from '../../mcp/oauth/store.js';
 import { ADMIN, ADMIN_ROUTES } from '../../routes/admin-routes.js';
 import type { RouteDeclaration } from '../../routes/declaration.js';
 import { RouteMatcher, type RouteMatch } from '../../routes/match.js';
+import { answerExpire } from './expire.js';
 
 export interface AdminListener {
   address: { host: string; port: number };
@@ -94,6 +95,15 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
     if (param === null) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${paths}`);
     const route = methods.includes(req.method ?? '') ? matcher.match(req.method!, url.pathname)?.route : undefined;
     if (!route) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
+    if (route === ADMIN.expire) {
+      const r = reloader();
+      if (!r) return (req.resume(), sendProblem(res, 503, 'Starting', 'the service is still starting; retry shortly', { 'retry-after': '1' }));
+      const started = performance.now();
+      const a = await answerExpire(req, url.searchParams, r.active.config);
+      if (a.status !== 200) return sendProblem(res, a.status, (a.body as { title: string }).title, (a.body as { detail: string }).detail);
+      log.info({ req_id: id, source: url.searchParams.get('source'), ...a.body, duration_ms: Math.round(performance.now() - started) }, 'admin expire accepted');
+      return send(res, 200, a.body);
+    }
     if (route !== ADMIN.reload) {
       // The OAuth routes, mounted only with [mcp.oauth] (adminRoutes).
       req.resume();
