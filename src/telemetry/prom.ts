@@ -32,6 +32,7 @@ export class PromMetrics {
   private readonly sharedMisses: Counter<'kind'>;
   private readonly sharedErrors: Counter<'op'>;
   private readonly expireTiles: Counter<'source' | 'input'>;
+  private readonly edgePurges: Counter<'result'>;
   private readonly storageReads: Counter<'source' | 'provider'>;
   private readonly storageBytes: Counter<'source' | 'provider'>;
   private readonly storageErrors: Counter<'source' | 'provider' | 'kind'>;
@@ -55,6 +56,7 @@ export class PromMetrics {
     this.sharedHits = new Counter({ name: 'shared_cache_hits_total', help: 'Lookups answered by the shared (fleet) cache, by kind (tile, image, transcoded)', labelNames: ['kind'], registers });
     this.sharedMisses = new Counter({ name: 'shared_cache_misses_total', help: 'Lookups the shared (fleet) cache could not answer, by kind', labelNames: ['kind'], registers });
     this.sharedErrors = new Counter({ name: 'shared_cache_errors_total', help: 'Shared-cache commands that failed or timed out, by operation (get, set, lock, unlock)', labelNames: ['op'], registers });
+    this.edgePurges = new Counter({ name: 'edge_purge_requests_total', help: 'PURGE requests sent to the edge caches of [cache] purge_urls, by result (ok, refused: a non-2xx answer, failed: no answer in time or no connection)', labelNames: ['result'], registers });
     this.expireTiles = new Counter({ name: 'expire_tiles_total', help: 'Tiles expired by accepted expiries (after expansion over their zoom band), by source and input (list, bbox, geometry, notify, archive, reconnect)', labelNames: ['source', 'input'], registers });
     this.storageReads = new Counter({ name: 'storage_reads_total', help: 'Range requests answered by the object store (or http server) of a remote source', labelNames: ['source', 'provider'], registers });
     this.storageBytes = new Counter({ name: 'storage_read_bytes_total', help: 'Bytes read from the store of a remote source', labelNames: ['source', 'provider'], registers });
@@ -149,6 +151,10 @@ export class PromMetrics {
   shared(event: 'hit' | 'miss' | 'error', label: string): void {
     if (event === 'error') this.sharedErrors.inc({ op: label });
     else (event === 'hit' ? this.sharedHits : this.sharedMisses).inc({ kind: label });
+  }
+
+  edgePurge(result: string): void {
+    this.edgePurges.inc({ result });
   }
 
   expired(source: string, input: string, tiles: number): void {
