@@ -9,7 +9,7 @@
 // area holds them). A million tiles at z18 become a few thousand keys at a coarser G: more is purged than
 // changed, never less. The grid has a step of two zooms: an answer at z16 carries 8 area keys per source, not 16.
 import { ALL_ZOOMS, type ZoomBand } from './area-times.js';
-import { keyTile } from './tile-key.js';
+import { keyTile, keyZoom, zoomStart } from './tile-key.js';
 
 /** Zoom step of the grid whose tiles `area:` keys name. */
 const GRID_STEP = 2;
@@ -43,29 +43,33 @@ export function answerKeys(sources: readonly string[], z: number, x: number, y: 
   return out.join(' ');
 }
 
-/** A tile as [z, x, y]. */
-type Tile = [number, number, number];
-
-/** The grid tile (zoom at most `g`, on the grid) holding tile z/x/y: the key prefix-free part `z/x/y`. */
-function gridCell(z: number, x: number, y: number, g: number): Tile {
-  const cz = Math.min(g, z - (z % GRID_STEP));
-  const shift = 2 ** (z - cz);
-  return [cz, Math.floor(x / shift), Math.floor(y / shift)];
+/** The ancestor at zoom `to` of a key of zoom `from` (Z-order: a tile's descendants at a zoom are consecutive). */
+function ancestorKey(key: number, from: number, to: number): number {
+  return zoomStart(to) + Math.floor((key - zoomStart(from)) / 4 ** (from - to));
 }
 
-/** The area cells and the strict ancestors of those cells, of tiles coarsened to grid zoom `g`. */
-function purgeAt(tiles: readonly Tile[], g: number, band: ZoomBand, limit: number): { areas: Set<string>; ancestors: Set<string> } | undefined {
-  const areas = new Set<string>();
-  const ancestors = new Set<string>();
-  for (const [z, x, y] of tiles) {
-    const [cz, cx, cy] = gridCell(z, x, y, g);
-    const cell = `${cz}/${cx}/${cy}`;
-    if (areas.has(cell)) continue;
+/**
+ * The area cells (tiles coarsened to grid zoom `g`) and their strict ancestors at zooms the band reaches, as tile
+ * keys; undefined once more than `limit` keys are needed. Worked in key space: sorted keys come zoom by zoom and
+ * keep each cell's tiles together, so most tiles are told apart from the cell before them without a set lookup.
+ */
+function purgeAt(sorted: Float64Array, g: number, band: ZoomBand, limit: number): { areas: Set<number>; ancestors: Set<number> } | undefined {
+  const areas = new Set<number>();
+  const ancestors = new Set<number>();
+  let last = -1;
+  let z = 0;
+  let next = zoomStart(1);
+  for (let i = 0; i < sorted.length; i++) {
+    const key = sorted[i];
+    while (key >= next) next = zoomStart(++z + 1);
+    const cz = Math.min(g, z - (z % GRID_STEP));
+    const cell = ancestorKey(key, z, cz);
+    if (cell === last || areas.has(cell)) continue;
+    last = cell;
     areas.add(cell);
     // An answer at a zoom the batch does not reach is not stale: its `tile:` key is not purged.
     for (let az = cz - 1; az >= band.min; az--) {
-      const shift = 2 ** (cz - az);
-      const a = `${az}/${Math.floor(cx / shift)}/${Math.floor(cy / shift)}`;
+      const a = ancestorKey(cell, cz, az);
       if (ancestors.has(a)) break;
       ancestors.add(a);
     }
@@ -74,23 +78,23 @@ function purgeAt(tiles: readonly Tile[], g: number, band: ZoomBand, limit: numbe
   return { areas, ancestors };
 }
 
+const spell = (k: number) => keyTile(k).join('/');
+
 /**
  * The keys that purge every answer of `source` a batch's tiles (ascending tile keys, tile-key.ts) reach, at most
  * `maxKeys` of them (at least one: `src:ID` purges the whole source).
  */
 export function purgeKeys(source: string, sortedTiles: Float64Array, band: ZoomBand = ALL_ZOOMS, maxKeys = DEFAULT_PURGE_MAX_KEYS): string[] {
   const whole = [`src:${source}`];
-  // Key 0 is tile 0/0/0, the whole world; a band starting at zoom 0 and an empty list purge nothing less either.
   if (sortedTiles.length === 0) return [];
+  // Key 0 is tile 0/0/0, the whole world.
   if (sortedTiles[0] === 0 || maxKeys < 2) return whole;
-  const tiles: Tile[] = [];
-  for (const k of sortedTiles) tiles.push(keyTile(k));
-  const deepest = tiles[tiles.length - 1][0];
+  const deepest = keyZoom(sortedTiles[sortedTiles.length - 1]);
   for (let g = deepest - (deepest % GRID_STEP); g >= GRID_STEP; g -= GRID_STEP) {
-    const found = purgeAt(tiles, g, band, maxKeys);
+    const found = purgeAt(sortedTiles, g, band, maxKeys);
     if (!found) continue;
-    if (found.areas.has('0/0/0')) return whole;
-    return [...[...found.areas].map((c) => `area:${source}/${c}`), ...[...found.ancestors].map((t) => `tile:${source}/${t}`)];
+    if (found.areas.has(0)) return whole;
+    return [...[...found.areas].map((c) => `area:${source}/${spell(c)}`), ...[...found.ancestors].map((a) => `tile:${source}/${spell(a)}`)];
   }
   return whole;
 }
