@@ -7,7 +7,9 @@
 // A batch's purge coarsens its tiles to one grid zoom G, chosen as deep as the key budget allows, and names
 // `area:` of those grid tiles (every answer at or inside them) plus `tile:` of their ancestors (the answers whose
 // area holds them). A million tiles at z18 become a few thousand keys at a coarser G: more is purged than
-// changed, never less. The grid has a step of two zooms: an answer at z16 carries 8 area keys per source, not 16.
+// changed, never less. The grid has a step of two zooms: an answer at z16 carries 8 area keys per source, not 16;
+// a changed tile at an odd zoom (not coarsened) is purged exactly: its own `tile:` key and the areas of its four
+// children.
 import { ALL_ZOOMS, type ZoomBand } from './area-times.js';
 import { keyTile, keyZoom, zoomStart } from './tile-key.js';
 
@@ -56,17 +58,27 @@ function ancestorKey(key: number, from: number, to: number): number {
 function purgeAt(sorted: Float64Array, g: number, band: ZoomBand, limit: number): { areas: Set<number>; ancestors: Set<number> } | undefined {
   const areas = new Set<number>();
   const ancestors = new Set<number>();
+  /** The cells met so far (on the grid or not). */
+  const seen = new Set<number>();
   let last = -1;
   let z = 0;
   let next = zoomStart(1);
   for (let i = 0; i < sorted.length; i++) {
     const key = sorted[i];
     while (key >= next) next = zoomStart(++z + 1);
-    const cz = Math.min(g, z - (z % GRID_STEP));
+    const cz = Math.min(g, z);
     const cell = ancestorKey(key, z, cz);
-    if (cell === last || areas.has(cell)) continue;
+    if (cell === last || seen.has(cell)) continue;
     last = cell;
-    areas.add(cell);
+    seen.add(cell);
+    if (cz % GRID_STEP === 0) areas.add(cell);
+    else {
+      // A tile off the grid (odd zoom): its own answer by its `tile:` key, everything inside it by the areas of
+      // its four children (on the grid), so that it is purged exactly rather than with its grid parent's area.
+      if (cz >= band.min) ancestors.add(cell);
+      const first = zoomStart(cz + 1) + (cell - zoomStart(cz)) * 4;
+      for (let c = 0; c < 4; c++) areas.add(first + c);
+    }
     // An answer at a zoom the batch does not reach is not stale: its `tile:` key is not purged.
     for (let az = cz - 1; az >= band.min; az--) {
       const a = ancestorKey(cell, cz, az);
@@ -90,10 +102,9 @@ export function purgeKeys(source: string, sortedTiles: Float64Array, band: ZoomB
   // Key 0 is tile 0/0/0, the whole world.
   if (sortedTiles[0] === 0 || maxKeys < 2) return whole;
   const deepest = keyZoom(sortedTiles[sortedTiles.length - 1]);
-  for (let g = deepest - (deepest % GRID_STEP); g >= GRID_STEP; g -= GRID_STEP) {
+  for (let g = deepest + (deepest % GRID_STEP); g >= GRID_STEP; g -= GRID_STEP) {
     const found = purgeAt(sortedTiles, g, band, maxKeys);
     if (!found) continue;
-    if (found.areas.has(0)) return whole;
     return [...[...found.areas].map((c) => `area:${source}/${spell(c)}`), ...[...found.ancestors].map((a) => `tile:${source}/${spell(a)}`)];
   }
   return whole;
