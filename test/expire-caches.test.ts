@@ -51,6 +51,14 @@ let scratch: string;
 
 before(async () => {
   db = await startPostgres();
+  // A tile function that reads the table as the query starts (STABLE: one snapshot) and answers 1.5 s later.
+  await db.sql(`CREATE FUNCTION public.slow_places(z integer, x integer, y integer) RETURNS bytea LANGUAGE sql STABLE AS $$
+    SELECT pg_sleep(1.5);
+    SELECT ST_AsMVT(t, 'places', 4096, 'geom') FROM (
+      SELECT id, name, ST_AsMVTGeom(ST_Transform(geom, 3857), ST_TileEnvelope(z, x, y), 4096, 64, true) AS geom
+      FROM public.places WHERE geom && ST_Transform(ST_TileEnvelope(z, x, y), 4326)
+    ) AS t WHERE geom IS NOT NULL
+  $$`);
   scratch = mkdtempSync(path.join(os.tmpdir(), 'tsts-expire-caches-'));
   const adminPort = await freePort();
   const metricsPort = await freePort();
@@ -84,6 +92,10 @@ id_column = "id"
 [[postgres.tables]]
 id = "roads"
 table = "roads"
+
+[[postgres.functions]]
+id = "slow"
+function = "slow_places"
 
 [cache]
 dir = "${path.join(scratch, 'cache')}"
@@ -178,6 +190,19 @@ describe('source tiles of a PostGIS table', () => {
     assert.ok((await read(composite)).names.includes('Ferry Quay'), 'and the composite');
     await expire(admin, 'roads', [at]);
     assert.ok((await read(composite)).names.includes('Ferry Landing'), 'an expiry of the member "roads" reaches the composite');
+  });
+
+  test('a request after an expiry does not join a production that began before it', async () => {
+    const url = `${server.url}/data/slow/${at}.pbf`;
+    await db.sql("UPDATE places SET name = 'Ferry One' WHERE id = 1");
+    const early = get(url);
+    // The first production has read the table (its query started) before the change and the expiry.
+    await new Promise((r) => setTimeout(r, 500));
+    await db.sql("UPDATE places SET name = 'Ferry Two' WHERE id = 1");
+    await expire(admin, 'slow', [at]);
+    const late = await get(url);
+    assert.deepEqual(names('pbf', (await early).body), ['Coit Tower', 'Ferry One'], 'the first request gets what its production read');
+    assert.deepEqual(names('pbf', late.body), ['Coit Tower', 'Ferry Two'], 'the request after the expiry reads anew');
   });
 
   test('Surrogate-Key names every source an answer is made from, its grid areas and its tile', async () => {
