@@ -1,6 +1,8 @@
 // The pull side: a prom-client registry holding the spec's ten metrics and the render-pool metrics of this
 // process. In a cluster, every worker's registry is summed by the primary on each scrape (scrape-listener.ts).
+import cluster from 'node:cluster';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerNotifyMetrics } from './expire-notify.js';
 import { fileSourceMemory } from '../sources/files/metrics.js';
 import { expiries } from '../expire/expiries.js';
 import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
@@ -42,6 +44,8 @@ export class PromMetrics {
 
   constructor(load: () => RenderLoad) {
     const registers = [this.registry];
+    // A worker never listens for database notifications: the primary adds its own counters to the cluster's sum.
+    if (!cluster.isWorker) registerNotifyMetrics(registers);
     this.httpRequests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered, by matched route template and status class', labelNames: ['route', 'status_class'], registers });
     this.httpDuration = new Histogram({ name: 'http_request_duration_seconds', help: 'Time from request to the end of the answer, in seconds', labelNames: ['route', 'status_class'], buckets: REQUEST_SECONDS, registers });
     this.inFlight = new Gauge({ name: 'http_requests_in_flight', help: 'HTTP requests being answered now', registers });

@@ -96,13 +96,12 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
     const route = methods.includes(req.method ?? '') ? matcher.match(req.method!, url.pathname)?.route : undefined;
     if (!route) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
     if (route === ADMIN.expire) {
-      const r = reloader();
-      if (!r) return (req.resume(), sendProblem(res, 503, 'Starting', 'the service is still starting; retry shortly', { 'retry-after': '1' }));
-      const started = performance.now();
-      const a = await answerExpire(req, url.searchParams, r.active.config);
-      if (a.status !== 200) return sendProblem(res, a.status, (a.body as { title: string }).title, (a.body as { detail: string }).detail);
-      log.info({ req_id: id, source: url.searchParams.get('source'), ...a.body, duration_ms: Math.round(performance.now() - started) }, 'admin expire accepted');
-      return send(res, 200, a.body);
+      // The configuration the processes run now (undefined while they start: 503).
+      const a = await answerExpire(req, url.searchParams, reloader()?.active.config, log, id);
+      if (a.status === 200) return send(res, 200, a.body);
+      // A refused body may be left unread (too large, of the wrong type): the connection ends with the answer.
+      if ('close' in a && a.close) res.once('finish', () => req.destroy());
+      return send(res, a.status, a.body, { ...('headers' in a ? a.headers : {}), 'content-type': 'application/problem+json', ...('close' in a && a.close ? { connection: 'close' } : {}) });
     }
     if (route !== ADMIN.reload) {
       // The OAuth routes, mounted only with [mcp.oauth] (adminRoutes).
