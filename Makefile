@@ -17,11 +17,12 @@ CONFIG ?= config/default.toml
 # on Debian, listed so the dependency is said), podman with runc, netavark and aardvark-dns (netavark runs iptables to
 # set up a container network: a build step with network access fails with "netavark: No such file or directory"
 # without it), podman-compose and mmdebstrap (the container image and compose fleet of test/image.test.ts, built over a Debian base made by
-# scripts/image-base.sh). The object-storage tests' S3 and Azure servers come from npm. fonts-noto-core (Noto Sans
+# scripts/image-base.sh). varnish and varnish-modules (its xkey vmod): the edge cache the expiry purge tests put in
+# front of the server (test/expire-edge.test.ts, deploy/varnish/tiles.vcl). The object-storage tests' S3 and Azure servers come from npm. fonts-noto-core (Noto Sans
 # Devanagari, Thai, Arabic, Hebrew and most other scripts; 42 MB installed) and fonts-droid-fallback (CJK; 7 MB, where
 # fonts-noto-cjk takes 91 MB): the renderer's MapLibre draws CJK and the scripts it shapes as grapheme clusters
 # (Devanagari, Thai, ...) with the machine's fonts, not from glyph PBFs (docs/styles.md, "Scripts").
-APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-postgis wrk mesa-vulkan-drivers libvulkan1 libegl1 libegl-mesa0 openssl redis-server bsdutils podman runc netavark aardvark-dns iptables podman-compose mmdebstrap fonts-noto-core fonts-droid-fallback
+APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-postgis wrk mesa-vulkan-drivers libvulkan1 libegl1 libegl-mesa0 openssl redis-server bsdutils podman runc netavark aardvark-dns iptables podman-compose mmdebstrap fonts-noto-core fonts-droid-fallback varnish varnish-modules
 
 .PHONY: run test test-image test-debian13 bench build deps system-deps fixtures typecheck clean goldens
 

@@ -16,6 +16,8 @@ import { workerCount } from './config/sizing.js';
 import { startValues } from './config/restart-only.js';
 import { FileWatch } from './cluster/file-watch.js';
 import { runSingle, runWorker } from './cluster/worker.js';
+import { EdgePurger } from './expire/edge-purge.js';
+import { expiries } from './expire/expiries.js';
 import { startAdminListener } from './http/admin/listener.js';
 import { openAuthorizationServer } from './http/routes/mcp.js';
 import { log } from './log.js';
@@ -140,6 +142,9 @@ async function run(args: RunArgs): Promise<void> {
   // signing key and the tables once, before any worker races to.
   const oauthStore = loaded.config.mcp.enabled && loaded.config.mcp.oauth.enabled ? (await openAuthorizationServer(loaded.config)).store : undefined;
   await startAdminListener(start.server.admin_bind, () => reloader, log, oauthStore);
+  // The edge caches in front of this machine are purged from here, the process that applies every expiry of it.
+  const c = start.cache;
+  new EdgePurger({ urls: c.purge_urls, timeoutMs: c.purge_timeout_ms, maxKeys: c.purge_max_keys, soft: c.purge_soft }, log).follow(expiries);
   const service = count <= 1 ? (await runSingle(loaded)).reloader : await runPrimary(loaded, count);
   reloader = service;
   // server.watch: changed files reload the service from here, the process that runs every reload.

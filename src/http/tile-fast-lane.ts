@@ -24,6 +24,8 @@ import { telemetry } from '../telemetry/recorder.js';
 import { problemBody } from '../problem.js';
 import { TileUnavailableError } from '../sources/source.js';
 import { FILTER_PARAMS } from '../serve/tile-filter.js';
+import { answerKeys } from '../expire/surrogate-keys.js';
+import { sourceDependencies } from '../expire/dependencies.js';
 
 
 /** Whether a query string names a parameter of filtered tiles (serve/tile-filter.ts), as a URL parser reads the names. */
@@ -44,11 +46,13 @@ type Answerable = Extract<TileResult, { kind: 'tile' }> | { kind: 'empty' };
 /**
  * The header rules of decisions.md for a tile: Cache-Control on every answer; ETag and `Vary: Accept-Encoding`
  * on a tile; 304 when If-None-Match names its ETag; Content-Type, and Content-Encoding unless identity, on a 200
- * (and `Server-Timing: cache;desc="shared"` when the tile came from the shared cache).
+ * (and `Server-Timing: cache;desc="shared"` when the tile came from the shared cache). `surrogateKeys`: the
+ * edge cache's keys of the answer (src/expire/surrogate-keys.ts), on every answer, 204 included.
  */
-export function tileAnswer(result: Answerable, cacheControl: string, ifNoneMatch: string | undefined): TileAnswer {
-  if (result.kind === 'empty') return { status: 204, headers: { 'cache-control': cacheControl }, body: undefined };
-  const headers: Record<string, string> = { 'cache-control': cacheControl, etag: result.etag, vary: 'Accept-Encoding' };
+export function tileAnswer(result: Answerable, cacheControl: string, ifNoneMatch: string | undefined, surrogateKeys?: string): TileAnswer {
+  const keys: Record<string, string> = surrogateKeys ? { 'surrogate-key': surrogateKeys } : {};
+  if (result.kind === 'empty') return { status: 204, headers: { 'cache-control': cacheControl, ...keys }, body: undefined };
+  const headers: Record<string, string> = { 'cache-control': cacheControl, etag: result.etag, vary: 'Accept-Encoding', ...keys };
   // The upstream of a remote source failed and its last good copy is answered (docs/xyz.md): said so, and not
   // to be kept by the client or a CDN as if fresh.
   if (result.stale) {
@@ -107,7 +111,9 @@ export function tileFastLane(ctx: ServerContext, fallback: RequestListener): Req
       (result) => {
         if (result.kind !== 'tile' && result.kind !== 'empty') return fallback(req, res);
         try {
-          const answer = tileAnswer(result, state.config.server.tile_cache_control, req.headers['if-none-match']);
+          const { z, x, y } = parsed.coord;
+          const keys = answerKeys(sourceDependencies(state, m[1]), z, x, y);
+          const answer = tileAnswer(result, state.config.server.tile_cache_control, req.headers['if-none-match'], keys);
           if (telemetry.on) telemetry.tile({ source: m[1], format, z: parsed.coord.z }, result, started, answer.body?.byteLength);
           send(req, res, answer);
         } catch (err) {

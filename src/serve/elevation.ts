@@ -15,6 +15,7 @@ import { lonLatToTile } from '../tiles/coords.js';
 import { runTerrain } from '../terrain/work.js';
 import type { ArchiveTiles, DecodedTiles, WindowInput } from '../terrain/terrain-ops.js';
 import { LRUCache } from 'lru-cache';
+import { expiries } from '../expire/expiries.js';
 
 /**
  * Archive DEM tiles decoded to metres, for the process: a window reads the tiles around its own, so each archive
@@ -22,11 +23,14 @@ import { LRUCache } from 'lru-cache';
  * shared memory, so a terrain thread reads them without a copy whichever thread decoded them, and a window whose
  * tiles are all here reads nothing from the archive. 48 MB (48 tiles of 512 px, 192 of 256 px).
  */
-const decodedTiles = new LRUCache<string, Float32Array>({ maxSize: 48 * 512 * 512, sizeCalculation: (a) => a.length });
+const decodedTiles = new LRUCache<string, { grid: Float32Array; madeAt: number }>({ maxSize: 48 * 512 * 512, sizeCalculation: (a) => a.grid.length });
 
-/** Keeps the tiles a terrain task decoded for the windows after it. */
-export function keepDecodedTiles(decoded: DecodedTiles): void {
-  for (const d of decoded) decodedTiles.set(d.key, d.grid);
+/**
+ * Keeps the tiles a terrain task decoded for the windows after it. `madeAt`: when the task that read them began
+ * (an expiry of the source at or after it makes a kept tile be read again).
+ */
+export function keepDecodedTiles(decoded: DecodedTiles, madeAt: number): void {
+  for (const d of decoded) decodedTiles.set(d.key, { grid: d.grid, madeAt });
 }
 
 /** Zooms above the data's deepest zoom at which hillshade and contours are still made (as clients overzoom a DEM). */
@@ -152,10 +156,11 @@ class ArchiveElevation implements Elevation {
   }
 
   async window(z: number, x: number, y: number, size: number, border: number): Promise<DemWindow | undefined> {
+    const madeAt = Date.now();
     const input = await this.input(z, x, y, size, border);
     if (!input) return undefined;
     const { value, decoded } = await runTerrain({ op: 'archive-window', ...input.archive }, this.state.config);
-    keepDecodedTiles(decoded);
+    keepDecodedTiles(decoded, madeAt);
     return value;
   }
 
@@ -169,7 +174,8 @@ class ArchiveElevation implements Elevation {
     const tiles: ArchiveTiles['tiles'] = await Promise.all(
       tilesNeeded(plan).map(async (t) => {
         const key = `${prefix}/${t.x}/${t.y}`;
-        const grid = decodedTiles.get(key);
+        const kept = decodedTiles.get(key);
+        const grid = kept && !expiries.isStale([info.id], sourceZoom, t.x, t.y, kept.madeAt) ? kept.grid : undefined;
         return grid ? { key, ...t, grid } : { key, ...t, bytes: await this.source.getTile(sourceZoom, t.x, t.y) };
       }),
     );

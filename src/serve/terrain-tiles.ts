@@ -23,6 +23,7 @@ import { contourLimitProblem, parseContourQuery, type ContourOptions } from '../
 import { runTerrain } from '../terrain/work.js';
 import { etagOf, type TileResult } from './tile-service.js';
 import { sourceTileJson, withKey, type TileJson, type UrlContext } from '../sources/tilejson.js';
+import { Freshness } from './freshness.js';
 
 export type { TerrainProduct };
 
@@ -43,7 +44,8 @@ export interface TerrainTileRequest {
   accepted: Map<string, number>;
 }
 
-const inflightByState = new WeakMap<AppState, Map<string, Promise<TileResult>>>();
+/** Tiles being made, with when their making began (a request after an expiry of their area does not join one). */
+const inflightByState = new WeakMap<AppState, Map<string, { result: Promise<TileResult>; madeAt: number }>>();
 
 export async function fetchTerrainTile(state: AppState, req: TerrainTileRequest): Promise<TileResult> {
   const found = elevationSource(state, req.sourceId);
@@ -58,16 +60,20 @@ export async function fetchTerrainTile(state: AppState, req: TerrainTileRequest)
   const c = state.config.compression;
   const encoding: ContentEncoding = vector ? chooseEncoding(req.accepted, 'identity', c.enabled) : 'identity';
   const key = `terrain:${info.id}@${info.revision ?? ''}/${req.product}/${z}/${x}/${y}@${req.scale}.${req.format}:${encoding}?${JSON.stringify(parsed.options)}`;
+  // An expiry of the elevation source reaches every product of it, in every layer below; the border a tile reads
+  // lies in its neighbours, so their expiries reach it too. Computed products are made fresh, never served stale.
+  const freshness = new Freshness(state, elevation.id, req.coord, true);
   const cached = state.tileCache.get(key);
-  if (cached) return cached.empty ? { kind: 'empty', cache: 'hit' } : tileResult(cached.body, req.format, encoding, cached.etag, 'hit');
+  if (cached && freshness.fresh(cached.madeAt)) return cached.empty ? { kind: 'empty', cache: 'hit' } : tileResult(cached.body, req.format, encoding, cached.etag, 'hit');
 
   let inflight = inflightByState.get(state);
   if (!inflight) inflightByState.set(state, (inflight = new Map()));
   const pending = inflight.get(key);
-  if (pending) return pending;
-  const running = produce(state, elevation, req, parsed.options, encoding, key).finally(() => inflight.delete(key));
-  inflight.set(key, running);
-  return running;
+  if (pending && freshness.fresh(pending.madeAt)) return pending.result;
+  const madeAt = Date.now();
+  const entry = { madeAt, result: produce(state, elevation, req, parsed.options, encoding, key, freshness, madeAt).finally(() => inflight.get(key) === entry && inflight.delete(key)) };
+  inflight.set(key, entry);
+  return entry.result;
 }
 
 /** The disk cache of terrain tiles under a cache directory and budget, kept while they stay the same. */
@@ -81,7 +87,7 @@ function diskCache(state: AppState): RenderCache | undefined {
   return disk.cache;
 }
 
-async function produce(state: AppState, elevation: Elevation, req: TerrainTileRequest, options: object, encoding: ContentEncoding, key: string): Promise<TileResult> {
+async function produce(state: AppState, elevation: Elevation, req: TerrainTileRequest, options: object, encoding: ContentEncoding, key: string, freshness: Freshness, madeAt: number): Promise<TileResult> {
   const { z, x, y } = req.coord;
   // The data's fingerprint (file sizes and ends, not paths): machines and processes with the same files share entries.
   const identity = sourceIdentity(state, elevation.id);
@@ -93,21 +99,22 @@ async function produce(state: AppState, elevation: Elevation, req: TerrainTileRe
       : `${identity}/${req.product}/${z}/${x}/${y}@${req.scale}.${req.format}.${encoding}.${createHash('sha256').update(JSON.stringify(options)).digest('hex').slice(0, 16)}`;
   const onDisk = diskKey === undefined ? undefined : diskCache(state);
   if (onDisk && diskKey !== undefined) {
-    const hit = await onDisk.getDisk(diskKey);
-    if (hit) {
-      const body = new Uint8Array(hit.buffer, hit.byteOffset, hit.byteLength);
+    // A file's time is when its making began (kept across restarts): made before an expiry, it is made again.
+    const hit = await onDisk.getDiskEntry(diskKey);
+    if (hit && freshness.fresh(hit.madeAt)) {
+      const body = new Uint8Array(hit.body.buffer, hit.body.byteOffset, hit.body.byteLength);
       const etag = etagOf(body);
-      state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
+      state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false, madeAt: hit.madeAt });
       return tileResult(body, req.format, encoding, etag, 'miss');
     }
   }
   if (sharedKey !== undefined && sharedCache.enabled) {
-    const hit = (await sharedCache.get('terrain', sharedKey))?.body;
-    if (hit) {
-      const body = new Uint8Array(hit.buffer, hit.byteOffset, hit.byteLength);
+    const hit = await sharedCache.get('terrain', sharedKey);
+    if (hit && freshness.fresh(hit.madeAt)) {
+      const body = new Uint8Array(hit.body.buffer, hit.body.byteOffset, hit.body.byteLength);
       const etag = etagOf(body);
-      state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
-      if (onDisk && diskKey !== undefined) void onDisk.setDisk(diskKey, body);
+      state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false, madeAt: hit.madeAt });
+      if (onDisk && diskKey !== undefined) void onDisk.setDisk(diskKey, body, hit.madeAt);
       return { ...tileResult(body, req.format, encoding, etag, 'miss'), fromShared: true };
     }
   }
@@ -125,7 +132,7 @@ async function produce(state: AppState, elevation: Elevation, req: TerrainTileRe
         config,
         transfer,
       );
-      keepDecodedTiles(decoded);
+      keepDecodedTiles(decoded, madeAt);
       // No bytes: the archive had tiles there, but none with data in the window.
       if (tile.byteLength > 0) body = tile;
     }
@@ -142,13 +149,13 @@ async function produce(state: AppState, elevation: Elevation, req: TerrainTileRe
     }
   }
   if (!body) {
-    state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
+    state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true, madeAt });
     return { kind: 'empty', cache: 'miss' };
   }
   const etag = etagOf(body);
-  state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
-  if (sharedKey !== undefined && sharedCache.enabled) sharedCache.put(sharedKey, body);
-  if (onDisk && diskKey !== undefined) void onDisk.setDisk(diskKey, body);
+  state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false, madeAt });
+  if (sharedKey !== undefined && sharedCache.enabled) sharedCache.put(sharedKey, body, madeAt);
+  if (onDisk && diskKey !== undefined) void onDisk.setDisk(diskKey, body, madeAt);
   return tileResult(body, req.format, encoding, etag, 'miss');
 }
 

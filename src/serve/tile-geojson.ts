@@ -8,6 +8,7 @@ import { tileIntersectsBounds, type TileCoord } from '../tiles/coords.js';
 import { isVector } from '../tiles/format.js';
 import { etagOf } from './tile-service.js';
 import { runVector } from '../tiles/vector-work.js';
+import { Freshness } from './freshness.js';
 
 export type GeoJsonResult = { kind: 'json'; body: Uint8Array; etag: string } | { kind: 'empty' } | SourceProblem;
 
@@ -22,11 +23,12 @@ export async function fetchTileGeoJson(state: AppState, sourceId: string, coord:
   if (z < info.minzoom || z > info.maxzoom || (!info.tilesOutsideBounds && !tileIntersectsBounds(coord, info.bounds))) return { kind: 'empty' };
   const key = `${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}.geojson:identity`;
   const cached = state.tileCache.get(key);
-  if (cached) return cached.empty ? { kind: 'empty' } : { kind: 'json', body: cached.body, etag: cached.etag };
+  if (cached && new Freshness(state, sourceId, coord).fresh(cached.madeAt)) return cached.empty ? { kind: 'empty' } : { kind: 'json', body: cached.body, etag: cached.etag };
 
+  const madeAt = Date.now();
   const stored = await source.getTile(z, x, y);
   if (!stored) {
-    state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
+    state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true, madeAt });
     return { kind: 'empty' };
   }
   let json: string;
@@ -38,6 +40,6 @@ export async function fetchTileGeoJson(state: AppState, sourceId: string, coord:
   }
   const body = Buffer.from(json);
   const etag = etagOf(body);
-  state.tileCache.set(key, { body, contentEncoding: 'identity', etag, empty: false });
+  state.tileCache.set(key, { body, contentEncoding: 'identity', etag, empty: false, madeAt });
   return { kind: 'json', body, etag };
 }

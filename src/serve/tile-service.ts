@@ -16,6 +16,7 @@ import { cutTile, RENDER_MAXZOOM } from '../tiles/overzoom.js';
 import type { VectorTileData } from '../tiles/vector-model.js';
 import { sharedCache } from '../shared-cache/client.js';
 import { sourceIdentity } from '../shared-cache/identity.js';
+import { Freshness } from './freshness.js';
 
 /** Whether an answer came from the tile cache (`hit`) or was produced now (`miss`); absent when no lookup was made. */
 export type CacheOutcome = 'hit' | 'miss';
@@ -60,11 +61,17 @@ export function etagOf(body: Uint8Array): string {
   return `"${createHash('sha1').update(body).digest('base64url').slice(0, 22)}"`;
 }
 
+/** A production under way: its result, and when it began (before its data was read). */
+interface Inflight {
+  result: Promise<TileResult>;
+  madeAt: number;
+}
+
 /**
  * Tiles being produced, per state snapshot: concurrent requests for one tile share one read. Per snapshot,
  * because after a reload a request must not be handed a tile read from the previous configuration's source.
  */
-const inflightByState = new WeakMap<AppState, Map<string, Promise<TileResult>>>();
+const inflightByState = new WeakMap<AppState, Map<string, Inflight>>();
 
 export async function fetchTile(state: AppState, req: TileRequest): Promise<TileResult> {
   // Composites (named, or ad hoc `a+b`) are resolved only when no plain source has the id.
@@ -93,33 +100,41 @@ export async function fetchTile(state: AppState, req: TileRequest): Promise<Tile
     return { kind: 'problem', status: 400, title: 'Filters not available', detail: `source "${info.id}" does not take filter or properties: ${why}` };
   }
   const key = `${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}.${req.format}:${encoding}${info.takesParams ? paramsKey(req.params) : ''}${req.filter ? `|${req.filter.key}` : ''}`;
+  // A tile of a source whose data changed here since it was made is made again (a database tile is cheap to make).
+  const freshness = new Freshness(state, req.sourceId, req.coord);
   const cached = state.tileCache.get(key);
-  if (cached) return cached.empty ? { kind: 'empty', cache: 'hit' } : tileResult(cached.body, req.format, encoding, cached.etag, 'hit');
+  if (cached && freshness.fresh(cached.madeAt)) return cached.empty ? { kind: 'empty', cache: 'hit' } : tileResult(cached.body, req.format, encoding, cached.etag, 'hit');
 
-  return shared(state, key, () => produce(state, source, req, encoding, key));
+  return shared(state, key, freshness, (madeAt) => produce(state, source, req, encoding, key, freshness, madeAt));
 }
 
-/** One production of `key` per state snapshot, shared by the requests that ask while it runs. */
-function shared(state: AppState, key: string, work: () => Promise<TileResult>): Promise<TileResult> {
+/**
+ * One production of `key` per state snapshot, shared by the requests that ask while it runs; except that a
+ * request is never handed a production that began before an expiry of its area (it reads the data anew).
+ */
+function shared(state: AppState, key: string, freshness: Freshness, work: (madeAt: number) => Promise<TileResult>): Promise<TileResult> {
   let inflight = inflightByState.get(state);
   if (!inflight) inflightByState.set(state, (inflight = new Map()));
   const pending = inflight.get(key);
-  if (pending) return pending;
-  const running = work().finally(() => inflight.delete(key));
-  inflight.set(key, running);
-  return running;
+  if (pending && freshness.fresh(pending.madeAt)) return pending.result;
+  const madeAt = Date.now();
+  const entry: Inflight = { madeAt, result: work(madeAt).finally(() => inflight.get(key) === entry && inflight.delete(key)) };
+  inflight.set(key, entry);
+  return entry.result;
 }
 
-async function produce(state: AppState, source: TileSource, req: TileRequest, encoding: ContentEncoding, key: string): Promise<TileResult> {
+async function produce(state: AppState, source: TileSource, req: TileRequest, encoding: ContentEncoding, key: string, freshness: Freshness, madeAt: number): Promise<TileResult> {
   const { z, x, y } = req.coord;
   // Transcoding costs far more than a read: the fleet's shared cache is asked first (configured file sources only).
   const id = isVector(req.format) && req.format !== source.info.format && sharedCache.enabled ? sourceIdentity(state, source.info.id) : undefined;
   const sharedKey = id === undefined ? undefined : `transcoded/${id}/${key}`;
   if (sharedKey !== undefined) {
-    const found = (await sharedCache.get('transcoded', sharedKey))?.body;
-    if (found) {
+    const entry = await sharedCache.get('transcoded', sharedKey);
+    // Transcoded by some machine before an expiry of its area: made again from the source here.
+    if (entry && freshness.fresh(entry.madeAt)) {
+      const found = entry.body;
       const etag = etagOf(found);
-      state.tileCache.set(key, { body: found, contentEncoding: encoding, etag, empty: false });
+      state.tileCache.set(key, { body: found, contentEncoding: encoding, etag, empty: false, madeAt: entry.madeAt });
       return { ...tileResult(found, req.format, encoding, etag, 'miss'), fromShared: true };
     }
   }
@@ -134,7 +149,7 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
     stale = true;
   }
   if (!stored) {
-    state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
+    state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true, madeAt });
     return { kind: 'empty', cache: 'miss' };
   }
   let body: Uint8Array | undefined;
@@ -159,8 +174,8 @@ async function produce(state: AppState, source: TileSource, req: TileRequest, en
   }
   const etag = etagOf(body);
   if (stale) return { ...tileResult(body, format, encoding, etag, 'miss'), stale: true };
-  if (format === req.format) state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false });
-  if (sharedKey !== undefined && format === req.format) sharedCache.put(sharedKey, body);
+  if (format === req.format) state.tileCache.set(key, { body, contentEncoding: encoding, etag, empty: false, madeAt });
+  if (sharedKey !== undefined && format === req.format) sharedCache.put(sharedKey, body, madeAt);
   return tileResult(body, format, encoding, etag, 'miss');
 }
 
@@ -172,7 +187,7 @@ function tileResult(body: Uint8Array, format: TileFormat, encoding: ContentEncod
 const CUT_BUFFER = 1 / 32;
 /** Decoded ancestor tiles kept per state snapshot: a render asks for a handful of cuts of the same ancestors. */
 const ANCESTORS_KEPT = 8;
-const ancestorsByState = new WeakMap<AppState, LRUCache<string, Promise<VectorTileData | undefined>>>();
+const ancestorsByState = new WeakMap<AppState, LRUCache<string, { tile: Promise<VectorTileData | undefined>; madeAt: number }>>();
 
 /**
  * A vector tile below its source's maxzoom, cut from the ancestor tile at maxzoom (overzoom.ts), as identity
@@ -188,32 +203,39 @@ export async function fetchRenderTile(state: AppState, req: TileRequest): Promis
   const dz = z - info.maxzoom;
   const ancestor = { z: info.maxzoom, x: Math.floor(x / 2 ** dz), y: Math.floor(y / 2 ** dz) };
   const key = `render-cut:${info.id}${info.revision ? `@${info.revision}` : ''}/${z}/${x}/${y}`;
+  // The index answers by area: an expiry of the ancestor (or of any tile inside this one) reaches the cut.
+  const freshness = new Freshness(state, req.sourceId, req.coord);
   const cached = state.tileCache.get(key);
-  if (cached) return cached.empty ? { kind: 'empty' } : tileResult(cached.body, 'pbf', 'identity', cached.etag);
-  return shared(state, key, async () => {
-    const decoded = await decodedAncestor(state, { ...req, coord: ancestor, format: 'pbf', accepted: new Map() });
+  if (cached && freshness.fresh(cached.madeAt)) return cached.empty ? { kind: 'empty' } : tileResult(cached.body, 'pbf', 'identity', cached.etag);
+  return shared(state, key, freshness, async (madeAt) => {
+    const ancestorReq = { ...req, coord: ancestor, format: 'pbf' as const, accepted: new Map() };
+    const decoded = await decodedAncestor(state, ancestorReq, new Freshness(state, req.sourceId, ancestor), madeAt);
     const cut = decoded && cutTile(decoded, dz, x - ancestor.x * 2 ** dz, y - ancestor.y * 2 ** dz, CUT_BUFFER);
     if (!cut || cut.length === 0) {
-      state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true });
+      state.tileCache.set(key, { body: new Uint8Array(0), contentEncoding: undefined, etag: '', empty: true, madeAt });
       return { kind: 'empty' };
     }
     const body = encodeMvt(cut);
     const etag = etagOf(body);
-    state.tileCache.set(key, { body, contentEncoding: 'identity', etag, empty: false });
+    state.tileCache.set(key, { body, contentEncoding: 'identity', etag, empty: false, madeAt });
     return tileResult(body, 'pbf', 'identity', etag);
   });
 }
 
-/** The ancestor tile decoded, from a small per-snapshot LRU; undefined when the source has no tile there. */
-function decodedAncestor(state: AppState, req: TileRequest): Promise<VectorTileData | undefined> {
+/**
+ * The ancestor tile decoded, from a small per-snapshot LRU; undefined when the source has no tile there. A kept
+ * one decoded before an expiry of its area is read again.
+ */
+function decodedAncestor(state: AppState, req: TileRequest, freshness: Freshness, madeAt: number): Promise<VectorTileData | undefined> {
   let kept = ancestorsByState.get(state);
   if (!kept) ancestorsByState.set(state, (kept = new LRUCache({ max: ANCESTORS_KEPT })));
   const key = `${req.sourceId}/${req.coord.z}/${req.coord.x}/${req.coord.y}`;
   const hit = kept.get(key);
-  if (hit) return hit;
-  const p = fetchTile(state, req).then((r) => (r.kind === 'tile' && r.body.byteLength ? decodeMvt(r.body) : undefined));
+  if (hit && freshness.fresh(hit.madeAt)) return hit.tile;
+  const tile = fetchTile(state, req).then((r) => (r.kind === 'tile' && r.body.byteLength ? decodeMvt(r.body) : undefined));
+  const entry = { tile, madeAt };
   // A failed read is not kept: the next render retries.
-  p.catch(() => kept.delete(key));
-  kept.set(key, p);
-  return p;
+  tile.catch(() => kept.get(key) === entry && kept.delete(key));
+  kept.set(key, entry);
+  return tile;
 }

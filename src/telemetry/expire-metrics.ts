@@ -4,6 +4,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { expiries } from '../expire/expiries.js';
 import { expiryMetrics } from '../expire/metrics.js';
+import { purgeMetrics } from '../expire/edge-purge.js';
 import { machineFigures, machineMetrics } from '../expire/machine-metrics.js';
 
 /** Lag buckets (seconds): the fleet's target is one second. */
@@ -53,6 +54,13 @@ export function registerMachineMetrics(registry: Registry): void {
     const tiles = b.marked ?? b.tiles.length;
     for (const source of b.sources) expired.inc({ source, input: b.input }, tiles);
   });
+  const purges = new Counter({
+    name: 'edge_purge_requests_total',
+    help: 'PURGE requests sent to the edge caches of [cache] purge_urls, by result (ok, refused: a non-2xx answer, failed: no answer in time or no connection)',
+    labelNames: ['result'],
+    registers,
+  });
+  purgeMetrics.on('request', (result) => purges.inc({ result }));
   machineMetrics.on('dropped', () => dropped.inc());
   machineMetrics.on('lost', () => lost.inc());
 }

@@ -154,6 +154,10 @@ export class OtelPipeline {
     else (event === 'hit' ? i.sharedHits : i.sharedMisses).add(1, { kind: label });
   }
 
+  edgePurge(result: string): void {
+    this.instruments?.edgePurges.add(1, { result });
+  }
+
   expired(source: string, input: string, tiles: number): void {
     this.instruments?.expireTiles.add(tiles, { source, input });
   }
@@ -222,5 +226,6 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
     storageBytes: meter.createCounter('storage_read_bytes_total', { description: 'Bytes read from the store of a remote source', unit: 'By' }),
     storageErrors: counter('storage_errors_total', 'Failed requests to the store of a remote source, by kind'),
     expireTiles: counter('expire_tiles_total', 'Tiles expired by accepted expiries, by source and input'),
+    edgePurges: counter('edge_purge_requests_total', 'PURGE requests sent to the edge caches, by result'),
   };
 }

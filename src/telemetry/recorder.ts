@@ -9,6 +9,7 @@ import type { RenderService } from '../render/service.js';
 import { renderMetrics } from '../render/metrics.js';
 import { sharedCacheMetrics } from '../shared-cache/client.js';
 import { expiryMetrics } from '../expire/metrics.js';
+import { purgeMetrics } from '../expire/edge-purge.js';
 import { storageMetrics } from '../sources/object-store/metrics.js';
 import { idLabel, statusClass, tileOutcome, zLabel, type Cardinality, type TileOutcome } from './labels.js';
 import { OtelPipeline } from './otel.js';
@@ -88,6 +89,8 @@ export class Telemetry {
       this.prom?.renderError(style, e.reason);
       this.otel?.renderError(style, e.reason);
     });
+    // Pulled from the machine's hub registry (expire-metrics.ts); pushed from here.
+    purgeMetrics.on('request', (result) => this.otel?.edgePurge(result));
     expiryMetrics.on('accepted', (b) => {
       const tiles = b.marked ?? b.tiles.length;
       for (const id of b.sources) {

@@ -10,6 +10,11 @@ export interface CachedTile {
   etag: string;
   /** A remembered miss: the source has no tile here (served as 204). */
   empty: boolean;
+  /**
+   * When making it began (ms since the epoch), before its data was read: an expiry of its area at or after this
+   * time makes it stale (src/expire/). A copy from another cache layer keeps the time of the first making.
+   */
+  madeAt: number;
 }
 
 /** Per-entry bookkeeping overhead counted against the byte budget, so millions of tiny entries stay bounded. */

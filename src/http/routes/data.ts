@@ -24,6 +24,8 @@ import { FILTER_QUERY, KEY_QUERY, param, type Router } from '../router.js';
 import { PUBLIC } from '../../routes/public-routes.js';
 import { FILTER_PARAMS, filterQuery, parseTileFilter } from '../../serve/tile-filter.js';
 import type { SourceInfo, TileFilter } from '../../sources/source.js';
+import { answerKeys } from '../../expire/surrogate-keys.js';
+import { sourceDependencies } from '../../expire/dependencies.js';
 
 const JSON_OK = { description: 'TileJSON 3.0.0', content: { 'application/json': true as const } };
 const PROBLEM = { 'application/problem+json': true as const };
@@ -190,18 +192,22 @@ export async function answerSourceTile(c: Context, state: AppState, sourceId: st
     if (metered) telemetry.tile(labels, 'error', started, undefined);
     throw err;
   }
-  return sendTileResult(c, state, result, metered && result.kind !== 'problem' ? (sent) => telemetry.tile(labels, result, started, sent) : undefined);
+  const keys = result.kind === 'problem' ? undefined : answerKeys(sourceDependencies(state, sourceId), coord.z, coord.x, coord.y);
+  return sendTileResult(c, state, result, metered && result.kind !== 'problem' ? (sent) => telemetry.tile(labels, result, started, sent) : undefined, keys);
 }
 
-/** A tile answer sent: problem+json, or the tile (or 204) with its ETag, Cache-Control, encoding and 304 rules. */
-export function sendTileResult(c: Context, state: AppState, result: TileResult, sent?: (bytes: number | undefined) => void): Response {
+/**
+ * A tile answer sent: problem+json, or the tile (or 204) with its ETag, Cache-Control, encoding and 304 rules,
+ * and `surrogateKeys` (the edge cache's keys of the answer) when given.
+ */
+export function sendTileResult(c: Context, state: AppState, result: TileResult, sent?: (bytes: number | undefined) => void, surrogateKeys?: string): Response {
   const cacheControl = state.config.server.tile_cache_control;
   switch (result.kind) {
     case 'problem':
       return problem(c, result.status, result.title, result.detail);
     case 'empty':
     case 'tile': {
-      const a = tileAnswer(result, cacheControl, c.req.header('if-none-match'));
+      const a = tileAnswer(result, cacheControl, c.req.header('if-none-match'), surrogateKeys);
       sent?.(a.body?.byteLength);
       if (a.body) return c.body(a.body as Uint8Array<ArrayBuffer>, 200, a.headers);
       // @hono/node-server gives a body-less answer `text/plain` unless told otherwise, and a cache updates its

@@ -13,6 +13,10 @@ import { param, type Router } from '../router.js';
 import { PUBLIC } from '../../routes/public-routes.js';
 import { beginRender, clientOf, invalid, priorityOf, renderAbsence, renderOutput, renderProblem, requestKey, send, staleCacheControl, RENDER_QUERY, RENDER_RESPONSES, STYLE_PARAM, type Begun } from './render-answer.js';
 import { PEER_CLIENT_HEADER, PEER_HEADER, PEER_MADE_AT_HEADER } from '../../render/peers.js';
+import { answerKeys } from '../../expire/surrogate-keys.js';
+import { styleDependencies } from '../../expire/dependencies.js';
+import type { AppState } from '../../state/app-state.js';
+import type { LoadedStyle } from '../../styles/loaded-style.js';
 import { registerStaticMapRoutes } from './static-map.js';
 
 export { renderAbsence } from './render-answer.js';
@@ -143,6 +147,15 @@ export function registerRenderRoutes(r: Router, ctx: ServerContext): void {
  * The answer for a raster tile of a style once the path is parsed: the same image, validators and problems
  * for /styles/{id}/... and OGC API - Tiles map tiles.
  */
+/**
+ * The edge cache's keys of a rendered tile (src/expire/surrogate-keys.ts): its style, and per source the style
+ * draws the tile and its neighbours (labels and symbols placed across a tile's edge come from them).
+ */
+function styleTileKeys(state: AppState, style: LoadedStyle, coord: TileCoord): string {
+  const keys = answerKeys(styleDependencies(state, style), coord.z, coord.x, coord.y, true);
+  return keys ? `style:${style.id} ${keys}` : `style:${style.id}`;
+}
+
 export async function answerStyleTile(c: Context, b: Extract<Begun, { state: unknown }>, coord: TileCoord, base: 256 | 512, scale: number, format: RequestedFormat): Promise<Response> {
   const tooLarge = withinPixelBudget(base, base, scale, b.state.config.render.max_pixels, 'scale');
   if (tooLarge) return invalid(c, tooLarge);
@@ -153,7 +166,8 @@ export async function answerStyleTile(c: Context, b: Extract<Begun, { state: unk
     const client = (fromPeer ? c.req.header(PEER_CLIENT_HEADER) : undefined) ?? clientOf(c);
     const img = await b.render.tile(b.state, b.style, { ...coord, base, scale }, output.out, { signal: c.req.raw.signal, fromPeer, client, priority: priorityOf(c) });
     // The forwarding process checks the owner's image against its own expiries: it needs the time it was made.
-    const extra = fromPeer ? { ...output.headers, [PEER_MADE_AT_HEADER]: String(img.image.madeAt) } : output.headers;
+    const keyed = { ...output.headers, 'Surrogate-Key': styleTileKeys(b.state, b.style, coord) };
+    const extra = fromPeer ? { ...keyed, [PEER_MADE_AT_HEADER]: String(img.image.madeAt) } : keyed;
     const cacheControl = img.stale ? staleCacheControl(b.state.config.server.tile_cache_control, b.state.config.render.stale_max_age_seconds) : b.state.config.server.tile_cache_control;
     return send(c, img, cacheControl, extra);
   } catch (err) {

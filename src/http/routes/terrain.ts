@@ -21,6 +21,7 @@ import { wmtsDocument } from '../../serve/wmts.js';
 import { param, KEY_QUERY, type Router } from '../router.js';
 import { PUBLIC } from '../../routes/public-routes.js';
 import { sendTileResult } from './data.js';
+import { answerKeys } from '../../expire/surrogate-keys.js';
 
 const PROBLEM = { 'application/problem+json': true as const };
 const JSON_OK = { 'application/json': true as const };
@@ -149,7 +150,9 @@ export function registerTerrainRoutes(r: Router, ctx: ServerContext): void {
           query: new URL(c.req.url).searchParams,
           accepted: acceptedEncodings(c.req.header('accept-encoding')),
         });
-        return sendTileResult(c, state, result);
+        // A product reads a border from the tiles around its own: it is filed under theirs too.
+        const { z, x, y } = parsed.coord;
+        return sendTileResult(c, state, result, undefined, answerKeys([param(c, 'source')], z, x, y, true));
       },
     );
   }

@@ -15,6 +15,7 @@ import { problem } from '../../problem.js';
 import { param, type Router } from '../../router.js';
 import { PUBLIC } from '../../../routes/public-routes.js';
 import { answerSourceTile, sendTileResult } from '../data.js';
+import { answerKeys } from '../../../expire/surrogate-keys.js';
 import { fetchTerrainTile, TerrainProductSource, terrainProductSource } from '../../../serve/terrain-tiles.js';
 import { acceptedEncodings } from '../../../tiles/encoding.js';
 import { answerStyleTile } from '../render.js';
@@ -148,7 +149,10 @@ export function registerOgcTileRoutes(r: Router, ctx: ServerContext): void {
       if (param(c, 'tms') !== TMS_ID) return noTms(c);
       const at = tileAddress(c, sourceLimits(s));
       if (at instanceof Response) return at;
-      if (s instanceof TerrainProductSource) return fetchTerrainTile(state, s.request(at, acceptedEncodings(c.req.header('accept-encoding')))).then((r) => sendTileResult(c, state, r));
+      if (s instanceof TerrainProductSource) {
+        const keys = answerKeys([s.elevation.id], at.z, at.x, at.y, true);
+        return fetchTerrainTile(state, s.request(at, acceptedEncodings(c.req.header('accept-encoding')))).then((r) => sendTileResult(c, state, r, undefined, keys));
+      }
       return answerSourceTile(c, state, s.info.id, at, s.info.format);
     },
     ogcAbsence,
