@@ -5,8 +5,12 @@ import { hostname } from 'node:os';
 import type { ExpiryBatch } from './batch.js';
 import { expiries } from './expiries.js';
 
-/** A batch before it is accepted: the hub gives it its id and time. */
-export type NewBatch = Omit<ExpiryBatch, 'id' | 'at'>;
+/**
+ * A batch before it is accepted: the hub gives it its time, and its id unless it has one. An input that every
+ * process (and machine) finds on its own, such as a replaced archive, names it so: the same change found by N
+ * processes is then applied once.
+ */
+export type NewBatch = Omit<ExpiryBatch, 'id' | 'at'> & { id?: string };
 
 export interface ExpiryHub {
   /** Stamps, applies in this process and spreads a batch; resolves with it once it is applied here. */
@@ -25,7 +29,7 @@ const STARTED = Date.now().toString(36);
 /** The hub of a process that spreads nothing: applies here only. */
 export class LocalHub implements ExpiryHub {
   async accept(batch: NewBatch): Promise<ExpiryBatch> {
-    const stamped: ExpiryBatch = { ...batch, id: newBatchId(), at: Date.now() };
+    const stamped: ExpiryBatch = { ...batch, id: batch.id ?? newBatchId(), at: Date.now() };
     expiries.apply(stamped);
     return stamped;
   }
