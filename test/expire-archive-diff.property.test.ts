@@ -1,6 +1,7 @@
 // The diffs of replaced archives (src/expire/pmtiles-diff.ts, mbtiles-diff.ts): for two archives, the tiles
 // listed are exactly those present in one only or stored with other bytes, whatever the runs, shared contents
-// and leaf directories of the PMTiles writer, and whatever the MBTiles layout of either side.
+// and leaf directories of the PMTiles writer, and whatever the MBTiles layout of either side (read page by page
+// through the sources' own connections).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import path from 'node:path';
@@ -11,6 +12,8 @@ import { buildPmtiles, type PmtilesTileInput } from '../src/seed/pmtiles-writer.
 import { diffPmtiles, type ArchiveDiff } from '../src/expire/pmtiles-diff.js';
 import { diffMbtiles } from '../src/expire/mbtiles-diff.js';
 import { keyTile, tileKey } from '../src/expire/tile-key.js';
+import { MbtilesSource } from '../src/sources/mbtiles.js';
+import type { MbtilesSourceConfig } from '../src/config/schema.js';
 
 /** An archive in memory, read as the server reads a file: byte ranges. */
 class MemorySource implements Source {
@@ -137,14 +140,20 @@ test('diffPmtiles: past maxTiles, or a changed tile type, the whole source', asy
 test('diffMbtiles lists exactly the changed tiles, between any two layouts (property)', async () => {
   const dir = tempDir('tsts-mbdiff-');
   let n = 0;
+  const open = (file: string) => MbtilesSource.open({ id: 'm', type: 'mbtiles', path: file } as MbtilesSourceConfig);
   const layouts = fc.constantFrom<'tiles' | 'map-images'>('tiles', 'map-images');
   await fc.assert(
     fc.asyncProperty(tilesArb, changesArb, layouts, layouts, async (before, changes, la, lb) => {
       const after = changed(before, changes);
       const file = (t: Tiles, layout: 'tiles' | 'map-images') =>
         writeMbtiles(path.join(dir, `${++n}.mbtiles`), { format: 'pbf' }, [...t].map(([k, data]) => { const [z, x, y] = k.split('/').map(Number); return { z, x, y, data }; }), layout);
-      const diff = await diffMbtiles(file(before, la), file(after, lb), { maxTiles: 1e6 });
-      assert.deepEqual(names(listed(diff)), names(expected(before, after)));
+      const [a, b] = await Promise.all([open(file(before, la)), open(file(after, lb))]);
+      try {
+        const diff = await diffMbtiles(a, b, { maxTiles: 1e6, pageRows: 7 });
+        assert.deepEqual(names(listed(diff)), names(expected(before, after)));
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
     }),
     { numRuns: 25 },
   );

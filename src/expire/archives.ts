@@ -9,16 +9,17 @@
 //   place (same inode) has no old content left to read.
 // - a remote PMTiles object with a new ETag: diffed when the old object can still be read at its ETag (a store
 //   that keeps it), else the whole source.
-// - a start after an archive was replaced while the server was down: the fingerprint last served is kept in
+// - a start after an archive was replaced while the server was down: the version last served (a local file's
+//   fingerprint, inode and modification time; a remote object's ETag) is kept in
 //   `<cache dir>/expire/archives.json`; a different one expires the whole source.
 // Every process of a cluster (and machine of a fleet) finds the same change on its own: a batch's id names the
-// source and both fingerprints, so that the hubs apply it once.
-import { existsSync } from 'node:fs';
+// source, both versions and the tiles found, so that the hubs apply it once.
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { resolvedCacheDir } from '../config/paths.js';
 import type { Logger } from '../log.js';
-import { fingerprintFd } from '../sources/archive-file.js';
+import { fingerprintFd, localVersion } from '../sources/archive-file.js';
+import { createHash } from 'node:crypto';
 import { MbtilesSource } from '../sources/mbtiles.js';
 import { PmtilesSource, type ArchiveVersion } from '../sources/pmtiles.js';
 import type { TileSource } from '../sources/source.js';
@@ -36,9 +37,9 @@ export function archivesFile(state: Pick<AppState, 'config'>): string {
   return path.join(resolvedCacheDir(state), 'expire', 'archives.json');
 }
 
-/** What identifies the content a followed source serves: a local file's fingerprint, a remote object's ETag. */
+/** What identifies the content a followed source serves: a local file's version, a remote object's ETag. */
 function versionOf(source: TileSource): string | undefined {
-  if (source.archive) return source.archive.fingerprint;
+  if (source.archive) return localVersion(source.archive);
   if (source instanceof PmtilesSource) return source.info.revision;
   return undefined;
 }
@@ -50,15 +51,21 @@ export function followsArchive(source: TileSource): boolean {
 
 const WHOLE = () => Float64Array.of(0);
 
+/**
+ * One source's batch. Its id names the two versions and the tiles: every process of a machine (and every machine
+ * of a fleet) that compares the same two archives finds the same tiles and gives the same id, so the batch is
+ * applied once; machines that served another old version find other tiles, and their batches count too.
+ */
 function batch(sourceId: string, before: string, after: string, tiles: Float64Array): NewBatch {
-  return { id: `archive:${sourceId}:${before}:${after}`, sources: [sourceId], tiles, band: ALL_ZOOMS, input: 'archive', lines: tiles.length };
+  const digest = createHash('sha256').update(new Uint8Array(tiles.buffer, tiles.byteOffset, tiles.byteLength)).digest('hex').slice(0, 16);
+  return { id: `archive:${sourceId}:${before}:${after}:${digest}`, sources: [sourceId], tiles, band: ALL_ZOOMS, input: 'archive', lines: tiles.length };
 }
 
 /** The expiry of one local archive replaced between two states. */
 async function localChange(id: string, before: TileSource, after: TileSource, log: Logger): Promise<NewBatch | undefined> {
   const a = before.archive!;
   const b = after.archive!;
-  if (a.fingerprint === b.fingerprint) return undefined;
+  if (localVersion(a) === localVersion(b)) return undefined;
   const whole = (reason: string) => {
     log.info({ source: id, reason }, 'archive replaced: the old content cannot be compared; expiring the whole source');
     return batch(id, a.fingerprint, b.fingerprint, WHOLE());
@@ -74,15 +81,14 @@ async function localChange(id: string, before: TileSource, after: TileSource, lo
   let diff: ArchiveDiff;
   try {
     if (before instanceof PmtilesSource && after instanceof PmtilesSource) diff = await diffPmtiles(before.reader, after.reader, { maxTiles: ARCHIVE_DIFF_MAX_TILES });
-    else if (before instanceof MbtilesSource && after instanceof MbtilesSource) {
-      // The old file by its descriptor (Linux): its path names the new file now.
-      const old = `/proc/self/fd/${a.fd}`;
-      if (!existsSync(old)) return whole('no /proc/self/fd to read the old file through');
-      diff = await diffMbtiles(old, `/proc/self/fd/${b.fd}`, { maxTiles: ARCHIVE_DIFF_MAX_TILES });
-    } else return whole('the archive changed its kind');
+    // The old archive through the old source's connection: its path names the new file now.
+    else if (before instanceof MbtilesSource && after instanceof MbtilesSource) diff = await diffMbtiles(before, after, { maxTiles: ARCHIVE_DIFF_MAX_TILES });
+    else return whole('the archive changed its kind');
   } catch (err) {
     return whole(`the diff failed: ${(err as Error).message}`);
   }
+  // A file touched or copied again with the same content: nothing to expire.
+  if (diff.kind === 'tiles' && diff.tiles.length === 0) return undefined;
   return diffed(id, a.fingerprint, b.fingerprint, diff, log);
 }
 

@@ -1,58 +1,71 @@
-// Which tiles differ between two MBTiles archives, found inside SQLite: the new file is ATTACHed to a connection
-// on the old one and their tile rows are joined by coordinates. Between two archives of the `map` + `images`
-// layout (mbutil's) the rows' `tile_id`s are compared without reading the images: that layout names an image by
-// a hash of its bytes, so an equal id means equal bytes. Otherwise (a `tiles` table or view on either side) the
-// blobs are compared by SQLite, every tile read once on each side. Rows are read one at a time (a cursor, with
-// the event loop given a turn every few thousand rows); only the changed tiles found are held, up to `maxTiles`.
-import Database from 'better-sqlite3';
+// Which tiles differ between two MBTiles archives: the tile rows of both, read page by page in (zoom, column,
+// row) order through each source's own connection, merged like two sorted lists. The old archive is read through
+// the old source's connection, still open on the old file after a rename put a new file at its path (SQLite
+// cannot open a deleted file again by any name). Between two archives of the `map` + `images` layout (mbutil's)
+// the rows' `tile_id`s are compared without reading the images: that layout names an image by a hash of its
+// bytes, so an equal id means equal bytes. Otherwise every tile's bytes are read once on each side.
+//
+// Memory: one page of rows a side (PAGE rows with their bytes) and the changed tiles found, up to `maxTiles`.
+// Pages follow the (zoom, column, row) index MBTiles archives have; an archive without it sorts its table for
+// each page (as slow as serving from it would be).
 import { unique } from './area-times.js';
 import type { ArchiveDiff, DiffOptions } from './pmtiles-diff.js';
 import { tileKey, validTile } from './tile-key.js';
 
-type Db = InstanceType<typeof Database>;
+/** Rows read at once from each archive. */
+const PAGE = 1000;
 
-/** The tile rows of one side as `(z, x, y, d)`: `d` the bytes, or the image's id between two map/images archives. */
-function rows(db: Db, schema: 'main' | 'new', ids: boolean): string {
-  if (hasTable(db, schema, 'tiles')) return `SELECT zoom_level AS z, tile_column AS x, tile_row AS y, tile_data AS d FROM ${schema}.tiles`;
-  if (ids) return `SELECT zoom_level AS z, tile_column AS x, tile_row AS y, tile_id AS d FROM ${schema}.map`;
-  return `SELECT m.zoom_level AS z, m.tile_column AS x, m.tile_row AS y, i.tile_data AS d FROM ${schema}.map m JOIN ${schema}.images i ON i.tile_id = m.tile_id`;
+type Row = [zoom: number, column: number, tmsRow: number, value: Buffer | string | null];
+
+/** What the diff reads of an archive (MbtilesSource.tileRows). */
+export interface TileRows {
+  readonly layout: 'tiles' | 'map-images';
+  tileRows(after: readonly [number, number, number], limit: number, ids: boolean): Row[];
 }
 
-function hasTable(db: Db, schema: string, name: string): boolean {
-  return db.prepare(`SELECT 1 FROM ${schema}.sqlite_master WHERE type IN ('table', 'view') AND name = ?`).get(name) !== undefined;
-}
-
-/**
- * The tiles that differ between the archive at `oldFile` and the one at `newFile`: rows in one only, or whose
- * bytes (or image ids, see above) differ. `oldFile` may be `/proc/self/fd/N`: an old file replaced by a rename
- * stays readable through a descriptor held open on it.
- */
-export async function diffMbtiles(oldFile: string, newFile: string, options: DiffOptions): Promise<ArchiveDiff> {
-  const db = new Database(oldFile, { readonly: true, fileMustExist: true });
-  try {
-    db.prepare('ATTACH DATABASE ? AS new').run(newFile);
-    const mapImages = (s: 'main' | 'new') => !hasTable(db, s, 'tiles') && hasTable(db, s, 'map') && hasTable(db, s, 'images');
-    const ids = mapImages('main') && mapImages('new');
-    const o = rows(db, 'main', ids);
-    const n = rows(db, 'new', ids);
-    // Rows of the old archive missing from or different in the new one, then rows the new one added.
-    const sql = `WITH o AS (${o}), n AS (${n})
-      SELECT o.z, o.x, o.y FROM o LEFT JOIN n ON n.z = o.z AND n.x = o.x AND n.y = o.y WHERE n.d IS NOT o.d
-      UNION ALL
-      SELECT n.z, n.x, n.y FROM n WHERE NOT EXISTS (SELECT 1 FROM o WHERE o.z = n.z AND o.x = n.x AND o.y = n.y)`;
-    const keys: number[] = [];
-    const yieldEvery = options.yieldEvery ?? 4096;
-    let steps = 0;
-    for (const r of db.prepare(sql).raw().iterate() as IterableIterator<[number, number, number]>) {
-      const [z, x, row] = r;
-      // MBTiles rows count from the south (TMS); a row naming no tile changes nothing a URL can reach.
-      const y = 2 ** z - 1 - row;
-      if (validTile(z, x, y)) keys.push(tileKey(z, x, y));
-      if (keys.length > options.maxTiles) return { kind: 'whole', reason: `more than ${options.maxTiles} tiles changed` };
-      if (++steps % yieldEvery === 0) await new Promise((resolve) => setImmediate(resolve));
-    }
-    return { kind: 'tiles', tiles: unique(Float64Array.from(keys).sort()), read: 0 };
-  } finally {
-    db.close();
+/** Every row of an archive in order, a page at a time, the event loop given a turn between pages. */
+async function* rows(archive: TileRows, ids: boolean, pageRows: number): AsyncGenerator<Row> {
+  let after: readonly [number, number, number] = [-1, -1, -1];
+  for (;;) {
+    const page = archive.tileRows(after, pageRows, ids);
+    yield* page;
+    if (page.length < pageRows) return;
+    const last = page[page.length - 1];
+    after = [last[0], last[1], last[2]];
+    await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+const order = (a: Row, b: Row) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
+
+function same(a: Row[3], b: Row[3]): boolean {
+  if (a === null || b === null) return a === b;
+  if (typeof a === 'string' || typeof b === 'string') return a === b;
+  return a.equals(b);
+}
+
+/** The tiles that differ between two archives: rows in one only, or whose bytes (or image ids) differ. */
+export async function diffMbtiles(before: TileRows, after: TileRows, options: DiffOptions): Promise<ArchiveDiff> {
+  const ids = before.layout === 'map-images' && after.layout === 'map-images';
+  const olds = rows(before, ids, options.pageRows ?? PAGE);
+  const news = rows(after, ids, options.pageRows ?? PAGE);
+  const keys: number[] = [];
+  const add = (r: Row) => {
+    // MBTiles rows count from the south (TMS); a row naming no tile changes nothing a URL can reach.
+    const [z, x, row] = r;
+    const y = 2 ** z - 1 - row;
+    if (validTile(z, x, y)) keys.push(tileKey(z, x, y));
+  };
+  let a = (await olds.next()).value as Row | undefined;
+  let b = (await news.next()).value as Row | undefined;
+  while (a || b) {
+    const c = !a ? 1 : !b ? -1 : order(a, b);
+    if (c < 0) add(a!);
+    else if (c > 0) add(b!);
+    else if (!same(a![3], b![3])) add(a!);
+    if (keys.length > options.maxTiles) return { kind: 'whole', reason: `more than ${options.maxTiles} tiles changed` };
+    if (c <= 0) a = (await olds.next()).value as Row | undefined;
+    if (c >= 0) b = (await news.next()).value as Row | undefined;
+  }
+  return { kind: 'tiles', tiles: unique(Float64Array.from(keys).sort()), read: 0 };
 }

@@ -35,8 +35,10 @@ export type ArchiveDiff = { kind: 'tiles'; tiles: Float64Array; read: number } |
 export interface DiffOptions {
   /** More changed tiles than this: give up and expire the whole source (the index would coarsen them anyway). */
   maxTiles: number;
-  /** Called between steps so that a long diff lets the process serve meanwhile. */
+  /** Steps between two turns given to the event loop, so that a long diff lets the process serve meanwhile. */
   yieldEvery?: number;
+  /** MBTiles rows read at once from each archive (tests make it small to cross page boundaries). */
+  pageRows?: number;
 }
 
 async function bytes(source: Source, offset: number, length: number, etag: string | undefined): Promise<Uint8Array> {

@@ -47,12 +47,23 @@ export interface ArchiveFile {
   readonly fd: number;
   readonly dev: number;
   readonly ino: number;
+  /** Modification time when the source opened (ms). */
+  readonly mtimeMs: number;
   /** The content's fingerprint when the source opened. */
   readonly fingerprint: string;
 }
 
-/** Pins `fd` (open on `path`): its inode and the content's fingerprint now. */
+/** Pins `fd` (open on `path`): its inode, modification time and the content's fingerprint now. */
 export function pinArchive(path: string, fd: number): ArchiveFile {
-  const { dev, ino } = fstatSync(fd);
-  return { path, fd, dev, ino, fingerprint: fingerprintFd(fd) };
+  const { dev, ino, mtimeMs } = fstatSync(fd);
+  return { path, fd, dev, ino, mtimeMs, fingerprint: fingerprintFd(fd) };
+}
+
+/**
+ * The version of a pinned file on this machine: its fingerprint, inode and modification time. The fingerprint
+ * alone misses a rebuilt archive whose change lies in the middle of the file (an SQLite file of the same size
+ * and header); a new inode or modification time does not, at the price of a diff that may find nothing.
+ */
+export function localVersion(a: ArchiveFile): string {
+  return `${a.fingerprint}.${a.ino}.${Math.round(a.mtimeMs)}`;
 }

@@ -18,7 +18,23 @@ export class MbtilesSource implements TileSource {
     private readonly db: Db,
     private readonly select: Database.Statement<[number, number, number], { tile_data: Buffer }>,
     readonly archive: ArchiveFile,
+    /** `map-images`: mbutil's deduplicated layout, whose `tile_id` names an image by a hash of its bytes. */
+    readonly layout: 'tiles' | 'map-images',
   ) {}
+
+  private readonly pages = new Map<string, Database.Statement<[number, number, number, number], unknown[]>>();
+
+  /**
+   * Up to `limit` tile rows after (zoom, column, row) `after`, in that order, as `[zoom, column, tmsRow, value]`:
+   * the value is the tile's bytes, or its image id when `ids` (map-images only). Page by page, so that a diff
+   * never holds this connection busy between two tile reads. Uses the archive's (zoom, column, row) index.
+   */
+  tileRows(after: readonly [number, number, number], limit: number, ids: boolean): [number, number, number, Buffer | string][] {
+    const sql = this.layout === 'tiles' ? ROWS_TILES : ids ? ROWS_IDS : ROWS_IMAGES;
+    let stmt = this.pages.get(sql);
+    if (!stmt) this.pages.set(sql, (stmt = this.db.prepare(sql).raw() as Database.Statement<[number, number, number, number], unknown[]>));
+    return stmt.all(after[0], after[1], after[2], limit) as [number, number, number, Buffer | string][];
+  }
 
   static async open(cfg: MbtilesSourceConfig): Promise<MbtilesSource> {
     if (!existsSync(cfg.path)) throw new SourceOpenError(cfg.id, `cannot open MBTiles ${cfg.path}: no such file`);
@@ -37,7 +53,7 @@ export class MbtilesSource implements TileSource {
       const metadata = names.has('metadata') ? readMetadata(db) : new Map<string, string>();
       const select = db.prepare(layout.tile) as Database.Statement<[number, number, number], { tile_data: Buffer }>;
       const info = describe(cfg, db, layout, metadata);
-      return new MbtilesSource(info, db, select, archive);
+      return new MbtilesSource(info, db, select, archive, layout === TILES_TABLE ? 'tiles' : 'map-images');
     } catch (err) {
       db?.close();
       if (fd !== undefined) closeSync(fd);
@@ -81,6 +97,11 @@ const MAP_IMAGES: Layout = {
   sample: 'SELECT images.tile_data AS tile_data FROM map JOIN images ON images.tile_id = map.tile_id LIMIT 1',
   zooms: 'SELECT MIN(zoom_level) AS lo, MAX(zoom_level) AS hi FROM map',
 };
+
+const AFTER = 'WHERE (zoom_level, tile_column, tile_row) > (?, ?, ?) ORDER BY zoom_level, tile_column, tile_row LIMIT ?';
+const ROWS_TILES = `SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles ${AFTER}`;
+const ROWS_IDS = `SELECT zoom_level, tile_column, tile_row, tile_id FROM map ${AFTER}`;
+const ROWS_IMAGES = `SELECT zoom_level, tile_column, tile_row, (SELECT tile_data FROM images WHERE images.tile_id = map.tile_id) FROM map ${AFTER}`;
 
 function readMetadata(db: Db): Map<string, string> {
   const rows = db.prepare('SELECT name, value FROM metadata').all() as { name: string; value: unknown }[];
