@@ -67,18 +67,19 @@ function remoteSources(state: AppState): Map<string, string> {
 }
 
 /**
- * Sources whose replaced data becomes an expiry of the tiles that changed (expire/archives.ts): PMTiles archives,
- * local or remote, and MBTiles files. Their content stays out of the identity, or a replaced archive would start
- * a new key space and throw away the cached tiles of every area it did not change.
+ * Sources whose replaced data becomes an expiry of the tiles that changed (expire/archives.ts): local PMTiles and
+ * MBTiles files. Their content stays out of the identity, or a replaced archive would start a new key space and
+ * throw away the cached tiles of every area it did not change. A remote PMTiles object keeps its ETag here: its
+ * old object is gone once replaced in most stores, so its change is expired whole anyway, and a restart on a
+ * replaced object must not answer the old object's images from the disk cache.
  */
 function followedByExpiries(cfg: SourceConfig): boolean {
-  return cfg.type === 'pmtiles' || (cfg.type === 'mbtiles' && !isUrl(cfg.path));
+  return (cfg.type === 'pmtiles' || cfg.type === 'mbtiles') && !isUrl(cfg.path);
 }
 
 /** What a source's data contributes to an identity: nothing for archives that expiries follow (see above). */
 function dataOf(state: AppState, cfg: SourceConfig): string | undefined {
-  // A remote archive's URL names the object on every machine alike; a local file's path does not.
-  if (followedByExpiries(cfg)) return isUrl(cfg.path) ? cfg.path : undefined;
+  if (followedByExpiries(cfg)) return undefined;
   return isUrl(cfg.path) ? remoteData(state, cfg.id, cfg.path) : fileFingerprint(cfg.path);
 }
 
