@@ -55,6 +55,8 @@ COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY --from=build /src/fixtures/world ./fixtures/world
+# The expiry trigger an operator installs in the database (docs/live-data.md): psql -f /app/sql/expire-trigger.sql
+COPY sql ./sql
 # The bundled demo data of `make run`, served when neither /config/config.toml nor archives in /data are given.
 COPY config/default.toml ./config/
 COPY fixtures/fonts ./fixtures/fonts

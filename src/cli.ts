@@ -9,6 +9,7 @@ import { loadConfigFile, type LoadedConfig } from './config/load.js';
 import { runMcpStdio } from './cli/mcp-stdio.js';
 import { runSeedCommand } from './cli/seed.js';
 import { runKeyCommand } from './cli/key.js';
+import { runExpireCommand } from './cli/expire.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './config/sizing.js';
@@ -18,6 +19,7 @@ import { runSingle, runWorker } from './cluster/worker.js';
 import { startAdminListener } from './http/admin/listener.js';
 import { openAuthorizationServer } from './http/routes/mcp.js';
 import { log } from './log.js';
+import { NotifyListener } from './expire/notify.js';
 import type { Reloader } from './state/reload-result.js';
 import { buildAppState } from './state/build.js';
 import { SourceOpenError } from './sources/source.js';
@@ -38,6 +40,9 @@ const USAGE = `Usage:
   tileserver-ts key new [--name NAME]  a new API key and the [[auth.keys]] entry with its hash (docs/access.md)
   tileserver-ts seed --config FILE ...  render or copy the tiles of an area into a PMTiles/MBTiles archive
                                        or into the caches (tileserver-ts seed --help; docs/seeding.md)
+  tileserver-ts expire --admin URL --source ID [FILE|-]
+                                       send an expire list to a running server's admin listener
+                                       (tileserver-ts expire --help; docs/live-data.md)
 Options:
   -c, --config FILE   configuration file (TOML)
       --host HOST     listen address (overrides server.host)
@@ -63,6 +68,10 @@ async function main(): Promise<void> {
     const code = await runSeedCommand(argv.slice(1));
     // Exits once stdout has taken the last progress line (a pipe may still hold it); handles a closed renderer
     // pool or cache client leave behind must not keep the command alive.
+    return void process.stdout.write('', () => process.exit(code));
+  }
+  if (argv[0] === 'expire') {
+    const code = await runExpireCommand(argv.slice(1));
     return void process.stdout.write('', () => process.exit(code));
   }
   if (argv[0] === 'key') {
@@ -135,6 +144,10 @@ async function run(args: RunArgs): Promise<void> {
   reloader = service;
   // server.watch: changed files reload the service from here, the process that runs every reload.
   new FileWatch(service, log);
+  // [postgres] expire_channel: one LISTEN for the machine, here where the expiry hub is, following reloads.
+  const notify = new NotifyListener(log);
+  await notify.configure(loaded.config);
+  service.onActive((active) => void notify.configure(active.config));
   process.stdout.write(`tileserver-ts ${VERSION} listening on http://${start.server.host}:${start.server.port} (${count} process${count > 1 ? 'es' : ''})\n`);
 }
 

@@ -90,7 +90,7 @@ test('coarsening bounds the entries and never makes a stale tile fresh', () => {
 test('a batch survives its encoding', () => {
   fc.assert(
     fc.property(fc.array(tileArb(24), { maxLength: 50 }), fc.string(), fc.nat(), (tiles, id, at) => {
-      const b: ExpiryBatch = { id, at, sources: ['s1', 'ß'], tiles: keysOf(tiles), band: { min: 2, max: Infinity }, input: 'notify', lines: tiles.length };
+      const b: ExpiryBatch = { id, at, sources: ['s1', 'ß'], tiles: keysOf(tiles), band: { min: 2, max: Infinity }, input: 'notify', lines: tiles.length, marked: tiles.length + 1 };
       const bytes = Buffer.concat([Buffer.from('xx'), encodeBatch(b)]);
       const { batch, bytes: n } = decodeBatch(bytes, 2);
       assert.equal(n, bytes.length - 2);

@@ -139,7 +139,7 @@ export class AreaTimes {
 }
 
 /** Two sorted arrays as one sorted array (repeats kept). */
-function mergeSorted(a: Float64Array, b: Float64Array): Float64Array {
+export function mergeSorted(a: Float64Array, b: Float64Array): Float64Array {
   const out = new Float64Array(a.length + b.length);
   let i = 0;
   let j = 0;

@@ -19,6 +19,8 @@ export interface ExpiryBatch {
   input: ExpiryInput;
   /** Lines read (an expire list) or tiles given, for the answer and the log. */
   lines?: number;
+  /** Tiles marked over the band after expansion (the admin answer's `tiles`); default: the keys given. */
+  marked?: number;
 }
 
 interface Header {
@@ -28,12 +30,13 @@ interface Header {
   band: [number, number | null];
   input: ExpiryInput;
   lines?: number;
+  marked?: number;
   n: number;
 }
 
 /** A batch as bytes: a length, a JSON header padded to 8 bytes, then the keys as little-endian doubles. */
 export function encodeBatch(b: ExpiryBatch): Buffer {
-  const header: Header = { id: b.id, at: b.at, sources: b.sources, band: [b.band.min, Number.isFinite(b.band.max) ? b.band.max : null], input: b.input, lines: b.lines, n: b.tiles.length };
+  const header: Header = { id: b.id, at: b.at, sources: b.sources, band: [b.band.min, Number.isFinite(b.band.max) ? b.band.max : null], input: b.input, lines: b.lines, marked: b.marked, n: b.tiles.length };
   let json = Buffer.from(JSON.stringify(header));
   const pad = (8 - ((4 + json.length) % 8)) % 8;
   json = Buffer.concat([json, Buffer.alloc(pad, 0x20)]);
@@ -57,6 +60,6 @@ export function decodeBatch(buf: Buffer, offset = 0): { batch: ExpiryBatch; byte
   // Copied: the keys must be 8-byte aligned and must not pin the buffer they were read from.
   const tiles = new Float64Array(h.n);
   Buffer.from(tiles.buffer).set(buf.subarray(start, end));
-  const batch: ExpiryBatch = { id: h.id, at: h.at, sources: h.sources, tiles, band: { min: h.band[0], max: h.band[1] ?? Infinity }, input: h.input, lines: h.lines };
+  const batch: ExpiryBatch = { id: h.id, at: h.at, sources: h.sources, tiles, band: { min: h.band[0], max: h.band[1] ?? Infinity }, input: h.input, lines: h.lines, marked: h.marked };
   return { batch, bytes: end - offset };
 }

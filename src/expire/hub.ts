@@ -4,6 +4,7 @@
 import { hostname } from 'node:os';
 import type { ExpiryBatch } from './batch.js';
 import { expiries } from './expiries.js';
+import { expiryMetrics } from './metrics.js';
 
 /**
  * A batch before it is accepted: the hub gives it its time, and its id unless it has one. An input that every
@@ -31,6 +32,7 @@ export class LocalHub implements ExpiryHub {
   async accept(batch: NewBatch): Promise<ExpiryBatch> {
     const stamped: ExpiryBatch = { ...batch, id: batch.id ?? newBatchId(), at: Date.now() };
     expiries.apply(stamped);
+    expiryMetrics.emit('accepted', stamped);
     return stamped;
   }
 }

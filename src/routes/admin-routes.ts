@@ -8,6 +8,8 @@ const admin = (method: 'get' | 'post' | 'delete', path: string, hono: string, mo
 
 export const ADMIN = {
   reload: admin('post', '/__admin/reload', '/__admin/reload'),
+  // An expire list, box or geometry of changed data (docs/live-data.md).
+  expire: admin('post', '/__admin/expire', '/__admin/expire'),
   // With [mcp.oauth]: the OAuth clients and refresh-token sessions (`{id}` is one path segment).
   oauthClients: admin('get', '/__admin/oauth/clients', '/__admin/oauth/clients', '[mcp.oauth]'),
   oauthClientDelete: admin('delete', '/__admin/oauth/clients/{client_id}', '/__admin/oauth/clients/:client_id', '[mcp.oauth]'),

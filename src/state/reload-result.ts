@@ -1,5 +1,6 @@
 // What a reload answers (spec, "Reload result"), and the figures of one process's active state it is made of.
 import type { AppState } from './app-state.js';
+import type { LoadedConfig } from '../config/load.js';
 
 /** The active configuration of one process as a reload result reports it. */
 export interface StateFigures {
@@ -40,4 +41,6 @@ export type ReloadTrigger = 'admin' | 'SIGHUP' | 'watch';
 /** Runs one reload of every process; a failure resolves `ok: false` (it never rejects). */
 export interface Reloader {
   reload(flush: boolean, trigger: ReloadTrigger): Promise<ReloadResult>;
+  /** The configuration the processes run now (the admin listener reads its sources). */
+  readonly active: LoadedConfig;
 }

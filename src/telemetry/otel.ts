@@ -11,6 +11,7 @@ import type { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { TelemetryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
+import { expiries } from '../expire/expiries.js';
 import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
 import type { RenderLoad } from './render-load.js';
 
@@ -137,6 +138,10 @@ export class OtelPipeline {
     else (event === 'hit' ? i.sharedHits : i.sharedMisses).add(1, { kind: label });
   }
 
+  expired(source: string, input: string, tiles: number): void {
+    this.instruments?.expireTiles.add(tiles, { source, input });
+  }
+
   storageRead(source: string, provider: string, bytes: number): void {
     const i = this.instruments;
     if (!i) return;
@@ -165,6 +170,8 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
   const queue = meter.createObservableGauge('render_queue_depth', { description: 'Renders waiting for a renderer in this process' });
   const busy = meter.createObservableGauge('render_busy_renderers', { description: 'Renderers drawing now in this process' });
   const restarts = meter.createObservableCounter('render_renderer_restarts_total', { description: 'Renderers restarted, by reason' });
+  const expiryIndex = meter.createObservableGauge('expire_index_tiles', { description: 'Entries of the expiry index held in this process' });
+  expiryIndex.addCallback((r) => r.observe(expiries.tiles));
   meter.addBatchObservableCallback(
     (r) => {
       const l = load();
@@ -192,5 +199,6 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
     storageReads: counter('storage_reads_total', 'Range requests answered by the store of a remote source'),
     storageBytes: meter.createCounter('storage_read_bytes_total', { description: 'Bytes read from the store of a remote source', unit: 'By' }),
     storageErrors: counter('storage_errors_total', 'Failed requests to the store of a remote source, by kind'),
+    expireTiles: counter('expire_tiles_total', 'Tiles expired by accepted expiries, by source and input'),
   };
 }

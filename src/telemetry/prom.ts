@@ -1,7 +1,10 @@
 // The pull side: a prom-client registry holding the spec's ten metrics and the render-pool metrics of this
 // process. In a cluster, every worker's registry is summed by the primary on each scrape (scrape-listener.ts).
+import cluster from 'node:cluster';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerNotifyMetrics } from './expire-notify.js';
 import { fileSourceMemory } from '../sources/files/metrics.js';
+import { expiries } from '../expire/expiries.js';
 import { REQUEST_SECONDS, RENDER_SECONDS, TILE_BYTES, type TileOutcome } from './labels.js';
 import type { RenderLoad } from './render-load.js';
 
@@ -30,6 +33,7 @@ export class PromMetrics {
   private readonly sharedHits: Counter<'kind'>;
   private readonly sharedMisses: Counter<'kind'>;
   private readonly sharedErrors: Counter<'op'>;
+  private readonly expireTiles: Counter<'source' | 'input'>;
   private readonly storageReads: Counter<'source' | 'provider'>;
   private readonly storageBytes: Counter<'source' | 'provider'>;
   private readonly storageErrors: Counter<'source' | 'provider' | 'kind'>;
@@ -39,6 +43,8 @@ export class PromMetrics {
 
   constructor(load: () => RenderLoad) {
     const registers = [this.registry];
+    // A worker never listens for database notifications: the primary adds its own counters to the cluster's sum.
+    if (!cluster.isWorker) registerNotifyMetrics(registers);
     this.httpRequests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered, by matched route template and status class', labelNames: ['route', 'status_class'], registers });
     this.httpDuration = new Histogram({ name: 'http_request_duration_seconds', help: 'Time from request to the end of the answer, in seconds', labelNames: ['route', 'status_class'], buckets: REQUEST_SECONDS, registers });
     this.inFlight = new Gauge({ name: 'http_requests_in_flight', help: 'HTTP requests being answered now', registers });
@@ -53,6 +59,7 @@ export class PromMetrics {
     this.sharedHits = new Counter({ name: 'shared_cache_hits_total', help: 'Lookups answered by the shared (fleet) cache, by kind (tile, image, transcoded)', labelNames: ['kind'], registers });
     this.sharedMisses = new Counter({ name: 'shared_cache_misses_total', help: 'Lookups the shared (fleet) cache could not answer, by kind', labelNames: ['kind'], registers });
     this.sharedErrors = new Counter({ name: 'shared_cache_errors_total', help: 'Shared-cache commands that failed or timed out, by operation (get, set, lock, unlock)', labelNames: ['op'], registers });
+    this.expireTiles = new Counter({ name: 'expire_tiles_total', help: 'Tiles expired by accepted expiries (after expansion over their zoom band), by source and input (list, bbox, geometry, notify, archive, reconnect)', labelNames: ['source', 'input'], registers });
     this.storageReads = new Counter({ name: 'storage_reads_total', help: 'Range requests answered by the object store (or http server) of a remote source', labelNames: ['source', 'provider'], registers });
     this.storageBytes = new Counter({ name: 'storage_read_bytes_total', help: 'Bytes read from the store of a remote source', labelNames: ['source', 'provider'], registers });
     this.storageErrors = new Counter({ name: 'storage_errors_total', help: 'Failed requests to the store of a remote source, by kind (unavailable, timeout, missing, denied, changed, invalid)', labelNames: ['source', 'provider', 'kind'], registers });
@@ -82,6 +89,14 @@ export class PromMetrics {
       collect() {
         this.reset();
         for (const [source, bytes] of fileSourceMemory()) this.set({ source }, bytes);
+      },
+    });
+    new Gauge({
+      name: 'expire_index_tiles',
+      help: 'Entries of the expiry index (tiles and their ancestors, 16 bytes each) held, summed over processes',
+      registers,
+      collect() {
+        this.set(expiries.tiles);
       },
     });
     new Counter({
@@ -138,6 +153,10 @@ export class PromMetrics {
   shared(event: 'hit' | 'miss' | 'error', label: string): void {
     if (event === 'error') this.sharedErrors.inc({ op: label });
     else (event === 'hit' ? this.sharedHits : this.sharedMisses).inc({ kind: label });
+  }
+
+  expired(source: string, input: string, tiles: number): void {
+    this.expireTiles.inc({ source, input }, tiles);
   }
 
   storageRead(source: string, provider: string, bytes: number): void {

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { RenderService } from '../render/service.js';
 import { renderMetrics } from '../render/metrics.js';
 import { sharedCacheMetrics } from '../shared-cache/client.js';
+import { expiryMetrics } from '../expire/metrics.js';
 import { storageMetrics } from '../sources/object-store/metrics.js';
 import { idLabel, statusClass, tileOutcome, zLabel, type Cardinality, type TileOutcome } from './labels.js';
 import { OtelPipeline } from './otel.js';
@@ -63,6 +64,14 @@ export class Telemetry {
       const style = idLabel(e.style, this.cardinality);
       this.prom?.renderError(style, e.reason);
       this.otel?.renderError(style, e.reason);
+    });
+    expiryMetrics.on('accepted', (b) => {
+      const tiles = b.marked ?? b.tiles.length;
+      for (const id of b.sources) {
+        const source = idLabel(id, this.cardinality);
+        this.prom?.expired(source, b.input, tiles);
+        this.otel?.expired(source, b.input, tiles);
+      }
     });
     for (const [event, counted] of [['hit', 'hit'], ['miss', 'miss'], ['failure', 'error']] as const) {
       sharedCacheMetrics.on(event, (label: string) => {

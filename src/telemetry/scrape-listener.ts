@@ -6,6 +6,7 @@ import { AggregatorRegistry, Registry } from 'prom-client';
 import { listenAt, parseBind } from '../config/bind.js';
 import type { TelemetryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
+import { registerNotifyMetrics } from './expire-notify.js';
 
 /** Set in the environment once the listener is bound, so that worker processes (forked after) report it in /ping. */
 export const SCRAPE_ACTIVE_ENV = 'TILESERVER_TS_SCRAPE_LISTENER';
@@ -60,10 +61,15 @@ export async function startScrapeListener(cfg: TelemetryConfig, metrics: () => P
   };
 }
 
-/** The cluster's sum, for the primary: every worker's registry, summed by metric and labels. */
+/**
+ * The cluster's sum, for the primary: every worker's registry, summed by metric and labels, followed by the
+ * primary's own counters (the database listener runs there alone; no worker has those metrics).
+ */
 export function clusterMetrics(): () => Promise<string> {
   const aggregator = new AggregatorRegistry();
-  return () => aggregator.clusterMetrics();
+  const own = new Registry();
+  registerNotifyMetrics([own]);
+  return async () => `${await aggregator.clusterMetrics()}\n${await own.metrics()}`;
 }
 
 /** Whether this process's metrics listener (or its primary's) is bound. */

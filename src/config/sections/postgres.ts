@@ -79,6 +79,12 @@ export const PostgresSchema = v.object({
   tile_filter_max_length: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16_384)), 2048),
   /** Most conditions, values and properties one tile filter may hold: each makes every tile's query dearer. */
   tile_filter_max_terms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 64),
+  /**
+   * The channel the primary process LISTENs on for expiries sent by the database (NOTIFY; docs/live-data.md).
+   * Lower case, as PostgreSQL folds an unquoted `NOTIFY Name` to lower case: the name the trigger sends to and
+   * the one listened on can then never differ by case alone.
+   */
+  expire_channel: v.optional(v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case PostgreSQL identifier: a-z, 0-9 and _, not starting with a digit, at most 63 characters'))),
   tables: v.optional(v.array(PgTableSchema), []),
   functions: v.optional(v.array(PgFunctionSchema), []),
   outdb_rasters: v.optional(v.array(OutdbRasterSchema), []),

@@ -13,6 +13,7 @@ import type { OAuthStore } from '../../mcp/oauth/store.js';
 import { ADMIN, ADMIN_ROUTES } from '../../routes/admin-routes.js';
 import type { RouteDeclaration } from '../../routes/declaration.js';
 import { RouteMatcher, type RouteMatch } from '../../routes/match.js';
+import { answerExpire } from './expire.js';
 
 export interface AdminListener {
   address: { host: string; port: number };
@@ -94,6 +95,14 @@ export async function startAdminListener(bind: string, reloader: () => Reloader 
     if (param === null) return sendProblem(res, 404, 'Not found', `the admin listener has no route ${url.pathname}; it serves ${paths}`);
     const route = methods.includes(req.method ?? '') ? matcher.match(req.method!, url.pathname)?.route : undefined;
     if (!route) return sendProblem(res, 405, 'Method not allowed', `${req.method} is not allowed on ${url.pathname}; use ${methods.join(', ')}`, { allow: methods.join(', ') });
+    if (route === ADMIN.expire) {
+      // The configuration the processes run now (undefined while they start: 503).
+      const a = await answerExpire(req, url.searchParams, reloader()?.active.config, log, id);
+      if (a.status === 200) return send(res, 200, a.body);
+      // A refused body may be left unread (too large, of the wrong type): the connection ends with the answer.
+      if ('close' in a && a.close) res.once('finish', () => req.destroy());
+      return send(res, a.status, a.body, { ...('headers' in a ? a.headers : {}), 'content-type': 'application/problem+json', ...('close' in a && a.close ? { connection: 'close' } : {}) });
+    }
     if (route !== ADMIN.reload) {
       // The OAuth routes, mounted only with [mcp.oauth] (adminRoutes).
       req.resume();

@@ -36,7 +36,7 @@ function isConnectionError(err: unknown): boolean {
 const isStatementTimeout = (err: unknown) => (err as { code?: string })?.code === '57014';
 
 /** TLS options of `ssl_mode`/`ssl_root_cert`, in libpq's sense of the modes. */
-function tlsOptions(cfg: PostgresConfig): ConnectionOptions | false | undefined {
+export function tlsOptions(cfg: PostgresConfig): ConnectionOptions | false | undefined {
   const ca = cfg.ssl_root_cert ? readFileSync(cfg.ssl_root_cert, 'utf8') : undefined;
   switch (cfg.ssl_mode) {
     case undefined:
