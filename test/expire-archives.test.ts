@@ -168,6 +168,9 @@ dir = "${cacheDir}"
         ['worldmb', changed.size],
       ],
     );
+    const m = await metrics();
+    assert.equal(m.value('expire_tiles_total', { source: 'world', input: 'archive' }), changed.size);
+    assert.equal(m.value('expire_tiles_total', { source: 'worldmb', input: 'archive' }), changed.size);
     // The same views again: the unchanged tiles are cache hits (their keys did not change), nothing is drawn.
     for (const [z, x, y] of UNCHANGED) await png(z, x, y);
     assert.equal(await renders(), drawn, 'an unchanged tile was drawn again after the replacement');
@@ -192,6 +195,8 @@ dir = "${cacheDir}"
     await reload();
     const whole = logLines(server).filter((l) => l.source === 'world' && l.reason === 'the file was overwritten in place');
     assert.equal(whole.length, 1);
+    // One more tile: the key of tile 0/0/0, the whole source.
+    assert.equal((await metrics()).value('expire_tiles_total', { source: 'world', input: 'archive' }), changed.size + 1);
   });
 
   test('a file replaced while the server was down expires the whole source at start', async () => {
