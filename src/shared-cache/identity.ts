@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import type { Config, SourceConfig } from '../config/schema.js';
-import { fileFingerprint } from '../sources/archive-file.js';
+import { fileFingerprint } from '../config/file-fingerprint.js';
 import type { AppState } from '../state/app-state.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
 import { VERSION } from '../version.js';
