@@ -21,7 +21,10 @@ import { RenderService } from './render/service.js';
 import { peerLinkFromEnv, RenderPeers } from './render/peers.js';
 import { getRequestListener } from '@hono/node-server';
 import { buildAppState } from './state/build.js';
+import { archiveChanges, archivesChangedWhileDown, followRemoteArchives, recordArchives } from './expire/archives.js';
+import { expiryHub, type NewBatch } from './expire/hub.js';
 import { StateHolder } from './state/holder.js';
+import type { AppState } from './state/app-state.js';
 import { stateFigures, type StateFigures } from './state/reload-result.js';
 import { VERSION } from './version.js';
 import { instrumentListener } from './http/request-metrics.js';
@@ -82,6 +85,9 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
   expiries.maxTiles = holder.current.config.cache.expiry_max_tiles;
   // Rate limits (limits/limits.ts): budgets and the Redis they are shared through follow every reload too.
   await rateLimits.configure(holder.current.config.rate_limits, holder.current.config.cache, log);
+  // Archives replaced while the server was down are expired before the first request (expire/archives.ts).
+  await acceptAll(await archivesChangedWhileDown(holder.current, log));
+  followArchives(holder.current);
   // In a cluster, tiles are drawn by the process owning their block; the others forward to it (render/peers.ts).
   const link = peerLinkFromEnv();
   let peers: RenderPeers | undefined;
@@ -148,9 +154,14 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
         return { reloaded: false, figures: stateFigures(holder.current, runtime.rendererEnabled) };
       }
       const state = await buildAppState(next, { previous: holder.current, flush, uploads: registry });
+      // Replaced archives are compared while the old state still serves and holds the old files open.
+      const replaced = await archiveChanges(holder.current, state, log);
       // The new rules take over what the old ones fetched and the new configuration still names (a JWKS URL).
       policyOf(state, policyOf(holder.current));
       holder.swap(state);
+      // Accepted at the swap: what the old state makes from now on is older than the expiry, hence stale.
+      await acceptAll(replaced);
+      followArchives(state);
       render.onState(state);
       sharedCache.configure(state.config.cache, log);
       expiries.maxTiles = state.config.cache.expiry_max_tiles;
@@ -175,6 +186,17 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
       });
     },
   };
+}
+
+/** Hands batches found by this process to the hub; a failure is logged (the change is expired nowhere then). */
+async function acceptAll(batches: NewBatch[]): Promise<void> {
+  for (const b of batches) await expiryHub().accept(b).catch((err: Error) => log.error({ sources: b.sources, err: err.message }, 'expire: a batch could not be accepted'));
+}
+
+/** Follows a new state's archives: remote objects replaced later, and the versions served, kept for the next start. */
+function followArchives(state: AppState): void {
+  followRemoteArchives(state, log, () => recordArchives(state));
+  recordArchives(state).catch((err: Error) => log.warn({ err: err.message }, 'archives: cannot keep the versions served in the cache directory'));
 }
 
 /**

@@ -6,8 +6,13 @@ import type { ExpiryBatch } from './batch.js';
 import { expiries } from './expiries.js';
 import { expiryMetrics } from './metrics.js';
 
-/** A batch before it is accepted: the hub gives it its id and time. */
-export type NewBatch = Omit<ExpiryBatch, 'id' | 'at'>;
+/**
+ * A batch before it is accepted: the hub gives it its time and its id. An input may name the change (a replaced
+ * archive does): the name starts the id, which stays unique to the process. Every process that finds the same
+ * change spreads its own batch on purpose: a worker that swaps to the new archive later than another may draw
+ * from the old one until it does, and only its own batch, stamped at its own swap, covers those tiles.
+ */
+export type NewBatch = Omit<ExpiryBatch, 'id' | 'at'> & { id?: string };
 
 export interface ExpiryHub {
   /** Stamps, applies in this process and spreads a batch; resolves with it once it is applied here. */
@@ -25,7 +30,7 @@ const STARTED = Date.now().toString(36);
 
 /** A new batch with its id and the time it is accepted at. */
 export function stamp(batch: NewBatch): ExpiryBatch {
-  return { ...batch, id: newBatchId(), at: Date.now() };
+  return { ...batch, id: batch.id === undefined ? newBatchId() : `${batch.id}@${newBatchId()}`, at: Date.now() };
 }
 
 /** The hub of a process that spreads nothing: applies here only. */

@@ -2,15 +2,17 @@
 // image-changing settings computes the same value, whatever its ports, paths, host name or cache directories.
 // The shared cache (and the local caches of rendered images) key entries by it: two machines of a fleet share
 // entries, and a changed style, sprite, data file or image setting starts a new key space (old entries expire).
-import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+// Not a replaced PMTiles or MBTiles archive: its changed tiles are expired instead (expire/archives.ts), so the
+// entries of every area it did not change stay valid.
+import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import type { Config } from '../config/schema.js';
+import type { Config, SourceConfig } from '../config/schema.js';
+import { fileFingerprint } from '../config/file-fingerprint.js';
 import type { AppState } from '../state/app-state.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
 import { VERSION } from '../version.js';
 
-/** Bytes read from each end of a data file: enough for an archive's header and directories, cheap for any size. */
-const SAMPLE = 64 * 1024;
+export { fileFingerprint };
 
 /**
  * Render settings that only size or bound this machine's work (or name a local path): they never change a pixel,
@@ -38,34 +40,6 @@ const MACHINE_LOCAL_RENDER = new Set<string>([
 
 /** `[postgres]` keys that say how to reach the database or how this machine uses it, not what the data is. */
 const MACHINE_LOCAL_POSTGRES = new Set<string>(['connection_string', 'pool_size', 'pool_wait_timeout_ms', 'statement_timeout_ms', 'pool_pre_warm', 'ssl_mode', 'ssl_root_cert']);
-
-/**
- * A file's identity without reading all of it: its size and its first and last 64 KiB. SQLite bumps a change
- * counter in its header on every write; a PMTiles archive keeps its header and root directory at the start.
- * The file's path and modification time are left out: copies on two machines differ in both.
- */
-export function fileFingerprint(file: string): string {
-  let fd: number | undefined;
-  try {
-    fd = openSync(file, 'r');
-    const size = fstatSync(fd).size;
-    const hash = createHash('sha256').update(`${size}\n`);
-    const head = Buffer.alloc(Math.min(SAMPLE, size));
-    readSync(fd, head, 0, head.length, 0);
-    hash.update(head);
-    if (size > SAMPLE) {
-      const tail = Buffer.alloc(Math.min(SAMPLE, size - SAMPLE));
-      readSync(fd, tail, 0, tail.length, size - tail.length);
-      hash.update(tail);
-    }
-    return hash.digest('hex').slice(0, 32);
-  } catch {
-    // Unreadable now: the source itself reports that; the identity just cannot match another machine's.
-    return `unreadable:${file}`;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
 
 const isUrl = (p: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(p);
 
@@ -98,11 +72,31 @@ function remoteSources(state: AppState): Map<string, string> {
   return found;
 }
 
+/**
+ * Sources whose replaced data becomes an expiry of the tiles that changed (expire/archives.ts): local PMTiles and
+ * MBTiles files. Their content stays out of the identity, or a replaced archive would start a new key space and
+ * throw away the cached tiles of every area it did not change. A remote PMTiles object keeps its ETag here: its
+ * old object is gone once replaced in most stores, so its change is expired whole anyway, and a restart on a
+ * replaced object must not answer the old object's images from the disk cache.
+ */
+function followedByExpiries(cfg: SourceConfig): boolean {
+  return (cfg.type === 'pmtiles' || cfg.type === 'mbtiles') && !isUrl(cfg.path);
+}
+
+/** What a source's data contributes to an identity: nothing for archives that expiries follow (see above). */
+function dataOf(state: AppState, cfg: SourceConfig): string | undefined {
+  if (followedByExpiries(cfg)) return undefined;
+  return isUrl(cfg.path) ? remoteData(state, cfg.id, cfg.path) : fileFingerprint(cfg.path);
+}
+
 /** What the configured sources serve: their settings and data fingerprints, without paths or connection details. */
 function dataIdentity(state: AppState): unknown {
   const config = state.config;
   return {
-    sources: config.sources.map(({ path: p, ...rest }) => ({ ...rest, data: isUrl(p) ? remoteData(state, rest.id, p) : fileFingerprint(p) })),
+    sources: config.sources.map((cfg) => {
+      const { path: _path, ...rest } = cfg;
+      return { ...rest, data: dataOf(state, cfg) };
+    }),
     composites: config.composites,
     postgres: config.postgres && Object.fromEntries(Object.entries(config.postgres).filter(([k]) => !MACHINE_LOCAL_POSTGRES.has(k))),
   };
@@ -189,9 +183,9 @@ export function sourceIdentity(state: AppState, sourceId: string): string | unde
   const cfg = state.config.sources.find((s) => s.id === sourceId);
   let id: string | undefined;
   if (cfg) {
-    const { path: p, ...rest } = cfg;
+    const { path: _path, ...rest } = cfg;
     const c = state.config.compression;
-    const parts = JSON.stringify({ version: VERSION, source: rest, data: isUrl(p) ? revisions : fileFingerprint(p), br: c.br_quality, zstd: c.zstd_level });
+    const parts = JSON.stringify({ version: VERSION, source: rest, data: dataOf(state, cfg), br: c.br_quality, zstd: c.zstd_level });
     id = createHash('sha256').update(parts).digest('hex').slice(0, 16);
   }
   bySource.set(sourceId, { revisions, value: id });

@@ -1,12 +1,13 @@
 // MBTiles archives through better-sqlite3: read-only, prepared statements, TMS row flip.
 // Both layouts are served: a `tiles` table (or view), and the deduplicated `map` + `images` tables.
 import Database from 'better-sqlite3';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import type { MbtilesSourceConfig } from '../config/schema.js';
 import { bytesMatchFormat, formatFromMetadata, imageWidth, isGzip, sniffImage, type TileFormat } from '../tiles/format.js';
 import { sniffVectorFormat } from '../tiles/vector-sniff.js';
 import { demOf } from './dem-info.js';
+import { pinArchive, type ArchiveFile } from './archive-file.js';
 import { defaultCenter, parseVectorLayers, SourceOpenError, WORLD_BOUNDS, type Bounds, type Center, type SourceInfo, type TileSource } from './source.js';
 
 type Db = InstanceType<typeof Database>;
@@ -16,12 +17,33 @@ export class MbtilesSource implements TileSource {
     readonly info: SourceInfo,
     private readonly db: Db,
     private readonly select: Database.Statement<[number, number, number], { tile_data: Buffer }>,
+    readonly archive: ArchiveFile,
+    /** `map-images`: mbutil's deduplicated layout, whose `tile_id` names an image by a hash of its bytes. */
+    readonly layout: 'tiles' | 'map-images',
   ) {}
+
+  private readonly pages = new Map<string, Database.Statement<[number, number, number, number], unknown[]>>();
+
+  /**
+   * Up to `limit` tile rows after (zoom, column, row) `after`, in that order, as `[zoom, column, tmsRow, value]`:
+   * the value is the tile's bytes, or its image id when `ids` (map-images only). Page by page, so that a diff
+   * never holds this connection busy between two tile reads. Uses the archive's (zoom, column, row) index.
+   */
+  tileRows(after: readonly [number, number, number], limit: number, ids: boolean): [number, number, number, Buffer | string][] {
+    const sql = this.layout === 'tiles' ? ROWS_TILES : ids ? ROWS_IDS : ROWS_IMAGES;
+    let stmt = this.pages.get(sql);
+    if (!stmt) this.pages.set(sql, (stmt = this.db.prepare(sql).raw() as Database.Statement<[number, number, number, number], unknown[]>));
+    return stmt.all(after[0], after[1], after[2], limit) as [number, number, number, Buffer | string][];
+  }
 
   static async open(cfg: MbtilesSourceConfig): Promise<MbtilesSource> {
     if (!existsSync(cfg.path)) throw new SourceOpenError(cfg.id, `cannot open MBTiles ${cfg.path}: no such file`);
     let db: Db | undefined;
+    let fd: number | undefined;
     try {
+      // Pinned before SQLite opens it: the descriptor keeps the file that was served readable after a rename.
+      fd = openSync(cfg.path, 'r');
+      const archive = pinArchive(cfg.path, fd);
       db = new Database(cfg.path, { readonly: true, fileMustExist: true });
       const names = new Set(
         (db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')").all() as { name: string }[]).map((r) => r.name),
@@ -31,9 +53,10 @@ export class MbtilesSource implements TileSource {
       const metadata = names.has('metadata') ? readMetadata(db) : new Map<string, string>();
       const select = db.prepare(layout.tile) as Database.Statement<[number, number, number], { tile_data: Buffer }>;
       const info = describe(cfg, db, layout, metadata);
-      return new MbtilesSource(info, db, select);
+      return new MbtilesSource(info, db, select, archive, layout === TILES_TABLE ? 'tiles' : 'map-images');
     } catch (err) {
       db?.close();
+      if (fd !== undefined) closeSync(fd);
       if (err instanceof SourceOpenError) throw err;
       const msg = (err as Error).message;
       throw new SourceOpenError(cfg.id, `cannot open MBTiles ${cfg.path}: ${/file is not a database/.test(msg) ? 'not an SQLite database' : msg}`);
@@ -46,8 +69,14 @@ export class MbtilesSource implements TileSource {
     return Promise.resolve(row?.tile_data ?? undefined);
   }
 
+  private closed = false;
+
   close(): Promise<void> {
+    // Once: a descriptor number closed twice may by then belong to another file.
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
     this.db.close();
+    closeSync(this.archive.fd);
     return Promise.resolve();
   }
 }
@@ -68,6 +97,11 @@ const MAP_IMAGES: Layout = {
   sample: 'SELECT images.tile_data AS tile_data FROM map JOIN images ON images.tile_id = map.tile_id LIMIT 1',
   zooms: 'SELECT MIN(zoom_level) AS lo, MAX(zoom_level) AS hi FROM map',
 };
+
+const AFTER = 'WHERE (zoom_level, tile_column, tile_row) > (?, ?, ?) ORDER BY zoom_level, tile_column, tile_row LIMIT ?';
+const ROWS_TILES = `SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles ${AFTER}`;
+const ROWS_IDS = `SELECT zoom_level, tile_column, tile_row, tile_id FROM map ${AFTER}`;
+const ROWS_IMAGES = `SELECT zoom_level, tile_column, tile_row, (SELECT tile_data FROM images WHERE images.tile_id = map.tile_id) FROM map ${AFTER}`;
 
 function readMetadata(db: Db): Map<string, string> {
   const rows = db.prepare('SELECT name, value FROM metadata').all() as { name: string; value: unknown }[];

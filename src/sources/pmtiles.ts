@@ -15,6 +15,7 @@ import { openChannel } from './object-store/open.js';
 import { PinnedSource, RETRY_AFTER_STORAGE, type StorageChannel } from './object-store/reader.js';
 import { StoreError } from './object-store/store.js';
 import { demOf } from './dem-info.js';
+import { pinArchive, type ArchiveFile } from './archive-file.js';
 import { defaultCenter, parseVectorLayers, SourceOpenError, TileUnavailableError, type Bounds, type SourceInfo, type TileSource } from './source.js';
 
 /** Reads byte ranges of a local file; the pmtiles package asks for the header, directories and tiles this way. */
@@ -84,6 +85,12 @@ class ArchiveCache implements Cache {
   }
 }
 
+/** A remote archive's object as one generation read it: its reader (pinned to the ETag) and the ETag. */
+export interface ArchiveVersion {
+  reader: Source;
+  revision: string | undefined;
+}
+
 /** One opened state of an archive: what was read from it and the reader pinned to it. */
 interface Generation {
   readonly archive: PMTiles;
@@ -127,6 +134,7 @@ export class PmtilesSource implements TileSource {
     private current: Generation,
     private readonly handle: FileHandle | undefined,
     private readonly channel: StorageChannel | undefined,
+    readonly archive?: ArchiveFile,
   ) {
     if (channel) {
       this.storageProblem = () => (channel.reachable ? undefined : channel.problem || 'no answer');
@@ -150,6 +158,18 @@ export class PmtilesSource implements TileSource {
     return this.current.info;
   }
 
+  private readonly replacedListeners: ((before: ArchiveVersion, after: ArchiveVersion) => void)[] = [];
+
+  /** Calls `fn` each time a replaced remote object is re-opened (the expiries of the change follow it). */
+  onReplaced(fn: (before: ArchiveVersion, after: ArchiveVersion) => void): void {
+    this.replacedListeners.push(fn);
+  }
+
+  /** The byte reader of the archive served now (pinned to its ETag when remote): what a diff reads. */
+  get reader(): Source {
+    return this.current.archive.source;
+  }
+
   static async open(cfg: PmtilesSourceConfig, storage: StorageConfig): Promise<PmtilesSource> {
     if (isRemotePath(cfg.path)) return PmtilesSource.openRemote(cfg, storage);
     let handle: FileHandle | undefined;
@@ -157,8 +177,9 @@ export class PmtilesSource implements TileSource {
       handle = await open(cfg.path, 'r');
       const { size } = await handle.stat();
       if (size === 0) throw new Error('the file is empty');
+      const archive = pinArchive(cfg.path, handle.fd);
       const gen = await openGeneration(cfg, new LocalFileSource(handle, cfg.path), () => undefined);
-      return new PmtilesSource(cfg, gen, handle, undefined);
+      return new PmtilesSource(cfg, gen, handle, undefined, archive);
     } catch (err) {
       await handle?.close().catch(() => {});
       if (err instanceof SourceOpenError) throw err;
@@ -201,6 +222,7 @@ export class PmtilesSource implements TileSource {
         (next) => {
           log.info(`source "${this.cfg.id}": ${this.cfg.path} was replaced (ETag ${seen.info.revision ?? '?'} -> ${next.info.revision ?? '?'}); re-opened`);
           this.current = next;
+          for (const fn of this.replacedListeners) fn({ reader: seen.archive.source, revision: seen.info.revision }, { reader: next.archive.source, revision: next.info.revision });
           return next;
         },
         (err: unknown) => {

@@ -2,6 +2,7 @@
 import type { Expr } from '../cql2/ast.js';
 import type { StoredCompression, TileFormat } from '../tiles/format.js';
 import type { DemEncodingName } from '../config/schema.js';
+import type { ArchiveFile } from './archive-file.js';
 
 export type Bounds = [number, number, number, number];
 export type Center = [number, number, number];
@@ -85,6 +86,8 @@ export interface TileSource {
    * reload of an unchanged configuration calls it; throws SourceOpenError when the data cannot be read.
    */
   refresh?(): Promise<void>;
+  /** Local archives (PMTiles, MBTiles): the file as it was opened, kept readable for a diff with its replacement. */
+  readonly archive?: ArchiveFile;
 }
 
 /**
