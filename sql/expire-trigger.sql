@@ -3,39 +3,53 @@
 --   SELECT tileserver_expire_install('public.roads', 'tile_expiry');            -- geometry column "geom"
 --   SELECT tileserver_expire_install('public.roads', 'tile_expiry', 'way');     -- another geometry column
 -- where 'tile_expiry' is the server's [postgres] expire_channel. Each INSERT, UPDATE or DELETE statement then
--- sends one NOTIFY {"table": "schema.name", "bbox": [w, s, e, n]} (EPSG:4326) covering the old and the new
--- geometries of the rows it touched, when its transaction commits; TRUNCATE sends the whole world.
--- Statement-level triggers with transition tables: one notification per statement, whatever its row count,
--- so the payload stays far below PostgreSQL's 8000-byte limit. PostgreSQL 10 or later, PostGIS.
+-- sends NOTIFY {"table": "schema.name", "bbox": [w, s, e, n]} (EPSG:4326) payloads covering the old and the new
+-- geometries of the rows it touched, when its transaction commits: one per group of nearby rows, at most 64 (then
+-- one box around all); TRUNCATE sends the whole world. Statement-level triggers with transition tables: a few
+-- notifications per statement, whatever its row count, each far below PostgreSQL's 8000-byte limit.
+-- PostgreSQL 10 or later, PostGIS.
 
--- The box of the changed rows. TG_ARGV[0]: the channel; TG_ARGV[1]: the geometry column. The transition tables
+-- The boxes of the changed rows. TG_ARGV[0]: the channel; TG_ARGV[1]: the geometry column. The transition tables
 -- are named old_rows and new_rows by tileserver_expire_install; which exist depends on the event.
+-- Rows are grouped by the 0.01-degree cell (about a kilometre, a zoom-15 tile) their box starts in, and each
+-- group sends the box of its rows: an UPDATE of a few rows spread over a city expires a few small areas, not
+-- the box around all of them. Past 64 groups the statement sends one box around everything (a bulk change).
 CREATE OR REPLACE FUNCTION tileserver_expire_notify() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-  extent box2d;
+  rows_sql text;
+  boxes box2d[];
+  b box2d;
   g text := quote_ident(TG_ARGV[1]);
+  tbl text := TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME;
 BEGIN
   IF TG_OP = 'TRUNCATE' THEN
     -- No transition table exists for TRUNCATE: every tile of the table is stale.
-    PERFORM pg_notify(TG_ARGV[0], json_build_object('table', TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME, 'bbox', json_build_array(-180, -90, 180, 90))::text);
+    PERFORM pg_notify(TG_ARGV[0], json_build_object('table', tbl, 'bbox', json_build_array(-180, -90, 180, 90))::text);
     RETURN NULL;
   ELSIF TG_OP = 'INSERT' THEN
-    EXECUTE format('SELECT ST_Extent(ST_Transform(%s, 4326)) FROM new_rows WHERE %s IS NOT NULL AND NOT ST_IsEmpty(%s)', g, g, g) INTO extent;
+    rows_sql := format('SELECT %s AS geom FROM new_rows', g);
   ELSIF TG_OP = 'DELETE' THEN
-    EXECUTE format('SELECT ST_Extent(ST_Transform(%s, 4326)) FROM old_rows WHERE %s IS NOT NULL AND NOT ST_IsEmpty(%s)', g, g, g) INTO extent;
+    rows_sql := format('SELECT %s AS geom FROM old_rows', g);
   ELSE
     -- An UPDATE: where the rows were and where they are now (an attribute change alone gives the same box twice).
-    EXECUTE format('SELECT ST_Extent(ST_Transform(geom, 4326)) FROM (SELECT %s AS geom FROM old_rows UNION ALL SELECT %s FROM new_rows) AS changed WHERE geom IS NOT NULL AND NOT ST_IsEmpty(geom)', g, g) INTO extent;
+    rows_sql := format('SELECT %s AS geom FROM old_rows UNION ALL SELECT %s FROM new_rows', g, g);
   END IF;
+  EXECUTE format(
+    'SELECT array_agg(box) FROM (SELECT ST_Extent(geom) AS box FROM (SELECT ST_Transform(geom, 4326) AS geom FROM (%s) AS r
+       WHERE geom IS NOT NULL AND NOT ST_IsEmpty(geom)) AS changed
+     GROUP BY floor(ST_XMin(geom) / 0.01), floor(ST_YMin(geom) / 0.01)) AS cells', rows_sql) INTO boxes;
   -- A statement that touched no row, or only rows without geometry, changed no tile.
-  IF extent IS NULL THEN
+  IF boxes IS NULL THEN
     RETURN NULL;
   END IF;
-  PERFORM pg_notify(TG_ARGV[0], json_build_object(
-    'table', TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME,
-    'bbox', json_build_array(ST_XMin(extent), ST_YMin(extent), ST_XMax(extent), ST_YMax(extent))
-  )::text);
+  IF array_length(boxes, 1) > 64 THEN
+    SELECT ST_Extent(x) INTO b FROM unnest(boxes) AS x;
+    boxes := ARRAY[b];
+  END IF;
+  FOREACH b IN ARRAY boxes LOOP
+    PERFORM pg_notify(TG_ARGV[0], json_build_object('table', tbl, 'bbox', json_build_array(ST_XMin(b), ST_YMin(b), ST_XMax(b), ST_YMax(b)))::text);
+  END LOOP;
   RETURN NULL;
 END
 $$;

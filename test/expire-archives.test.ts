@@ -179,7 +179,7 @@ dir = "${cacheDir}"
     assert.equal(Buffer.compare(Buffer.from(await vt.arrayBuffer()), gunzipSync(donor)), 0);
   });
 
-  test('the rendered tiles that changed are not fresh cache hits', { todo: 'passes once the render part of issue 47 (stale rendered tiles) is merged' }, async () => {
+  test('the rendered tiles that changed are not fresh cache hits', async () => {
     const drawn = await renders();
     const answers = await Promise.all(CHANGED.map(([z, x, y]) => fetch(`${server.url}/styles/world/${z}/${x}/${y}.png`)));
     const stale = answers.filter((r) => /fwd=stale/.test(r.headers.get('cache-status') ?? '')).length;

@@ -27,6 +27,10 @@ export function styleDependencies(state: AppState, style: LoadedStyle): readonly
   let deps = byStyle.get(style.id);
   if (!deps) {
     const out = new Set<string>();
+    // A generated style (serve/generated.ts) is named after the source it draws, and holds its sources already in
+    // their served form (TileJSON URLs), which name no source the way a configured style's references do.
+    const generated = (style.style.metadata as Record<string, unknown> | undefined)?.['tileserver-ts:generated'] === true;
+    if (generated) for (const d of sourceDependencies(state, style.id)) out.add(d);
     for (const spec of Object.values(style.style.sources ?? {})) {
       const id = sourceRef((spec as { url?: unknown }).url);
       if (id !== undefined) for (const d of sourceDependencies(state, id)) out.add(d);
