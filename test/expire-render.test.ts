@@ -226,6 +226,19 @@ ${render}
     writeFileSync(configFile, toml(''));
     assert.equal((await fetch(`${adminUrl}/__admin/reload`, { method: 'POST' })).status, 200);
   });
+
+  test('a static map made before any expiry of the sources its style draws is drawn again, wherever the expiry was', async () => {
+    const map = '/styles/areas/static/-45,40,2/64x64.png';
+    await freshRed([map]);
+    const red = await get(map);
+    assert.ok(near(red.colour, RED), `${red.colour}`);
+    await setColour('#0000ff');
+    // Far from the map's area: a static map is no tile of the index, any expiry of its style's sources reaches it.
+    await expire(['2/3/3']);
+    const blue = await get(map);
+    assert.ok(near(blue.colour, BLUE), `the static map still has the old pixels ${blue.colour}`);
+    assert.equal(blue.headers.get('cache-status'), null);
+  });
 });
 
 describe('the render queue classes', () => {

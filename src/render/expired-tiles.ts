@@ -103,10 +103,19 @@ export class ExpiredTiles {
    * and its tiles fetched again, else a re-render would draw the old data.
    */
   dataRevision(state: AppState, style: LoadedStyle): string {
-    if (this.lastExpiry.size === 0) return '';
+    const at = this.lastExpiryOf(state, style);
+    return at ? String(at) : '';
+  }
+
+  /**
+   * The time of the last expiry of any source a style draws (0: none). A static map or social card is not a tile
+   * of the index: an image made at or before it is stale whatever area the expiry touched.
+   */
+  lastExpiryOf(state: AppState, style: LoadedStyle): number {
+    if (this.lastExpiry.size === 0) return 0;
     let at = 0;
     for (const d of styleDependencies(state, style)) at = Math.max(at, this.lastExpiry.get(d) ?? 0);
-    return at ? String(at) : '';
+    return at;
   }
 
   /** Notes a variant a client asked for (eager mode draws these after an expiry). */

@@ -519,15 +519,18 @@ export class RenderService {
     // are not in its URL.
     const what = `${requestKey}\n${variantOf(out.encoding)}\n${out.lang?.tag ?? ''}`;
     const key = `${style.id}/${this.contentKey(state, style)}/image/${createHash('sha256').update(what).digest('hex').slice(0, 32)}`;
+    // A static image is no tile of the index: any expiry of a source its style draws, after it was made, makes it
+    // stale, and it is drawn again (nobody browses a static map for its old pixels).
+    const expiredAt = this.expired.lastExpiryOf(state, style);
     const hit = this.cache!.getMemory(key);
-    if (hit) return { image: hit, from: 'memory', timing: undefined };
-    // Static images are not checked against expiries (their area is not a tile): they live until their TTL.
-    const claim = await sharedCache.claim('image', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal);
-    if (claim.kind !== 'render') return this.fromShared(key, claim, CONTENT_TYPES[format], false);
+    if (hit && isFresh(hit.madeAt, expiredAt)) return { image: hit, from: 'memory', timing: undefined };
+    const claim = await sharedCache.claim('image', key, state.config.render.queue_timeout_ms + state.config.render.timeout_ms, caller.signal, expiredAt);
+    if (claim.kind === 'hit') return this.fromShared(key, claim, CONTENT_TYPES[format], false);
+    // 'stale': another machine is drawing it and Redis holds only an old one: drawn here too, not answered old.
     try {
       return await this.drawImage(state, style, cam, ratio, out, overlays, key, caller);
     } finally {
-      void claim.release();
+      if (claim.kind === 'render') void claim.release();
     }
   }
 
