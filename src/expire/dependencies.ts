@@ -18,13 +18,15 @@ export function sourceDependencies(state: AppState, id: string): string[] {
   return [...out];
 }
 
-const byState = new WeakMap<AppState, Map<string, readonly string[]>>();
+// Keyed by the style object, not its id: generated styles of ad-hoc composites (`a+b`) are open-ended, and are
+// kept per state only while serve/generated.ts keeps them (bounded there).
+const byState = new WeakMap<AppState, WeakMap<LoadedStyle, readonly string[]>>();
 
 /** The configured sources a style draws (found once per state and style). */
 export function styleDependencies(state: AppState, style: LoadedStyle): readonly string[] {
   let byStyle = byState.get(state);
-  if (!byStyle) byState.set(state, (byStyle = new Map()));
-  let deps = byStyle.get(style.id);
+  if (!byStyle) byState.set(state, (byStyle = new WeakMap()));
+  let deps = byStyle.get(style);
   if (!deps) {
     const out = new Set<string>();
     // A generated style (serve/generated.ts) is named after the source it draws, and holds its sources already in
@@ -35,7 +37,7 @@ export function styleDependencies(state: AppState, style: LoadedStyle): readonly
       const id = sourceRef((spec as { url?: unknown }).url);
       if (id !== undefined) for (const d of sourceDependencies(state, id)) out.add(d);
     }
-    byStyle.set(style.id, (deps = [...out]));
+    byStyle.set(style, (deps = [...out]));
   }
   return deps;
 }

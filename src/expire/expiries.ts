@@ -19,6 +19,8 @@ type Events = { batch: [ExpiryBatch] };
 export class Expiries extends EventEmitter<Events> {
   private readonly bySource = new Map<string, SourceExpiries>();
   private readonly seen = new Set<string>();
+  /** The time of each source's last expiry, whatever its area (products that are no tile compare with it). */
+  private readonly latest = new Map<string, number>();
   /** Bound on the entries of one source's band before it is coarsened (`[cache] expiry_max_tiles`). */
   maxTiles = 4_000_000;
 
@@ -41,6 +43,7 @@ export class Expiries extends EventEmitter<Events> {
     if (this.seen.size > SEEN_IDS) this.seen.delete(this.seen.values().next().value!);
     const band = batch.band ?? ALL_ZOOMS;
     for (const source of batch.sources) {
+      this.latest.set(source, Math.max(batch.at, this.latest.get(source) ?? 0));
       let s = this.bySource.get(source);
       if (!s) this.bySource.set(source, (s = { bands: new Map() }));
       const k = bandKey(band);
@@ -82,10 +85,19 @@ export class Expiries extends EventEmitter<Events> {
     for (const [source, s] of this.bySource) for (const { band, times } of s.bands.values()) yield { source, band, ...times.directEntries() };
   }
 
+  /** The time of the last expiry of any of `sources`, whatever area it touched (0: none). */
+  lastAt(sources: readonly string[]): number {
+    if (this.latest.size === 0) return 0;
+    let t = 0;
+    for (const id of sources) t = Math.max(t, this.latest.get(id) ?? 0);
+    return t;
+  }
+
   /** Forgets everything (tests; a process never forgets an expiry while it runs). */
   reset(): void {
     this.bySource.clear();
     this.seen.clear();
+    this.latest.clear();
   }
 }
 

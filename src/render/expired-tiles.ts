@@ -63,8 +63,6 @@ export class ExpiredTiles {
   private running = 0;
   /** Dirty tiles dropped because the queue was full, since the process started. */
   drops = 0;
-  /** The time of the last expiry of each source (any area). */
-  private readonly lastExpiry = new Map<string, number>();
 
   constructor(private readonly redraw: Redraw) {}
 
@@ -91,11 +89,6 @@ export class ExpiredTiles {
       .finally(() => this.refreshing.delete(key));
   }
 
-  /** Notes an expiry's time for each of its sources (dataRevision). */
-  noteExpiry(batch: ExpiryBatch): void {
-    for (const s of batch.sources) this.lastExpiry.set(s, Math.max(batch.at, this.lastExpiry.get(s) ?? 0));
-  }
-
   /**
    * The revision of a style's data: the time of the last expiry of a source it draws ('' when none). It is part of
    * the style's key in the renderers (pool-keeper.ts styleRef): a renderer keeps the source tiles it loaded (the
@@ -112,10 +105,8 @@ export class ExpiredTiles {
    * of the index: an image made at or before it is stale whatever area the expiry touched.
    */
   lastExpiryOf(state: AppState, style: LoadedStyle): number {
-    if (this.lastExpiry.size === 0) return 0;
-    let at = 0;
-    for (const d of styleDependencies(state, style)) at = Math.max(at, this.lastExpiry.get(d) ?? 0);
-    return at;
+    // Known to the process's expiries, including those read from the journal before this service started.
+    return expiries.lastAt(styleDependencies(state, style));
   }
 
   /** Notes a variant a client asked for (eager mode draws these after an expiry). */

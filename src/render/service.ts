@@ -58,7 +58,6 @@ export class RenderService {
   /** Expired tiles: re-renders under way, and eager mode's variants and dirty queue (expired-tiles.ts). */
   private readonly expired = new ExpiredTiles((tile) => this.redrawDirty(tile));
   private readonly onExpiry = (batch: ExpiryBatch) => {
-    this.expired.noteExpiry(batch);
     const cfg = this.lastState?.config.render;
     if (cfg?.rerender_expired === 'eager') this.expired.expired(this.lastState!, batch, cfg.rerender_max_zoom, cfg.dirty_queue_size);
   };
