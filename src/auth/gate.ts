@@ -29,6 +29,8 @@ export interface Grant {
   principal: Principal;
   sources: Matcher;
   styles: Matcher;
+  /** Collections whose features it may create, change and delete (docs/editing.md). */
+  write: Matcher;
 }
 
 export interface Refusal {
@@ -140,14 +142,14 @@ function keyGrant(policy: Policy, req: IncomingMessage, key: string): Checked {
     const origin = requestOrigin(req);
     if (origin !== undefined && !entry.origins(origin)) return 'origin';
   }
-  return { principal: { name: entry.name, via: 'key', rateClass: entry.rateClass }, sources: entry.sources, styles: entry.styles };
+  return { principal: { name: entry.name, via: 'key', rateClass: entry.rateClass }, sources: entry.sources, styles: entry.styles, write: entry.write };
 }
 
 async function jwtGrant(policy: Policy, token: string): Promise<Checked> {
   if (!policy.jwt) return 'invalid';
   const v = await policy.jwt.verify(token, Date.now());
   if (!v.ok) return 'invalid';
-  return { principal: { name: v.name, via: 'jwt', rateClass: v.rateClass }, sources: v.sources, styles: v.styles };
+  return { principal: { name: v.name, via: 'jwt', rateClass: v.rateClass }, sources: v.sources, styles: v.styles, write: v.write };
 }
 
 function conclude(req: IncomingMessage, judged: readonly Judged[], checked: Checked, listing: boolean): Verdict {
@@ -205,6 +207,28 @@ export function checkPath(state: AppState, method: string, url: string, grant: G
   const policy = policyOf(state);
   if (policy.open) return PASS;
   return verdictOn(judge(policy, pathTargets(method, url).targets), grant, MISSING);
+}
+
+const NO_WRITES: Refusal = {
+  ok: false,
+  status: 403,
+  title: 'Forbidden',
+  detail: 'writes need [auth]: this service has no API keys or tokens that could allow them',
+};
+const WRITE_FORBIDDEN: Refusal = { ...FORBIDDEN, detail: 'the API key or token does not allow writing the features of this collection' };
+
+/**
+ * Whether a request past the gate (which judged its reading of `collection`) may also write that collection's
+ * features: only with a valid credential whose `write` patterns match, whatever the collection's read access, and
+ * never without `[auth]` (nothing could be allowed then). `credentialGiven`: the request carried a key or token, so a
+ * missing grant means it was not valid (401 invalid_token), not absent (401).
+ */
+export function checkWrite(state: AppState, req: IncomingMessage | undefined, collection: string, credentialGiven: boolean): Verdict {
+  if (!state.config.auth) return NO_WRITES;
+  const grant = grantOf(req);
+  if (!grant) return credentialGiven ? INVALID : MISSING;
+  // A layer or product id is judged as its source, as the gate judges reads.
+  return grant.write(collection) ? PASS_PROTECTED : WRITE_FORBIDDEN;
 }
 
 /** The verdict on sources a route learnt from a request body (`POST /api/spatial/query`). */

@@ -23,6 +23,8 @@ export interface VerifiedToken {
   rateClass: string | undefined;
   sources: Matcher;
   styles: Matcher;
+  /** Collections whose features it may write. */
+  write: Matcher;
   /** Unix milliseconds of `exp` (plus the skew): past it the token is refused. */
   expiresMs: number;
 }
@@ -47,10 +49,17 @@ export interface VerifierOptions {
   log?: Logger;
 }
 
-/** What a token's scope claim allows: `{sources, styles}`, each a list or a space-separated string of patterns. */
-export function scopeOf(claim: unknown): { sources: Matcher; styles: Matcher } {
+/**
+ * What a token allows: its scope claim's `{sources, styles, write}`, each a list or a space-separated string of
+ * patterns, and the collections an OAuth `scope` string grants as `write:{pattern}` (the form identity providers
+ * issue scopes in; docs/editing.md).
+ */
+export function scopeOf(claim: unknown, oauthScope?: unknown): { sources: Matcher; styles: Matcher; write: Matcher } {
   const o = claim !== null && typeof claim === 'object' && !Array.isArray(claim) ? (claim as Record<string, unknown>) : {};
-  return { sources: compileMatcher(patternList(o.sources)), styles: compileMatcher(patternList(o.styles)) };
+  const scoped = patternList(oauthScope)
+    .filter((s) => s.startsWith('write:') && s.length > 6)
+    .map((s) => s.slice(6));
+  return { sources: compileMatcher(patternList(o.sources)), styles: compileMatcher(patternList(o.styles)), write: compileMatcher([...patternList(o.write), ...scoped]) };
 }
 
 export class JwtVerifier {
@@ -101,7 +110,7 @@ export class JwtVerifier {
         ...(cfg.issuer !== undefined ? { issuer: cfg.issuer } : {}),
         ...(cfg.audience !== undefined ? { audience: cfg.audience } : {}),
       });
-      const scope = scopeOf(payload[cfg.scope_claim]);
+      const scope = scopeOf(payload[cfg.scope_claim], payload.scope);
       const rate = payload[cfg.rate_class_claim];
       result = {
         ok: true,

@@ -12,6 +12,8 @@ export interface KeyEntry {
   digest: Buffer;
   sources: Matcher;
   styles: Matcher;
+  /** Collections whose features it may write (docs/editing.md). */
+  write: Matcher;
   /** Origins a browser may send it from; undefined: any. */
   origins: Matcher | undefined;
   rateClass: string | undefined;
@@ -41,6 +43,7 @@ export class KeyTable {
         digest: Buffer.from(k.hash, 'hex'),
         sources: compileMatcher(k.sources),
         styles: compileMatcher(k.styles),
+        write: compileMatcher(k.write),
         origins: k.origins === undefined ? undefined : compileMatcher(k.origins),
         rateClass: k.rate_class,
         expiresMs: expires,

@@ -2,8 +2,8 @@
 // process of every machine, written to the journal that restarts read. Tiles travel as sorted keys (tile-key.ts).
 import type { ZoomBand } from './area-times.js';
 
-/** Where an expiry came from (a metric label and a log field). */
-export type ExpiryInput = 'list' | 'bbox' | 'geometry' | 'notify' | 'archive' | 'reconnect';
+/** Where an expiry came from (a metric label and a log field); `edit`: a feature written through OGC API - Features (docs/editing.md). */
+export type ExpiryInput = 'list' | 'bbox' | 'geometry' | 'notify' | 'archive' | 'reconnect' | 'edit';
 
 export interface ExpiryBatch {
   /** Unique across the fleet (machine, process, counter): a batch that reaches a process twice is applied once. */

@@ -6,7 +6,9 @@
 // the check of sources a route reads from a request body.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
-import { checkPath, checkRequest, checkSources, grantOf, visible, type Refusal, type Verdict } from '../auth/gate.js';
+import { checkPath, checkRequest, checkSources, checkWrite, grantOf, visible, type Refusal, type Verdict } from '../auth/gate.js';
+import { credentialOf } from '../auth/credentials.js';
+import { principalOf, type Principal } from '../auth/principal.js';
 import type { AppState } from '../state/app-state.js';
 import { problemBody } from '../problem.js';
 import type { ServerContext, RenderRequestEnv } from './context.js';
@@ -129,4 +131,17 @@ export function visibleTo(c: Context, state: AppState): (kind: 'source' | 'style
 export function refuseSources(c: Context, state: AppState, ids: readonly string[]): Response | undefined {
   const v = checkSources(state, ids, grantOf(incomingOf(c)));
   return v.ok ? undefined : refusalResponse(c, v);
+}
+
+/**
+ * Whether the request may write the features of `collection` (past the gate, which judged its reading): the
+ * principal to log the write under, or the refusal (401 without a valid credential, 403 without a `write` grant or
+ * without `[auth]`). docs/editing.md.
+ */
+export function refuseWrite(c: Context, state: AppState, collection: string): { principal: Principal } | Response {
+  const req = incomingOf(c);
+  const given = credentialOf(c.req.url, c.req.header('authorization'), true) !== undefined;
+  const v = checkWrite(state, req, collection, given);
+  if (!v.ok) return refusalResponse(c, v);
+  return { principal: principalOf(req!)! };
 }

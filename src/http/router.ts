@@ -52,6 +52,8 @@ interface Bound {
   doc: RouteDoc | undefined;
   handler: Handler;
   absent?: Absence;
+  /** Served, but left out of /openapi.json while it gives a reason (the feature writes while no table is writable). */
+  hidden?: Absence;
 }
 
 /** A route that cannot be mounted as it is declared: the listener does not start. */
@@ -72,13 +74,13 @@ export class Router {
    * Binds `handler` to a declared route; with `absent`, the route answers 404 as if it did not exist while that
    * gives a reason. `doc` is its OpenAPI description: required unless the declaration is `undocumented`.
    */
-  add(route: RouteDeclaration, doc: RouteDoc | undefined, handler: Handler, absent?: Absence): void {
+  add(route: RouteDeclaration, doc: RouteDoc | undefined, handler: Handler, absent?: Absence, hidden?: Absence): void {
     const where = `${route.method.toUpperCase()} ${route.path}`;
     if (this.mounted) throw new RouteTableError(`${where}: added after the routes were mounted`);
     if (!this.table.includes(route)) throw new RouteTableError(`${where}: not a declaration of the route table (src/routes/)`);
     if (this.bound.has(route)) throw new RouteTableError(`${where}: a handler is bound to it twice`);
     if ((doc === undefined) !== (route.undocumented === true)) throw new RouteTableError(`${where}: ${doc ? 'declared undocumented but given' : 'has no'} OpenAPI description`);
-    this.bound.set(route, { route, doc, handler, absent });
+    this.bound.set(route, { route, doc, handler, absent, hidden });
   }
 
   /**
@@ -127,7 +129,7 @@ export class Router {
 
   /** The documented routes mounted under `state`: what /openapi.json describes. */
   docs(state: AppState): DocumentedRoute[] {
-    return (this.mounted ?? []).filter((b): b is Bound & { doc: RouteDoc } => b.doc !== undefined && b.absent?.(state) === undefined).map((b) => ({ route: b.route, doc: b.doc }));
+    return (this.mounted ?? []).filter((b): b is Bound & { doc: RouteDoc } => b.doc !== undefined && b.absent?.(state) === undefined && b.hidden?.(state) === undefined).map((b) => ({ route: b.route, doc: b.doc }));
   }
 }
 

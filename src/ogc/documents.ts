@@ -121,8 +121,19 @@ export function landingPage(h: Hrefs, styles: boolean): Record<string, unknown> 
   return { title: 'tileserver-ts', description: 'Map tiles of every source and style (OGC API - Tiles) and features of PostGIS tables and data files (OGC API - Features).', links };
 }
 
-export function conformance(hasFeatures: boolean, styles: boolean): { conformsTo: string[] } {
-  return { conformsTo: [...CONF.common, ...CONF.tiles, ...(styles ? [CONF.datasetTiles] : []), ...CONF.tms, ...(hasFeatures ? CONF.features : [])] };
+/**
+ * OGC API - Features Part 4 (draft 20-002r1): creating, replacing and deleting, updating with PATCH, and the
+ * optimistic locking by ETag. Declared only while some collection is writable (docs/editing.md).
+ */
+export const WRITE_CONFORMANCE = [
+  'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/create-replace-delete',
+  'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/update',
+  'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/optimistic-locking-etags',
+  'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/features',
+];
+
+export function conformance(hasFeatures: boolean, styles: boolean, writable = false): { conformsTo: string[] } {
+  return { conformsTo: [...CONF.common, ...CONF.tiles, ...(styles ? [CONF.datasetTiles] : []), ...CONF.tms, ...(hasFeatures ? CONF.features : []), ...(writable ? WRITE_CONFORMANCE : [])] };
 }
 
 export function tileMatrixSets(h: Hrefs): Record<string, unknown> {

@@ -49,3 +49,8 @@ export function findLayerCollection(id: string, sourceOf: (id: string) => TileSo
   if (hasLayerCollections(s) && s.layers.some((l) => l.name === parts.layer)) return { found: layerCollection(s, parts.layer) };
   return { source: s };
 }
+
+/** The ids of the collections whose features may be written (`writable` tables; docs/editing.md). */
+export function writableCollections(state: { sources: ReadonlyMap<string, TileSource> }): string[] {
+  return [...state.sources.values()].filter((s) => s instanceof PgTableSource && s.features.edit !== undefined).map((s) => s.info.id);
+}

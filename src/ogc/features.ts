@@ -161,20 +161,26 @@ export async function readItems(t: FeatureTable, q: ItemsQuery): Promise<{ featu
   return { features: page.rows.map((r) => toFeature(t, r)), numberMatched: Number(count.rows[0]?.n ?? 0) };
 }
 
+/** A feature of a table and its ETag (md5 of its stored row as text: the tag writes check, feature-writes.ts). */
+export interface TaggedFeature {
+  feature: Feature;
+  etag: string;
+}
+
 /**
  * One feature by id, or undefined (also for an id that cannot be one of the column's values). The id is bound as
  * text and cast in SQL to the column's type, so every one-column key type round-trips exactly (a bigint above
  * 2^53 included, which a JavaScript number would round). The type is the catalogue's format_type, not input.
  */
-export async function readItem(t: FeatureTable, featureId: string): Promise<Feature | undefined> {
+export async function readItem(t: FeatureTable, featureId: string): Promise<TaggedFeature | undefined> {
   const idCol = t.idColumn;
   if (!idCol || !storableText(featureId)) return undefined;
   try {
     const { rows } = await t.pool.query<Record<string, unknown>>({
-      text: `SELECT ${selectList(t)} FROM ${from(t)} WHERE ${ident(idCol.name)} = $1::text::${idCol.type} LIMIT 1`,
+      text: `SELECT ${selectList(t)}, md5(t::text) AS "__etag" FROM ${from(t)} AS t WHERE ${ident(idCol.name)} = $1::text::${idCol.type} LIMIT 1`,
       values: [featureId],
     });
-    return rows[0] ? toFeature(t, rows[0]) : undefined;
+    return rows[0] ? { feature: toFeature(t, rows[0]), etag: String(rows[0].__etag) } : undefined;
   } catch (err) {
     // The only value in the query is the id: a data exception (status 400 from the pool) says it is not a value
     // of the column's type ("abc" for a uuid), so there is no such feature.

@@ -6,7 +6,7 @@
 // checks is what the route reads. The tables: public-routes.ts and admin-routes.ts.
 import type { AppState } from '../state/app-state.js';
 
-export type Method = 'get' | 'post' | 'delete' | 'put';
+export type Method = 'get' | 'post' | 'delete' | 'put' | 'patch' | 'options';
 
 /** The public listener (`server.port`) or the admin listener (`server.admin_bind`, src/http/admin/listener.ts). */
 export type Listener = 'public' | 'admin';

@@ -114,6 +114,16 @@ export const PUBLIC = {
   // Before the tile routes: /collections/{id}/items and /queryables are not tilesets. Features: a query per page.
   ogcItems: at('get', '/ogc/collections/{collectionId}/items', '/ogc/collections/:id/items', { ...COLLECTION, budget: 'expensive' }),
   ogcItem: at('get', '/ogc/collections/{collectionId}/items/{featureId}', '/ogc/collections/:id/items/:fid', { ...COLLECTION, budget: 'expensive' }),
+  // Feature writes (OGC API - Features Part 4, docs/editing.md): the gate judges the read of the collection as for
+  // GET; the route then asks for a credential allowed to write it (src/auth/gate.ts checkWrite). Each write is a
+  // database statement: expensive. OPTIONS says which methods a collection's items take (the gate lets OPTIONS by;
+  // the route shows nothing of a collection the request could not read).
+  ogcCreate: at('post', '/ogc/collections/{collectionId}/items', '/ogc/collections/:id/items', { ...COLLECTION, budget: 'expensive' }),
+  ogcReplace: at('put', '/ogc/collections/{collectionId}/items/{featureId}', '/ogc/collections/:id/items/:fid', { ...COLLECTION, budget: 'expensive' }),
+  ogcUpdate: at('patch', '/ogc/collections/{collectionId}/items/{featureId}', '/ogc/collections/:id/items/:fid', { ...COLLECTION, budget: 'expensive' }),
+  ogcDelete: at('delete', '/ogc/collections/{collectionId}/items/{featureId}', '/ogc/collections/:id/items/:fid', { ...COLLECTION, budget: 'expensive' }),
+  ogcItemsOptions: at('options', '/ogc/collections/{collectionId}/items', '/ogc/collections/:id/items', COLLECTION),
+  ogcItemOptions: at('options', '/ogc/collections/{collectionId}/items/{featureId}', '/ogc/collections/:id/items/:fid', COLLECTION),
   ogcQueryables: at('get', '/ogc/collections/{collectionId}/queryables', '/ogc/collections/:id/queryables', COLLECTION),
   ogcCollections: at('get', '/ogc/collections', '/ogc/collections', LISTING),
   ogcCollection: at('get', '/ogc/collections/{collectionId}', '/ogc/collections/:id', COLLECTION),

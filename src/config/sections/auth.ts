@@ -16,6 +16,8 @@ export const AuthKeySchema = v.object({
   sources: v.optional(patterns, ['*']),
   /** Styles it may read (their style.json, sprites, renderings); default every one. */
   styles: v.optional(patterns, ['*']),
+  /** Collections whose features it may create, change and delete (OGC API - Features Part 4, docs/editing.md); default none. */
+  write: v.optional(patterns),
   /** Origins (`https://app.example.com`, `https://*.example.com`) a browser may use it from; absent: any. */
   origins: v.optional(patterns),
   /** Rate class of the requests it makes (`[rate_limits.classes]`); absent: the default class. */
@@ -52,7 +54,7 @@ export const AuthJwtSchema = v.pipe(
     algorithms: v.optional(v.pipe(v.array(v.picklist(JWT_ALGORITHMS, `one of ${JWT_ALGORITHMS.join(', ')} ("none" is never accepted)`)), v.minLength(1))),
     /** Leeway for `exp` and `nbf`, in seconds. */
     clock_skew_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(3600)), 30),
-    /** The claim holding what the token may read: `{sources: [...], styles: [...]}` (arrays or space-separated patterns). */
+    /** The claim holding what the token may read: `{sources: [...], styles: [...]}` (arrays or space-separated patterns), and may edit (`write`). */
     scope_claim: v.optional(nonEmpty, 'tiles'),
     /** The claim holding the token's rate class. */
     rate_class_claim: v.optional(nonEmpty, 'rate_class'),

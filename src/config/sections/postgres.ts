@@ -29,6 +29,10 @@ export const PgTableSchema = v.object({
   description: v.optional(v.string()),
   /** Who may read it (docs/access.md); default: auth.default_access. */
   access: v.optional(access),
+  /** Whether OGC API - Features Part 4 may create, replace, update and delete its rows (docs/editing.md); default false. */
+  writable: v.optional(v.boolean()),
+  /** Whether PUT, PATCH and DELETE must carry If-Match (428 without); default false. Only with writable. */
+  require_if_match: v.optional(v.boolean()),
 });
 
 /** What every source served by a database function has: where the function is and the tiles it covers. */
@@ -85,6 +89,8 @@ export const PostgresSchema = v.object({
    * the one listened on can then never differ by case alone.
    */
   expire_channel: v.optional(v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case PostgreSQL identifier: a-z, 0-9 and _, not starting with a digit, at most 63 characters'))),
+  /** Largest body of a feature write (POST, PUT, PATCH) in bytes; a larger one is 413 (docs/editing.md). */
+  write_max_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024), v.maxValue(64 * 1024 * 1024)), 4 * 1024 * 1024),
   tables: v.optional(v.array(PgTableSchema), []),
   functions: v.optional(v.array(PgFunctionSchema), []),
   outdb_rasters: v.optional(v.array(OutdbRasterSchema), []),

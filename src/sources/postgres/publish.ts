@@ -12,6 +12,7 @@ import { PgTableSource } from './table.js';
 /** Opens an out-of-database raster source (src/sources/raster/outdb.ts); given by the state, which owns the raster pool. */
 export type OutdbOpener = (cfg: OutdbRasterConfig, fn: TileFunction) => Promise<TileSource> | TileSource;
 
+// Auto-published tables are never writable: editing is opted into per configured table (docs/editing.md).
 const TABLE_DEFAULTS = { schema: 'public', extent: 4096, buffer: 64, minzoom: 0, maxzoom: 22 } as const;
 const FUNCTION_DEFAULTS = { schema: 'public', minzoom: 0, maxzoom: 22 } as const;
 

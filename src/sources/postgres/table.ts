@@ -55,6 +55,16 @@ export interface FeatureTable {
   idColumn?: ColumnInfo;
   /** The columns served as properties (as in the tiles: `properties`, or every column but the geometry and id). */
   properties: ColumnInfo[];
+  /** Set when the table is `writable` (OGC API - Features Part 4, docs/editing.md); absent: read-only. */
+  edit?: EditRules;
+}
+
+/** How a writable table takes writes. */
+export interface EditRules {
+  /** PUT, PATCH and DELETE must carry If-Match (`require_if_match`). */
+  requireIfMatch: boolean;
+  /** The geometry column's `format_type` (`geometry(Point,4326)`, `geometry`): what a written geometry must be. */
+  geometryType: string;
 }
 
 export class PgTableSource implements TileSource {
@@ -79,6 +89,7 @@ export class PgTableSource implements TileSource {
       if (!col) throw new SourceOpenError(cfg.id, `table ${table.schema}.${table.table} has no column "${cfg.id_column}" (id_column)`);
       if (!INTEGER_ID.test(col.type)) throw new SourceOpenError(cfg.id, `id_column "${cfg.id_column}" is ${col.type}; MVT feature ids must be integers`);
     }
+    if (cfg.writable && !(cfg.id_column ?? table.primaryKey)) throw new SourceOpenError(cfg.id, `writable needs feature ids: set id_column, or give ${table.schema}.${table.table} a one-column primary key`);
     if (!table.srid) throw new SourceOpenError(cfg.id, `${table.schema}.${table.table}.${table.geometryColumn} has no SRID (declare it, e.g. geometry(Point, 4326))`);
     const layer = cfg.id;
     const sql = tableTileSql(cfg, table, layer);
@@ -110,6 +121,7 @@ export class PgTableSource implements TileSource {
       srid: table.srid,
       idColumn: idName ? byName.get(idName) : undefined,
       properties: table.columns.filter((c) => c.name !== table.geometryColumn && c.name !== cfg.id_column && (!cfg.properties || cfg.properties.includes(c.name))),
+      ...(cfg.writable ? { edit: { requireIfMatch: cfg.require_if_match === true, geometryType: byName.get(table.geometryColumn)?.type ?? 'geometry' } } : {}),
     };
     return new PgTableSource(info, pool, sql, statementName(sql), features, cfg, table);
   }

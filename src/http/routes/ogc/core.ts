@@ -2,7 +2,7 @@
 import * as v from 'valibot';
 import { conformance, Hrefs, landingPage, mapStyles, OPENAPI_30_TYPE, tileMatrixSets } from '../../../ogc/documents.js';
 import { TMS_ID, webMercatorQuad } from '../../../ogc/tms.js';
-import { offersFeatures } from '../../../ogc/feature-collections.js';
+import { offersFeatures, writableCollections } from '../../../ogc/feature-collections.js';
 import type { AppState } from '../../../state/app-state.js';
 import { urlContext, type ServerContext } from '../../context.js';
 import { problem } from '../../problem.js';
@@ -14,6 +14,7 @@ import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
 const DOC = (description: string) => ({ description, content: { 'application/json': true as const, 'text/html': true as const } });
 
 const hasFeatures = (state: AppState) => [...state.sources.values()].some(offersFeatures);
+const hasWritable = (state: AppState) => writableCollections(state).length > 0;
 
 export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
   const styled = (state: AppState) => mapStyles(state, ctx.render !== undefined).length > 0;
@@ -53,7 +54,7 @@ export function registerOgcCoreRoutes(r: Router, ctx: ServerContext): void {
     { summary: 'OGC API conformance declaration', tag: 'OGC API', query: DOC_QUERY, responses: { 200: DOC('the conformance classes offered'), 400: { description: 'an unknown f', content: PROBLEM } } },
     (c) => {
       const state = ctx.holder.current;
-      return sendDoc(c, state, 'Conformance', conformance(hasFeatures(state), styled(state)));
+      return sendDoc(c, state, 'Conformance', conformance(hasFeatures(state), styled(state), hasWritable(state)));
     },
     ogcAbsence,
   );

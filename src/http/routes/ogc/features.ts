@@ -16,6 +16,7 @@ import { problem } from '../../problem.js';
 import { KEY_QUERY, param, type Router } from '../../router.js';
 import { PUBLIC } from '../../../routes/public-routes.js';
 import { DOC_QUERY, ogcAbsence, PROBLEM, sendDoc } from './negotiate.js';
+import { METADATA_CACHE_CONTROL, notModified } from '../../respond.js';
 
 const COLLECTION = {
   collectionId: { schema: v.string(), description: 'id of a [[postgres.tables]] source or of a data-file source with one layer, or `{source}:{layer}` for a layer of a data-file source with several (a GeoPackage of several tables)' },
@@ -33,7 +34,7 @@ const CRS_PARAMS = ['crs', 'bbox-crs'] as const;
 const CONTENT_CRS = { 'Content-Crs': `<${CRS84}>` };
 
 /** The collection of features a request names, or the 404 to answer (no such collection, or one without features). */
-function featuresOf(c: Context, ctx: ServerContext): FeatureCollectionOf | Response {
+export function featuresOf(c: Context, ctx: ServerContext): FeatureCollectionOf | Response {
   const id = param(c, 'id');
   const state = ctx.holder.current;
   const lookup = (sid: string) => state.sources.get(sid) ?? state.composites.get(sid);
@@ -200,7 +201,8 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       if (t instanceof Response) return t;
       const fid = param(c, 'fid');
       if (t.kind === 'table' && !t.source.features.idColumn) return problem(c, 404, 'Feature not found', `collection "${t.id}" has no feature ids (set id_column, or give the table a one-column primary key)`);
-      const f = t.kind === 'table' ? await readItem(t.source.features, fid) : await readFileItem(t.source, t.layer, fid);
+      const tagged = t.kind === 'table' ? await readItem(t.source.features, fid) : undefined;
+      const f = t.kind === 'table' ? tagged?.feature : await readFileItem(t.source, t.layer, fid);
       if (!f) return problem(c, 404, 'Feature not found', `collection "${t.id}" has no feature "${fid}"`);
       const h = new Hrefs(urlContext(c, state));
       const path = `/collections/${seg(t.id)}/items/${seg(fid)}`;
@@ -209,7 +211,14 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         { href: h.ogc(path, { f: 'html' }), rel: 'alternate', type: HTML_TYPE, title: 'this feature as HTML' },
         { href: h.ogc(`/collections/${seg(t.id)}`), rel: 'collection', type: JSON_TYPE, title: 'the collection' },
       ];
-      return sendDoc(c, state, `${t.title} feature ${fid}`, { ...f, links }, GEOJSON_TYPE);
+      if (!tagged) return sendDoc(c, state, `${t.title} feature ${fid}`, { ...f, links }, GEOJSON_TYPE);
+      // A table's feature carries the strong ETag of its stored row, the one If-Match checks (docs/editing.md). A
+      // writable table's features are revalidated on every use (no-cache): an edit must not hide behind max-age.
+      const etag = `"${tagged.etag}"`;
+      const editable = t.kind === 'table' && t.source.features.edit !== undefined;
+      const cacheControl = editable ? 'no-cache' : METADATA_CACHE_CONTROL;
+      if (notModified(c, etag)) return c.body(null, 304, { ETag: etag, 'Cache-Control': cacheControl, Vary: 'Accept-Encoding, Accept' });
+      return sendDoc(c, state, `${t.title} feature ${fid}`, { ...f, links }, GEOJSON_TYPE, { ETag: etag }, cacheControl);
     },
     ogcAbsence,
   );

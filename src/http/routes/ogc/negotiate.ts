@@ -58,12 +58,12 @@ export function prefersHtml(accept: string | undefined, jsonTypes: string[]): bo
 }
 
 /** A document as JSON (of `type`) or as HTML, as the request asks. */
-export function sendDoc(c: Context, state: AppState, title: string, doc: unknown, type = 'application/json', headers: Record<string, string> = {}): Response {
+export function sendDoc(c: Context, state: AppState, title: string, doc: unknown, type = 'application/json', headers: Record<string, string> = {}, cacheControl = METADATA_CACHE_CONTROL): Response {
   const form = chooseForm(c, [type, 'application/json']);
   if (form instanceof Response) return form;
   // The form follows Accept: caches must keep one copy per Accept.
   const vary = { ...headers, Vary: 'Accept-Encoding, Accept' };
   return form === 'html'
-    ? sendBytes(c, state, Buffer.from(htmlPage(title, doc)), 'text/html; charset=utf-8', METADATA_CACHE_CONTROL, 200, vary)
-    : sendBytes(c, state, Buffer.from(JSON.stringify(doc)), `${type}; charset=utf-8`, METADATA_CACHE_CONTROL, 200, vary);
+    ? sendBytes(c, state, Buffer.from(htmlPage(title, doc)), 'text/html; charset=utf-8', cacheControl, 200, vary)
+    : sendBytes(c, state, Buffer.from(JSON.stringify(doc)), `${type}; charset=utf-8`, cacheControl, 200, vary);
 }
