@@ -93,8 +93,10 @@ export class PgTableSource implements TileSource {
     if (!table.srid) throw new SourceOpenError(cfg.id, `${table.schema}.${table.table}.${table.geometryColumn} has no SRID (declare it, e.g. geometry(Point, 4326))`);
     const layer = cfg.id;
     const sql = tableTileSql(cfg, table, layer);
+    // A writable table's features may go anywhere: bounds measured from today's rows would hide tomorrow's edits.
     const bounds: Bounds =
       (cfg.bounds as Bounds | undefined) ??
+      (cfg.writable ? WORLD_BOUNDS : undefined) ??
       (await dataBounds(pool, `${ident(table.schema)}.${ident(table.table)}`, ident(table.geometryColumn), table.srid)) ??
       WORLD_BOUNDS;
     const fields: Record<string, string> = {};

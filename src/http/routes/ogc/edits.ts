@@ -53,12 +53,12 @@ const refusal = (c: Context, status: number, title: string, detail: string, extr
 type Table = Extract<FeatureCollectionOf, { kind: 'table' }>;
 
 /** The writable table a request names, or its answer: 404 (no such collection), 405 (one that takes no writes). */
-function writableOf(c: Context, ctx: ServerContext, allow: string): Table | Response {
+function writableOf(c: Context, ctx: ServerContext): Table | Response {
   const t = featuresOf(c, ctx);
   if (t instanceof Response) return t;
   if (t.kind !== 'table' || !t.source.features.edit) {
     const why = t.kind === 'table' ? 'its [[postgres.tables]] entry is not `writable = true`' : 'data files are never writable';
-    return refusal(c, 405, 'Method not allowed', `collection "${t.id}" is read-only (${why}); it allows ${allow}`, {}, { Allow: allow });
+    return refusal(c, 405, 'Method not allowed', `collection "${t.id}" is read-only (${why}); it allows ${READ_ONLY_ALLOW}`, {}, { Allow: READ_ONLY_ALLOW });
   }
   return t;
 }
@@ -155,8 +155,8 @@ const STORED = { 200: { description: 'the feature as stored, with its new ETag',
 
 export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
   /** The common start of a write: the writable table, the write grant; the principal's name for the log. */
-  const begin = (c: Context, allow: string): { t: Table; who: { name: string; via: string } } | Response => {
-    const t = writableOf(c, ctx, allow);
+  const begin = (c: Context): { t: Table; who: { name: string; via: string } } | Response => {
+    const t = writableOf(c, ctx);
     if (t instanceof Response) return t;
     const granted = refuseWrite(c, ctx.holder.current, t.source.info.id);
     if (granted instanceof Response) return granted;
@@ -199,7 +199,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     },
     async (c) => {
       const state = ctx.holder.current;
-      const begun = begin(c, ITEMS_ALLOW);
+      const begun = begin(c);
       if (begun instanceof Response) return begun;
       const { t, who } = begun;
       const body = await jsonBody(c, state, FEATURE_TYPES);
@@ -241,7 +241,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     },
     async (c) => {
       const state = ctx.holder.current;
-      const begun = begin(c, ITEM_ALLOW);
+      const begun = begin(c);
       if (begun instanceof Response) return begun;
       const { t, who } = begun;
       const fid = param(c, 'fid');
@@ -277,7 +277,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     },
     async (c) => {
       const state = ctx.holder.current;
-      const begun = begin(c, ITEM_ALLOW);
+      const begun = begin(c);
       if (begun instanceof Response) return begun;
       const { t, who } = begun;
       const fid = param(c, 'fid');
@@ -325,7 +325,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
       responses: { 204: { description: 'deleted' }, ...WRITE_ERRORS, ...CONDITIONAL },
     },
     async (c) => {
-      const begun = begin(c, ITEM_ALLOW);
+      const begun = begin(c);
       if (begun instanceof Response) return begun;
       const { t, who } = begun;
       const fid = param(c, 'fid');
