@@ -356,3 +356,20 @@ resampling = "nearest"
   ]);
   assert.equal(Object.hasOwn(config.sources[1], 'resampling'), false, 'a parsed source holds its own type\'s keys only');
 });
+
+test('the feature-write settings refuse invalid values, naming the key (docs/editing.md)', () => {
+  const pg = (extra: string, table = '') => `[postgres]\nconnection_string = "postgres://localhost/db"\n${extra}\n[[postgres.tables]]\nid = "t"\ntable = "t"\n${table}\n`;
+  const cases: [string, string][] = [
+    [pg('write_max_bytes = 0'), 'postgres.write_max_bytes'],
+    [pg('write_max_bytes = 1e12'), 'postgres.write_max_bytes'],
+    [pg('write_max_bytes = "4MB"'), 'postgres.write_max_bytes'],
+    [pg('', 'writable = "yes"'), 'postgres.tables[0].writable'],
+    [pg('', 'require_if_match = 1'), 'postgres.tables[0].require_if_match'],
+    [`[auth]\n[[auth.keys]]\nname = "k"\nhash = "${'a'.repeat(64)}"\nwrite = "edits"\n`, 'auth.keys[0].write'],
+    [`[auth]\n[[auth.keys]]\nname = "k"\nhash = "${'a'.repeat(64)}"\nwrite = [""]\n`, 'auth.keys[0].write[0]'],
+  ];
+  for (const [toml, key] of cases) {
+    const { file, message } = loadError(toml);
+    assert.ok(message.split('\n').some((l) => l.startsWith(`${file}: ${key}: `)), `${key}: ${message}`);
+  }
+});

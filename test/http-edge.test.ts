@@ -43,7 +43,7 @@ describe('malformed targets, OPTIONS * and CONNECT', () => {
   test('OPTIONS * is answered for the server as a whole: 204 with Allow and CORS', async () => {
     const r = parseResponse((await rawExchange(server.port, [{ data: `OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: ${ORIGIN}\r\nConnection: close\r\n\r\n` }])).text);
     assert.equal(r.status, 204);
-    assert.deepEqual(r.headers['allow']?.split(/,\s*/).sort(), ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST']);
+    assert.deepEqual(r.headers['allow']?.split(/,\s*/).sort(), ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT']);
     assert.equal(r.headers['access-control-allow-origin'], ORIGIN);
   });
 

@@ -359,6 +359,6 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     params: what === 'one feature' ? FEATURE_PARAMS : COLLECTION_PARAM,
     responses: { 204: { description: 'Allow lists the methods: writes only where the collection is writable', headers: { Allow: 'the methods' } }, 404: { description: 'no such collection', content: PROBLEM } },
   });
-  r.add(PUBLIC.ogcItemsOptions, OPTIONS_DOC('the items of a collection'), options(ITEMS_ALLOW, READ_ONLY_ALLOW), ogcAbsence);
-  r.add(PUBLIC.ogcItemOptions, OPTIONS_DOC('one feature'), options(ITEM_ALLOW, READ_ONLY_ALLOW), ogcAbsence);
+  r.add(PUBLIC.ogcItemsOptions, OPTIONS_DOC('the items of a collection'), options(ITEMS_ALLOW, READ_ONLY_ALLOW), ogcAbsence, noWritable);
+  r.add(PUBLIC.ogcItemOptions, OPTIONS_DOC('one feature'), options(ITEM_ALLOW, READ_ONLY_ALLOW), ogcAbsence, noWritable);
 }
