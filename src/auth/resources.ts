@@ -13,15 +13,28 @@ import { compositeMembers } from '../sources/source-ids.js';
 
 export type Target = { kind: 'source'; id: string } | { kind: 'style'; id: string } | { kind: 'shared' };
 
+/**
+ * What a path parameter names, as the path says it: the kind of its route's read and the parameter's id (a whole
+ * composite `a+b`, a layer collection `{source}:{layer}`). An id the request may not see is answered by this, so
+ * that the answer depends on the path only, never on what the id turned out to be (docs/access.md, "Closed means
+ * unseen").
+ */
+export interface Named {
+  kind: 'source' | 'collection' | 'style';
+  id: string;
+}
+
 export interface PathTargets {
   targets: Target[];
   /** Whether a bearer header may carry this service's credentials (not on /mcp and the OAuth routes, whose bearer is MCP's). */
   bearer: boolean;
   /** A listing (`/data.json`, `/styles.json`, `/`, OGC collections...): it filters itself by what the credentials allow. */
   listing: boolean;
+  /** For each of `targets`, the path parameter it came from (undefined for the shared things). */
+  named: readonly (Named | undefined)[];
 }
 
-const NONE: PathTargets = { targets: [], bearer: true, listing: false };
+const NONE: PathTargets = { targets: [], bearer: true, listing: false, named: [] };
 const SHARED: Target = { kind: 'shared' };
 
 const sources = (id: string): Target[] => compositeMembers(id).map((m) => ({ kind: 'source' as const, id: m }));
@@ -30,24 +43,29 @@ const sources = (id: string): Target[] => compositeMembers(id).map((m) => ({ kin
 export function targetsOf(m: RouteMatch | undefined): PathTargets {
   if (!m) return NONE;
   const { route } = m;
-  if (route.reads.length === 0) return route.bearer && !route.listing ? NONE : { targets: [], bearer: route.bearer, listing: route.listing };
+  if (route.reads.length === 0) return route.bearer && !route.listing ? NONE : { targets: [], bearer: route.bearer, listing: route.listing, named: [] };
   const targets: Target[] = [];
+  const named: (Named | undefined)[] = [];
   for (const r of route.reads) {
     if (r.kind === 'shared') {
       targets.push(SHARED);
+      named.push(undefined);
       continue;
     }
     let id = m.param(r.param);
     if (id === undefined) continue;
     if (r.suffix !== undefined) id = id.endsWith(r.suffix) ? id.slice(0, -r.suffix.length) : id;
+    const before = targets.length;
     if (r.kind === 'style') targets.push({ kind: 'style', id });
     else if (r.kind === 'source') targets.push(...sources(id));
     else {
       const layer = splitLayerCollectionId(id);
       targets.push(...(layer ? [{ kind: 'source' as const, id: layer.source }] : sources(id)));
     }
+    const name: Named = { kind: r.kind, id };
+    for (let i = before; i < targets.length; i++) named.push(name);
   }
-  return { targets, bearer: route.bearer, listing: route.listing };
+  return { targets, bearer: route.bearer, listing: route.listing, named };
 }
 
 /** What `method target` touches (an in-process request, a test). */
