@@ -81,9 +81,13 @@ const FORBIDDEN: Refusal = {
 
 const UNSEEN_TITLE: Record<Named['kind'], string> = { source: 'Source not found', collection: 'Collection not found', style: 'Style not found' };
 
-/** The one answer for an id that is closed or absent: made of what the path names, so it cannot tell which. */
+/**
+ * The one answer for an id that is closed or absent: made of the kind the path names only, so it cannot tell which.
+ * It does not repeat the id either: then two refusals of one route are the same bytes whatever ids they name (a
+ * client knows what it asked for), and a cache or a log keyed by the answer learns nothing from it.
+ */
 export function unseen(named: Named): Refusal {
-  return { ok: false, status: 404, title: UNSEEN_TITLE[named.kind], detail: `no ${named.kind} with id ${JSON.stringify(named.id)}`, unseen: true };
+  return { ok: false, status: 404, title: UNSEEN_TITLE[named.kind], detail: `no ${named.kind} with the id this request names`, unseen: true };
 }
 
 const grants = new WeakMap<IncomingMessage, Grant>();
@@ -114,7 +118,7 @@ function served(state: AppState, id: string): boolean {
 function judge(state: AppState, policy: Policy, where: Pick<PathTargets, 'targets' | 'named'>): Judged[] {
   return where.targets.map((t, i) => {
     if (t.kind === 'shared') return { target: t, level: policy.defaultLevel };
-    const spelt: Named = { kind: t.kind, id: t.id };
+    const spelt: Named = { kind: t.kind };
     const r = t.kind === 'source' ? { kind: t.kind, id: t.id, level: policy.sourceLevel(t.id) } : policy.style(t.id);
     const here = r.kind === 'style' ? state.styles.has(r.id) : served(state, r.id);
     if (here && r.level !== 'closed') return { target: { kind: r.kind, id: r.id }, level: r.level };
@@ -247,13 +251,8 @@ export function checkSources(state: AppState, ids: readonly string[], grant: Gra
   const policy = policyOf(state);
   if (policy.open) return PASS;
   const targets: Target[] = [];
-  const named: Named[] = [];
-  for (const id of ids) {
-    for (const m of compositeMembers(id)) {
-      targets.push({ kind: 'source', id: m });
-      named.push({ kind: 'source', id });
-    }
-  }
+  for (const id of ids) for (const m of compositeMembers(id)) targets.push({ kind: 'source', id: m });
+  const named: Named[] = targets.map(() => ({ kind: 'source' }));
   return verdictOn(judge(state, policy, { targets, named }), grant, MISSING);
 }
 

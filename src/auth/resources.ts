@@ -14,14 +14,13 @@ import { compositeMembers } from '../sources/source-ids.js';
 export type Target = { kind: 'source'; id: string } | { kind: 'style'; id: string } | { kind: 'shared' };
 
 /**
- * What a path parameter names, as the path says it: the kind of its route's read and the parameter's id (a whole
- * composite `a+b`, a layer collection `{source}:{layer}`). An id the request may not see is answered by this, so
- * that the answer depends on the path only, never on what the id turned out to be (docs/access.md, "Closed means
- * unseen").
+ * What a path parameter names, as the path says it: the kind of its route's read (a layer collection
+ * `{source}:{layer}` is a collection, a style path a style even when it leads to a source's generated style). An id
+ * the request may not see is answered by this, so that the answer depends on the path only, never on what the id
+ * turned out to be (docs/access.md, "Closed means unseen").
  */
 export interface Named {
   kind: 'source' | 'collection' | 'style';
-  id: string;
 }
 
 export interface PathTargets {
@@ -62,7 +61,7 @@ export function targetsOf(m: RouteMatch | undefined): PathTargets {
       const layer = splitLayerCollectionId(id);
       targets.push(...(layer ? [{ kind: 'source' as const, id: layer.source }] : sources(id)));
     }
-    const name: Named = { kind: r.kind, id };
+    const name: Named = { kind: r.kind };
     for (let i = before; i < targets.length; i++) named.push(name);
   }
   return { targets, bearer: route.bearer, listing: route.listing, named };
