@@ -331,9 +331,11 @@ for (const defaultAccess of ['key', 'public'] as const) {
       // Each character left as it is or percent-escaped: the gate and the route both decode.
       const spell = (s: string, mask: boolean[]) => [...s].map((ch, i) => (mask[i % mask.length] ? `%${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}` : ch)).join('');
       const getFamilies = table.filter((f) => f.route.method === 'get');
+      const dataTile = table.find((f) => f.route.path === '/data/{source}/{z}/{x}/{y}.{format}')!;
       await fc.assert(
         fc.asyncProperty(
-          fc.constantFrom(...getFamilies),
+          // The stored tile more often than the others: it is the route whose budget depends on the source's format.
+          fc.oneof({ arbitrary: fc.constantFrom(...getFamilies), weight: 3 }, { arbitrary: fc.constant(dataTile), weight: 1 }),
           id,
           fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }),
           fc.constantFrom(...(Object.keys(CLIENTS) as Client[])),
