@@ -10,6 +10,7 @@ import { splitLayerCollectionId } from '../ogc/layer-ids.js';
 import type { RouteMatch } from '../routes/match.js';
 import { matchPublic, routeOf } from '../routes/request-route.js';
 import { compositeMembers } from '../sources/source-ids.js';
+import { parseUploadIdParam, sourceIdOf } from '../uploads/names.js';
 
 export type Target = { kind: 'source'; id: string } | { kind: 'style'; id: string } | { kind: 'shared' };
 
@@ -53,15 +54,19 @@ export function targetsOf(m: RouteMatch | undefined): PathTargets {
     }
     let id = m.param(r.param);
     if (id === undefined) continue;
-    if (r.suffix !== undefined) id = id.endsWith(r.suffix) ? id.slice(0, -r.suffix.length) : id;
+    if ('suffix' in r && r.suffix !== undefined) id = id.endsWith(r.suffix) ? id.slice(0, -r.suffix.length) : id;
     const before = targets.length;
-    if (r.kind === 'style') targets.push({ kind: 'style', id });
+    if (r.kind === 'upload') {
+      // The route takes the bare UUID too: the source it removes is `upload-<uuid>`, so that is the one looked for.
+      const uuid = parseUploadIdParam(id);
+      targets.push({ kind: 'source', id: uuid === undefined ? id : sourceIdOf(uuid) });
+    } else if (r.kind === 'style') targets.push({ kind: 'style', id });
     else if (r.kind === 'source') targets.push(...sources(id));
     else {
       const layer = splitLayerCollectionId(id);
       targets.push(...(layer ? [{ kind: 'source' as const, id: layer.source }] : sources(id)));
     }
-    const name: Named = { kind: r.kind };
+    const name: Named = { kind: r.kind === 'upload' ? 'source' : r.kind };
     for (let i = before; i < targets.length; i++) named.push(name);
   }
   return { targets, bearer: route.bearer, listing: route.listing, named };
