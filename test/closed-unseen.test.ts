@@ -16,11 +16,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from './helpers/fast-check.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 import { tempDir } from './helpers/foundation.js';
+import { multipartBody, postMultipart } from './helpers/upload.js';
 import { newKey } from '../src/auth/keys.js';
 import { PUBLIC_ROUTES } from '../src/routes/public-routes.js';
 import { matchPublic } from '../src/routes/request-route.js';
@@ -181,6 +183,7 @@ function startConfig(dir: string, defaultAccess: 'key' | 'public'): string {
   return `fonts = "${fixture('fonts')}"
 [server]
 disable_render = true
+upload_dir = "${path.join(dir, 'uploads')}"
 [mcp]
 enabled = true
 [rate_limits]
@@ -285,6 +288,21 @@ for (const defaultAccess of ['key', 'public'] as const) {
       }
       const s = await ask(svc.url, 'GET', withQuery('/styles/ne/style.json', c.query), c.headers);
       assert.equal(s.status, 200);
+    });
+
+    test('an upload is removed by its bare UUID; once gone, it is answered as an id that never was', async () => {
+      const c = CLIENTS['key for every id'];
+      const body = multipartBody([{ field: 'file', fileName: 'w.mbtiles', data: readFileSync(fixture('raster/webp.mbtiles')) }]);
+      const up = await postMultipart(svc.url, body, withQuery('/api/upload', c.query));
+      assert.ok(up.status >= 200 && up.status < 300, up.text);
+      const uuid = String(up.json.id).replace(/^upload-/, '');
+      const del = (id: string) => ask(svc.url, 'DELETE', withQuery(`/api/upload/${id}`, c.query), c.headers);
+      const gone = await del(uuid.toUpperCase());
+      assert.equal(gone.status, 204, gone.body.toString('utf8'));
+      const again = await del(uuid);
+      const never = await del(randomUUID());
+      assertAlike(again, never, 'a removed upload and one that never was');
+      assert.equal(again.status, 404);
     });
 
     test('POST /api/spatial/query: a closed source named in the body and an unknown one get one answer', async () => {
