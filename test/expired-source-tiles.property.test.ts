@@ -16,10 +16,10 @@ import type { LoadedStyle } from '../src/styles/loaded-style.js';
 
 type Tile = [number, number, number];
 
-/** The parts of a state the answer reads: the styles (for their sources) and the named composites (none). */
+/** The parts of a state the answer reads: the styles (for their sources), the named composites and sources (none), no database. */
 function stateWith(styleSources: Record<string, string>): AppState {
   const style = { id: 'map', style: { version: 8, sources: Object.fromEntries(Object.entries(styleSources).map(([k, id]) => [k, { type: 'vector', url: `source://${id}` }])), layers: [] } } as unknown as LoadedStyle;
-  return { styles: new Map([['map', style]]), composites: new Map() } as unknown as AppState;
+  return { styles: new Map([['map', style]]), composites: new Map(), sources: new Map(), config: {} } as unknown as AppState;
 }
 
 const tileArb = (maxZoom: number) =>
@@ -40,7 +40,7 @@ function overlaps([za, xa, ya]: Tile, [zb, xb, yb]: Tile): boolean {
 afterEach(() => expiries.reset());
 
 test('any text asked is answered, never thrown: a malformed question is a 400', async () => {
-  const fetch = withExpiredTiles(async () => ({ status: 599, body: new Uint8Array(0) }), () => stateWith({ v: 'roads' }));
+  const fetch = withExpiredTiles(async () => ({ status: 599, contentType: undefined, body: new Uint8Array(0) }), () => stateWith({ v: 'roads' }));
   await fc.assert(
     fc.asyncProperty(fc.oneof(fc.string(), fc.json(), fc.constant('{"style":"map","since":0,"sources":[{"template":"x","tiles":[[1,2,0]]}]}')), async (text) => {
       const res = await fetch(`${EXPIRED_TILES_PATH}?${text}`, 'http://r');
