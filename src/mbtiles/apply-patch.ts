@@ -6,6 +6,7 @@
 import { constants, copyFileSync, existsSync, rmSync } from 'node:fs';
 import { AFTER, AGG, attach, BEFORE, detectSchema, dropUnusedImages, insertTiles, MbtilesError, metaGet, openArchive, positionTable, tileSelect, type OpenArchive } from './archive.js';
 import { metaTable } from './diff.js';
+import { PATCH_TABLE } from '../sources/mbtiles.js';
 
 export interface PatchResult {
   /** Tiles written and deleted. */
@@ -64,6 +65,8 @@ export function applyPatch(baseFile: string, diffFile: string, out: string | und
           if (value !== null) put.run(key, String(value));
         }
       }
+      const now = metaGet(db, AGG);
+      if (out === undefined && baseHash !== undefined && now !== undefined) recordPatch(db, rows, baseHash, now);
     })();
     const positions = function* (): Iterable<[number, number, number]> {
       const again = openArchive(diffFile);
@@ -84,6 +87,16 @@ export function applyPatch(baseFile: string, diffFile: string, out: string | und
   } finally {
     if (db.open) db.close();
   }
+}
+
+/**
+ * Keeps in BASE the positions this patch touched, under BASE's hashes before and after (PATCH_TABLE): a server
+ * serving BASE cannot read the old content of a file changed in place, and expires exactly these tiles instead
+ * of the whole source. Replaces the record of an earlier patch.
+ */
+function recordPatch(db: OpenArchive['db'], rows: string, before: string, after: string): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS ${PATCH_TABLE} (before TEXT NOT NULL, after TEXT NOT NULL, zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER); DELETE FROM ${PATCH_TABLE}`);
+  db.prepare(`INSERT INTO ${PATCH_TABLE} SELECT ?, ?, zoom_level, tile_column, tile_row FROM (${rows})`).run(before, after);
 }
 
 function openSchema(db: OpenArchive['db'], file: string) {

@@ -55,6 +55,7 @@ export function filterSql(o: CopyOptions, alias = ''): string {
 }
 
 export function copy(sources: readonly string[], dstFile: string, o: CopyOptions, progress?: Progress): { tiles: number; hash: string } {
+  if (sources.length > 9) throw new MbtilesError(`copy takes at most 9 sources at once (SQLite attaches 10 files), got ${sources.length}`);
   const opened = sources.map((s) => openArchive(s));
   for (const a of opened) a.db.close();
   const isNew = !existsSync(dstFile);
@@ -70,22 +71,25 @@ export function copy(sources: readonly string[], dstFile: string, o: CopyOptions
   const onDuplicate = o.onDuplicate ?? 'override';
   const { db, schema } = dst;
   try {
+    // Every source attached first (a database cannot be attached or detached inside a transaction), then one
+    // transaction for all: an abort leaves DST as it was. SQLite attaches at most 10 files to one connection (DST and 9 sources).
+    sources.forEach((f, i) => attach(db, f, `s${i}`));
     db.transaction(() => {
       sources.forEach((file, i) => {
         progress?.tick('copying', i, sources.length);
-        attach(db, file, 's');
+        const s = `s${i}`;
         const srcSchema = opened[i].schema;
-        const select = `SELECT * FROM (${tileSelect('s', srcSchema, schema !== 'flat' && !storesHash(srcSchema))}) t WHERE tile_data IS NOT NULL AND ${filterSql(o, 't')}`;
+        const select = `SELECT * FROM (${tileSelect(s, srcSchema, schema !== 'flat' && !storesHash(srcSchema))}) t WHERE tile_data IS NOT NULL AND ${filterSql(o, 't')}`;
         if (onDuplicate === 'abort') {
           const here = tileSelect('main', schema, false);
           const clash = db.prepare(`SELECT t.zoom_level z, t.tile_column x, t.tile_row y FROM (${select}) t JOIN (${here}) d ON d.zoom_level = t.zoom_level AND d.tile_column = t.tile_column AND d.tile_row = t.tile_row WHERE d.tile_data IS NOT t.tile_data LIMIT 1`).get() as { z: number; x: number; y: number } | undefined;
           if (clash) throw new MbtilesError(`${file}: tile ${clash.z}/${clash.x}/${clash.y} (zoom/column/row) differs from the one ${dstFile} holds (--on-duplicate abort); nothing was copied`);
         }
         insertTiles(db, schema, select, onDuplicate === 'ignore' ? 'OR IGNORE' : 'OR REPLACE');
-        if (metaTable(db, 's')) {
+        if (metaTable(db, s)) {
           db.exec('CREATE TABLE IF NOT EXISTS metadata (name TEXT NOT NULL PRIMARY KEY, value TEXT)');
           const keep = onDuplicate === 'ignore' || (onDuplicate === 'abort' && !isNew);
-          for (const r of db.prepare('SELECT name, value FROM s.metadata WHERE name IS NOT NULL').all() as { name: string; value: unknown }[]) {
+          for (const r of db.prepare(`SELECT name, value FROM "${s}".metadata WHERE name IS NOT NULL`).all() as { name: string; value: unknown }[]) {
             if (r.name === AGG) continue;
             const exists = db.prepare('SELECT 1 FROM metadata WHERE name = ?').get(r.name) !== undefined;
             if (exists && keep) continue;
@@ -93,9 +97,9 @@ export function copy(sources: readonly string[], dstFile: string, o: CopyOptions
             db.prepare('INSERT INTO metadata (name, value) VALUES (?, ?)').run(r.name, r.value === null ? null : String(r.value));
           }
         }
-        db.exec('DETACH DATABASE s');
       });
     })();
+    sources.forEach((_, i) => db.exec(`DETACH DATABASE s${i}`));
     progress?.end();
     const hash = aggTilesHash(db, progress);
     db.prepare('DELETE FROM metadata WHERE name = ?').run(AGG);
