@@ -4,7 +4,7 @@
 // and BASE's `agg_tiles_hash` becomes the diff's `agg_tiles_hash_after_apply`. One transaction: a failure leaves
 // BASE as it was. Only the diff's rows are read and written, so the time follows the diff's size, not BASE's.
 import { constants, copyFileSync, existsSync, rmSync } from 'node:fs';
-import { AFTER, AGG, attach, BEFORE, detectSchema, dropUnusedImages, insertTiles, MbtilesError, metaGet, openArchive, positionTable, tileSelect, type OpenArchive } from './archive.js';
+import { AFTER, AGG, attach, BEFORE, detectSchema, dropUnusedImages, noteImagesAt, insertTiles, MbtilesError, metaGet, openArchive, positionTable, tileSelect, type OpenArchive } from './archive.js';
 import { metaTable } from './diff.js';
 import { PATCH_TABLE } from '../sources/mbtiles.js';
 
@@ -50,8 +50,11 @@ export function applyPatch(baseFile: string, diffFile: string, out: string | und
     let written = 0;
     let deleted = 0;
     db.transaction(() => {
+      noteImagesAt(db, schema, rows);
       written = insertTiles(db, schema, `SELECT * FROM (${rows}) WHERE tile_data IS NOT NULL`, 'OR REPLACE');
-      deleted = db.prepare(`DELETE FROM ${positionTable(schema)} WHERE (zoom_level, tile_column, tile_row) IN (SELECT zoom_level, tile_column, tile_row FROM (${rows}) WHERE tile_data IS NULL)`).run().changes;
+      // One keyed delete per marker: a `(zoom, column, row) IN (...)` would scan BASE's whole table.
+      const del = db.prepare(`DELETE FROM ${positionTable(schema)} WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?`);
+      for (const [z, x, y] of db.prepare(`SELECT zoom_level, tile_column, tile_row FROM (${rows}) WHERE tile_data IS NULL`).raw().all() as [number, number, number][]) deleted += del.run(z, x, y).changes;
       dropUnusedImages(db, schema);
       if (metaTable(db, 'p')) {
         db.exec('CREATE TABLE IF NOT EXISTS metadata (name TEXT NOT NULL PRIMARY KEY, value TEXT)');

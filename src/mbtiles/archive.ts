@@ -144,6 +144,15 @@ export function tileSelect(s: string, schema: MbtilesSchema, hashed: boolean): s
   }
 }
 
+/**
+ * The positions of the file attached as `s` that hold a tile, with the tile's stored MD5, without reading the
+ * bytes where the schema allows (normalized: `map` alone). Only for the schemas that store a hash.
+ */
+export function hashSelect(s: string, schema: MbtilesSchema): string {
+  if (schema === 'normalized') return `SELECT zoom_level, tile_column, tile_row, upper(tile_id) AS tile_hash FROM "${s}".map WHERE tile_id IS NOT NULL`;
+  return `SELECT zoom_level, tile_column, tile_row, upper(tile_hash) AS tile_hash FROM "${s}".tiles_with_hash WHERE tile_hash IS NOT NULL AND tile_hash != ''`;
+}
+
 /** Whether a schema stores an MD5 per tile that can stand for its bytes in a comparison. */
 export const storesHash = (schema: MbtilesSchema) => schema === 'flat-with-hash' || schema === 'normalized';
 
@@ -168,9 +177,22 @@ export function insertTiles(db: Db, schema: MbtilesSchema, select: string, mode:
   }
 }
 
-/** Removes the images no position names any more (normalized). */
+/**
+ * Notes the images the positions of `positions` (a select of zoom_level, tile_column, tile_row) name now, before
+ * they are overwritten or deleted: the only images a patch can leave unnamed (normalized; else nothing).
+ */
+export function noteImagesAt(db: Db, schema: MbtilesSchema, positions: string): void {
+  if (schema !== 'normalized') return;
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS replaced_images (tile_id TEXT); DELETE FROM temp.replaced_images');
+  db.prepare(`INSERT INTO temp.replaced_images SELECT m.tile_id FROM map m JOIN (${positions}) p ON p.zoom_level = m.zoom_level AND p.tile_column = m.tile_column AND p.tile_row = m.tile_row`).run();
+}
+
+/**
+ * Removes the images noted by noteImagesAt that no position names any more. Only those are looked at: a scan of
+ * `images` would read every tile's bytes.
+ */
 export function dropUnusedImages(db: Db, schema: MbtilesSchema): void {
-  if (schema === 'normalized') db.prepare('DELETE FROM images WHERE NOT EXISTS (SELECT 1 FROM map WHERE map.tile_id = images.tile_id)').run();
+  if (schema === 'normalized') db.prepare('DELETE FROM images WHERE tile_id IN (SELECT tile_id FROM temp.replaced_images) AND NOT EXISTS (SELECT 1 FROM map WHERE map.tile_id = images.tile_id)').run();
 }
 
 export function attach(db: Db, file: string, as: string): void {

@@ -6,7 +6,7 @@
 // of an unchanged tile.
 import { existsSync, rmSync } from 'node:fs';
 import { aggTilesHash } from './agg-hash.js';
-import { AFTER, AGG, attach, BEFORE, createArchive, insertTiles, MbtilesError, metaGet, metaSet, openArchive, storesHash, tileSelect, type OpenArchive, type WritableSchema } from './archive.js';
+import { AFTER, AGG, attach, BEFORE, createArchive, hashSelect, insertTiles, MbtilesError, metaGet, metaSet, openArchive, storesHash, tileSelect, type OpenArchive, type WritableSchema } from './archive.js';
 import type { Progress } from './progress.js';
 
 export interface DiffResult {
@@ -39,15 +39,27 @@ export function diff(oldFile: string, newFile: string, out: string, force: boole
     const needHash = schema !== 'flat';
     const o = tileSelect('a', oldA.schema, false);
     const n = tileSelect('b', newA.schema, needHash && !byHash);
-    const same = byHash ? 'o.tile_hash IS n.tile_hash' : 'o.tile_data IS n.tile_data';
+    const same = 'o.tile_data IS n.tile_data';
     const pos = (p: string, q: string) => `${p}.zoom_level = ${q}.zoom_level AND ${p}.tile_column = ${q}.tile_column AND ${p}.tile_row = ${q}.tile_row`;
     let changed = 0;
     let deleted = 0;
     db.transaction(() => {
-      // New or changed in NEW (each NEW row looks its position up in OLD's index).
-      changed = insertTiles(db, schema, `SELECT n.* FROM (${n}) n LEFT JOIN (${o}) o ON ${pos('o', 'n')} WHERE n.tile_data IS NOT NULL AND (o.zoom_level IS NULL OR NOT (${same}))`, '');
-      // Gone from NEW: deletion markers.
-      deleted = insertTiles(db, schema, `SELECT o.zoom_level, o.tile_column, o.tile_row, NULL AS tile_data, NULL AS tile_hash FROM (${o}) o WHERE NOT EXISTS (SELECT 1 FROM (${n}) n WHERE ${pos('n', 'o')} AND n.tile_data IS NOT NULL)`, '');
+      if (byHash) {
+        // Both store MD5s: the positions are compared on them alone (normalized: on `map`, no image read), and
+        // only the changed tiles' bytes are read, by key.
+        const oh = hashSelect('a', oldA.schema);
+        const nh = hashSelect('b', newA.schema);
+        db.exec('CREATE TEMP TABLE changed (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, PRIMARY KEY (zoom_level, tile_column, tile_row))');
+        db.prepare(`INSERT INTO temp.changed SELECT n.zoom_level, n.tile_column, n.tile_row FROM (${nh}) n LEFT JOIN (${oh}) o ON ${pos('o', 'n')} WHERE o.zoom_level IS NULL OR o.tile_hash IS NOT n.tile_hash`).run();
+        changed = insertTiles(db, schema, `SELECT n.* FROM temp.changed c JOIN (${n}) n ON ${pos('n', 'c')}`, '');
+        deleted = insertTiles(db, schema, `SELECT o.zoom_level, o.tile_column, o.tile_row, NULL AS tile_data, NULL AS tile_hash FROM (${oh}) o WHERE NOT EXISTS (SELECT 1 FROM (${nh}) n WHERE ${pos('n', 'o')})`, '');
+        db.exec('DROP TABLE temp.changed');
+      } else {
+        // New or changed in NEW (each NEW row looks its position up in OLD's index).
+        changed = insertTiles(db, schema, `SELECT n.* FROM (${n}) n LEFT JOIN (${o}) o ON ${pos('o', 'n')} WHERE n.tile_data IS NOT NULL AND (o.zoom_level IS NULL OR NOT (${same}))`, '');
+        // Gone from NEW: deletion markers.
+        deleted = insertTiles(db, schema, `SELECT o.zoom_level, o.tile_column, o.tile_row, NULL AS tile_data, NULL AS tile_hash FROM (${o}) o WHERE NOT EXISTS (SELECT 1 FROM (${n}) n WHERE ${pos('n', 'o')} AND n.tile_data IS NOT NULL)`, '');
+      }
       // Metadata: changed or added with the new value, removed as NULL (the hashes are written below).
       const hasMeta = (s: string) => metaTable(db, s);
       const rows = (s: string) => (hasMeta(s) ? (db.prepare(`SELECT name, value FROM "${s}".metadata WHERE name IS NOT NULL`).all() as { name: string; value: unknown }[]) : []);
