@@ -172,6 +172,17 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     return m;
   };
 
+  /** The start of a PUT or PATCH: the table and grant, the feature id, the If-Match condition, the JSON body. */
+  const beginChange = async (c: Context, types: string[]) => {
+    const begun = begin(c);
+    if (begun instanceof Response) return begun;
+    const cond = conditionOf(c, begun.t);
+    if (cond instanceof Response) return cond;
+    const body = await jsonBody(c, ctx.holder.current, types);
+    if (body instanceof Response) return body;
+    return { ...begun, fid: param(c, 'fid'), cond, body };
+  };
+
   /** Writes with `outcome` done, or the 404/412 of a write that found no such feature or another version. */
   const settle = async (c: Context, t: Table, fid: string, o: WriteOutcome, action: string, who: { name: string; via: string }, answer: (etag: string) => Promise<Response> | Response): Promise<Response> => {
     if (o.kind === 'missing') return refusal(c, 404, 'Feature not found', `collection "${t.id}" has no feature "${fid}"`);
@@ -241,14 +252,9 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     },
     async (c) => {
       const state = ctx.holder.current;
-      const begun = begin(c);
+      const begun = await beginChange(c, FEATURE_TYPES);
       if (begun instanceof Response) return begun;
-      const { t, who } = begun;
-      const fid = param(c, 'fid');
-      const cond = conditionOf(c, t);
-      if (cond instanceof Response) return cond;
-      const body = await jsonBody(c, state, FEATURE_TYPES);
-      if (body instanceof Response) return body;
+      const { t, who, fid, cond, body } = begun;
       const checked = checkFeature(body.doc, writeSchema(t.source.features));
       if (!checked.ok) return refusal(c, 400, 'Invalid feature', `${checked.member}: ${checked.detail}`, { member: checked.member });
       if (checked.value.id !== undefined && checked.value.id !== fid) return refusal(c, 400, 'Invalid feature', `id: the body's id "${checked.value.id}" is not the feature "${fid}" of the URL (an id cannot be changed)`, { member: 'id' });
@@ -277,14 +283,9 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     },
     async (c) => {
       const state = ctx.holder.current;
-      const begun = begin(c);
+      const begun = await beginChange(c, PATCH_TYPES);
       if (begun instanceof Response) return begun;
-      const { t, who } = begun;
-      const fid = param(c, 'fid');
-      const cond = conditionOf(c, t);
-      if (cond instanceof Response) return cond;
-      const body = await jsonBody(c, state, PATCH_TYPES);
-      if (body instanceof Response) return body;
+      const { t, who, fid, cond, body } = begun;
       const patch = body.doc;
       if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return refusal(c, 400, 'Invalid patch', '(body): a JSON Merge Patch of a feature is an object', { member: '(body)' });
       const given = tagOf(cond);
