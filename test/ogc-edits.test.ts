@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { hashKey } from '../src/auth/keys.js';
 import { scopeOf } from '../src/auth/jwt.js';
 import { WRITE_CONFORMANCE } from '../src/ogc/documents.js';
@@ -132,6 +133,11 @@ describe('what the service declares', () => {
     const api = (await call('GET', '/openapi.json')).json();
     assert.ok(api.paths['/ogc/collections/{collectionId}/items'].post, 'POST items documented');
     assert.ok(api.paths['/ogc/collections/{collectionId}/items/{featureId}'].patch, 'PATCH item documented');
+    // The OpenAPI 3.0 document (the oas30 classes) with the write operations is still a valid one.
+    const api30 = (await call('GET', '/ogc/api', undefined, { accept: 'application/vnd.oai.openapi+json;version=3.0' })).json();
+    assert.ok(api30.paths['/ogc/collections/{collectionId}/items'].post);
+    const valid = await new Validator().validate(api30);
+    assert.equal(valid.valid, true, JSON.stringify(valid.errors)?.slice(0, 2000));
     const w = await call('OPTIONS', '/ogc/collections/edits/items/1');
     assert.equal(w.status, 204);
     assert.deepEqual(w.headers.get('allow')?.split(', '), ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);

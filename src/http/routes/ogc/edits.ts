@@ -278,7 +278,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
       tag: 'OGC API',
       description: 'Members set to null are removed (a property: set to null); objects merge member by member; anything else replaces. With If-Match, only while the feature still has that ETag.',
       params: FEATURE_PARAMS,
-      body: { contentType: 'application/merge-patch+json', schema: v.record(v.string(), v.unknown()) },
+      body: { contentType: 'application/merge-patch+json', schema: v.unknown() },
       responses: { ...STORED, ...WRITE_ERRORS, ...CONDITIONAL },
     },
     async (c) => {
