@@ -43,6 +43,7 @@ import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.j
 import { BROWSE, percentile, seededRandom, type BrowseSettings } from './k6/browse-scenario.js';
 import { ChildServer, cpuByKind, envNumber, fmt, formatCpuSplit, freePort, httpGet, ROOT, table, treePss, groupRssBytes, type CpuSplit } from './lib.js';
 import { browseUser, cityBrowse, emptyRecord, zoomsOf, type BrowseRecord } from './live-browse.js';
+import { expireList } from './live-list.js';
 import { BUILDINGS, CITY_TILE, cityPostgresToml, LIVE_STYLE, startCity, startWriter, type City } from './live-city.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
@@ -252,42 +253,8 @@ function printBrowseRuns(runs: BrowseRun[]): void {
 
 // ---------------------------------------------------------------- list
 
-/**
- * An osm2pgsql-like list of exactly `lines` lines: every z14-z17 tile under a square of z13 tiles around the city
- * (about 80 % of the lines), and tiles of z14-z17 scattered over the world, one every few lines of the cluster.
- */
-function expireList(lines: number): Buffer {
-  const perZ13 = 4 + 16 + 64 + 256;
-  const side = Math.max(1, Math.floor(Math.sqrt((0.8 * lines) / perZ13)));
-  const x0 = CITY_TILE.x - Math.floor(side / 2);
-  const y0 = CITY_TILE.y - Math.floor(side / 2);
-  const cluster: string[] = [];
-  for (let z = 14; z <= 17 && cluster.length < lines; z++) {
-    const f = 2 ** (z - 13);
-    for (let y = y0 * f; y < (y0 + side) * f; y++) for (let x = x0 * f; x < (x0 + side) * f; x++) cluster.push(`${z}/${x}/${y}`);
-  }
-  const rnd = seededRandom(SEED);
-  const scattered = lines - Math.min(cluster.length, lines);
-  const every = scattered > 0 ? Math.max(1, Math.floor(cluster.length / scattered)) : Infinity;
-  const out: string[] = [];
-  let left = scattered;
-  for (let i = 0; i < cluster.length && out.length < lines; i++) {
-    out.push(cluster[i]);
-    if (left > 0 && i % every === every - 1) {
-      const z = 14 + Math.floor(rnd() * 4);
-      out.push(`${z}/${Math.floor(rnd() * 2 ** z)}/${Math.floor(rnd() * 2 ** z)}`);
-      left--;
-    }
-  }
-  while (out.length < lines) {
-    const z = 14 + Math.floor(rnd() * 4);
-    out.push(`${z}/${Math.floor(rnd() * 2 ** z)}/${Math.floor(rnd() * 2 ** z)}`);
-  }
-  return Buffer.from(out.slice(0, lines).join('\n') + '\n');
-}
-
 async function listPart(city: City): Promise<void> {
-  const list = expireList(LIST_LINES);
+  const list = expireList(LIST_LINES, SEED);
   const s = await startServer('list', cityServerToml(city, false));
   try {
     const pid = s.child.proc.pid!;
