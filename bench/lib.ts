@@ -308,6 +308,31 @@ export function groupCpuSeconds(pgid: number): number | undefined {
   return groupStats(pgid).reduce((ticks, f) => ticks + Number(f[11]) + Number(f[12]), 0) / clockTicks;
 }
 
+/**
+ * Resident memory (bytes) of each live process of a process group, from /proc (Linux), by pid, with what it is:
+ * "primary" (the group's leader), "worker" (a node process it forked) or the command name of anything else.
+ */
+export function groupRssByProcess(pgid: number): Map<number, { kind: string; rss: number }> {
+  const out = new Map<number, { kind: string; rss: number }>();
+  if (process.platform !== 'linux') return out;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(f[2]) !== pgid) continue;
+    const pid = Number(entry);
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const kind = pid === pgid ? 'primary' : Number(f[1]) === pgid && comm.startsWith('node') ? 'worker' : comm;
+    out.set(pid, { kind, rss: Number(f[21]) * 4096 });
+  }
+  return out;
+}
+
 /** Resident memory (bytes) of every live process of a process group, from /proc (Linux): `rss` pages of each. */
 export function groupRssBytes(pgid: number): number | undefined {
   if (process.platform !== 'linux') return undefined;
