@@ -19,7 +19,7 @@ export interface MachineExpiries {
 }
 
 /** `toWorkers`: how a cluster's primary hands each batch to its workers (absent in a single process). */
-export function startMachineExpiries(config: Config, log: Logger, toWorkers?: (batch: ExpiryBatch, encoded: Buffer) => void): MachineExpiries {
+export function startMachineExpiries(config: Config, log: Logger, toWorkers?: (batch: ExpiryBatch, encoded: Buffer, written: Promise<boolean>) => void): MachineExpiries {
   expiries.maxTiles = config.cache.expiry_max_tiles;
   const journal = new ExpiryJournal(resolvedCacheDir({ config }), expiries, config.cache.expiry_journal_max_mb * 2 ** 20, log, (bytes) => (machineFigures.journalBytes = bytes));
   const hub = new MachineHub(journal, { workers: toWorkers });
