@@ -283,7 +283,12 @@ let clockTicks: number | undefined;
  * state (0), ppid, pgrp (2), ... utime (11), stime (12), ... rss in pages (21).
  */
 function groupStats(pgid: number): string[][] {
-  const out: string[][] = [];
+  return groupProcesses(pgid).map((p) => p.fields);
+}
+
+/** Each live process of a process group: its pid, command name and /proc stat fields after the name (Linux). */
+function groupProcesses(pgid: number): { pid: number; comm: string; fields: string[] }[] {
+  const out: { pid: number; comm: string; fields: string[] }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -293,7 +298,7 @@ function groupStats(pgid: number): string[][] {
       continue; // exited meanwhile
     }
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(f[2]) === pgid) out.push(f);
+    if (Number(f[2]) === pgid) out.push({ pid: Number(entry), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), fields: f });
   }
   return out;
 }
@@ -315,18 +320,7 @@ export function groupCpuSeconds(pgid: number): number | undefined {
 export function groupRssByProcess(pgid: number): Map<number, { kind: string; rss: number }> {
   const out = new Map<number, { kind: string; rss: number }>();
   if (process.platform !== 'linux') return out;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue; // exited meanwhile
-    }
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(f[2]) !== pgid) continue;
-    const pid = Number(entry);
-    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+  for (const { pid, comm, fields: f } of groupProcesses(pgid)) {
     const kind = pid === pgid ? 'primary' : Number(f[1]) === pgid && comm.startsWith('node') ? 'worker' : comm;
     out.set(pid, { kind, rss: Number(f[21]) * 4096 });
   }
