@@ -132,14 +132,3 @@ function lowerBound(sorted: Float64Array, key: number, from: number): number {
   return lo;
 }
 
-/** Two sorted arrays as one sorted array (repeats kept). */
-export function mergeSorted(a: Float64Array, b: Float64Array): Float64Array {
-  const out = new Float64Array(a.length + b.length);
-  let i = 0;
-  let j = 0;
-  let n = 0;
-  while (i < a.length && j < b.length) out[n++] = a[i] <= b[j] ? a[i++] : b[j++];
-  while (i < a.length) out[n++] = a[i++];
-  while (j < b.length) out[n++] = b[j++];
-  return out;
-}
