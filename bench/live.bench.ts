@@ -280,11 +280,21 @@ async function listPart(city: City): Promise<void> {
     const sampler = setInterval(() => (peak = Math.max(peak, sample('peak'))), 20);
     const cpu0 = s.child.cpuSeconds() ?? 0;
     const r = await post(`${s.admin}/__admin/expire?source=${BUILDINGS}`, list, 'text/plain');
+    const answered = performance.now();
     await new Promise((res) => setTimeout(res, 1000));
     clearInterval(sampler);
     const after = sample('after');
     const cpu = (s.child.cpuSeconds() ?? 0) - cpu0;
-    const m = await scrape(s).catch(() => undefined);
+    // The workers apply the batch after the answer (the primary sends it on): asked until each holds what the hub does.
+    let m = await scrape(s).catch(() => undefined);
+    const workers = [...each.values()].filter((e) => e.kind === 'worker' && e.after > 0).length;
+    for (let deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+      const hub = m?.value('expire_hub_index_tiles') ?? 0;
+      if (hub > 0 && m?.value('expire_index_tiles') === (workers || 1) * hub) break;
+      await new Promise((res) => setTimeout(res, 250));
+      m = await scrape(s).catch(() => undefined);
+    }
+    const workersMs = performance.now() - answered;
     const indexBytes = m?.value('expire_index_bytes');
     const hubBytes = m?.value('expire_hub_index_bytes');
     console.log(`expire list: ${fmt(LIST_LINES)} lines (${fmt(list.length / 1e6, 1)} MB, z14-z17, clustered around Dortmund plus scattered) POSTed to /__admin/expire?source=${BUILDINGS}`);
@@ -303,7 +313,8 @@ async function listPart(city: City): Promise<void> {
     console.log(table(rows).replace(/^/gm, '  '));
     console.log(
       `  the expiry index's own bytes: ${indexBytes === undefined ? '?' : fmt(indexBytes / 1e6, 1)} MB over the serving processes (expire_index_bytes), ` +
-        `${hubBytes === undefined ? '?' : fmt(hubBytes / 1e6, 1)} MB in the machine's hub (expire_hub_index_bytes; BENCH=expire-index splits one process's memory by heap and buffers)`,
+        `${hubBytes === undefined ? '?' : fmt(hubBytes / 1e6, 1)} MB in the machine's hub (expire_hub_index_bytes; BENCH=expire-index splits one process's memory by heap and buffers); ` +
+        `every worker held the batch ${fmt(workersMs)} ms after the answer (scraped every 250 ms after the first second)`,
     );
     console.log(`  server's live-data series:\n  ${await liveMetrics(s)}`);
     if (r.status !== 200) process.exitCode = 1;
