@@ -283,7 +283,12 @@ let clockTicks: number | undefined;
  * state (0), ppid, pgrp (2), ... utime (11), stime (12), ... rss in pages (21).
  */
 function groupStats(pgid: number): string[][] {
-  const out: string[][] = [];
+  return groupProcesses(pgid).map((p) => p.fields);
+}
+
+/** Each live process of a process group: its pid, command name and /proc stat fields after the name (Linux). */
+function groupProcesses(pgid: number): { pid: number; comm: string; fields: string[] }[] {
+  const out: { pid: number; comm: string; fields: string[] }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -293,7 +298,7 @@ function groupStats(pgid: number): string[][] {
       continue; // exited meanwhile
     }
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(f[2]) === pgid) out.push(f);
+    if (Number(f[2]) === pgid) out.push({ pid: Number(entry), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), fields: f });
   }
   return out;
 }
@@ -306,6 +311,20 @@ export function groupCpuSeconds(pgid: number): number | undefined {
   if (process.platform !== 'linux') return undefined;
   clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
   return groupStats(pgid).reduce((ticks, f) => ticks + Number(f[11]) + Number(f[12]), 0) / clockTicks;
+}
+
+/**
+ * Resident memory (bytes) of each live process of a process group, from /proc (Linux), by pid, with what it is:
+ * "primary" (the group's leader), "worker" (a node process it forked) or the command name of anything else.
+ */
+export function groupRssByProcess(pgid: number): Map<number, { kind: string; rss: number }> {
+  const out = new Map<number, { kind: string; rss: number }>();
+  if (process.platform !== 'linux') return out;
+  for (const { pid, comm, fields: f } of groupProcesses(pgid)) {
+    const kind = pid === pgid ? 'primary' : Number(f[1]) === pgid && comm.startsWith('node') ? 'worker' : comm;
+    out.set(pid, { kind, rss: Number(f[21]) * 4096 });
+  }
+  return out;
 }
 
 /** Resident memory (bytes) of every live process of a process group, from /proc (Linux): `rss` pages of each. */

@@ -41,8 +41,9 @@ import { parseScrape } from '../test/helpers/prom-text.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.js';
 import { BROWSE, percentile, seededRandom, type BrowseSettings } from './k6/browse-scenario.js';
-import { ChildServer, cpuByKind, envNumber, fmt, formatCpuSplit, freePort, httpGet, ROOT, table, treePss, groupRssBytes, type CpuSplit } from './lib.js';
+import { ChildServer, cpuByKind, envNumber, fmt, formatCpuSplit, freePort, httpGet, ROOT, table, treePss, groupRssByProcess, type CpuSplit } from './lib.js';
 import { browseUser, cityBrowse, emptyRecord, zoomsOf, type BrowseRecord } from './live-browse.js';
+import { expireList } from './live-list.js';
 import { BUILDINGS, CITY_TILE, cityPostgresToml, LIVE_STYLE, startCity, startWriter, type City } from './live-city.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
@@ -252,65 +253,68 @@ function printBrowseRuns(runs: BrowseRun[]): void {
 
 // ---------------------------------------------------------------- list
 
-/**
- * An osm2pgsql-like list of exactly `lines` lines: every z14-z17 tile under a square of z13 tiles around the city
- * (about 80 % of the lines), and tiles of z14-z17 scattered over the world, one every few lines of the cluster.
- */
-function expireList(lines: number): Buffer {
-  const perZ13 = 4 + 16 + 64 + 256;
-  const side = Math.max(1, Math.floor(Math.sqrt((0.8 * lines) / perZ13)));
-  const x0 = CITY_TILE.x - Math.floor(side / 2);
-  const y0 = CITY_TILE.y - Math.floor(side / 2);
-  const cluster: string[] = [];
-  for (let z = 14; z <= 17 && cluster.length < lines; z++) {
-    const f = 2 ** (z - 13);
-    for (let y = y0 * f; y < (y0 + side) * f; y++) for (let x = x0 * f; x < (x0 + side) * f; x++) cluster.push(`${z}/${x}/${y}`);
-  }
-  const rnd = seededRandom(SEED);
-  const scattered = lines - Math.min(cluster.length, lines);
-  const every = scattered > 0 ? Math.max(1, Math.floor(cluster.length / scattered)) : Infinity;
-  const out: string[] = [];
-  let left = scattered;
-  for (let i = 0; i < cluster.length && out.length < lines; i++) {
-    out.push(cluster[i]);
-    if (left > 0 && i % every === every - 1) {
-      const z = 14 + Math.floor(rnd() * 4);
-      out.push(`${z}/${Math.floor(rnd() * 2 ** z)}/${Math.floor(rnd() * 2 ** z)}`);
-      left--;
-    }
-  }
-  while (out.length < lines) {
-    const z = 14 + Math.floor(rnd() * 4);
-    out.push(`${z}/${Math.floor(rnd() * 2 ** z)}/${Math.floor(rnd() * 2 ** z)}`);
-  }
-  return Buffer.from(out.slice(0, lines).join('\n') + '\n');
-}
-
 async function listPart(city: City): Promise<void> {
-  const list = expireList(LIST_LINES);
+  const list = expireList(LIST_LINES, SEED);
   const s = await startServer('list', cityServerToml(city, false));
   try {
     const pid = s.child.proc.pid!;
-    // A settled baseline: a few readings a moment apart, the largest taken.
+    // A settled baseline: a few readings a moment apart, the largest taken (the sum, and each process's).
     let before = 0;
+    const each = new Map<number, { kind: string; before: number; peak: number; after: number }>();
+    const sample = (field: 'before' | 'peak' | 'after') => {
+      let sum = 0;
+      for (const [p, { kind, rss }] of groupRssByProcess(pid)) {
+        sum += rss;
+        let e = each.get(p);
+        if (!e) each.set(p, (e = { kind, before: 0, peak: 0, after: 0 }));
+        e[field] = field === 'after' ? rss : Math.max(e[field], rss);
+        if (field === 'before') e.peak = Math.max(e.peak, rss);
+      }
+      return sum;
+    };
     for (let i = 0; i < 5; i++) {
-      before = Math.max(before, groupRssBytes(pid) ?? 0);
+      before = Math.max(before, sample('before'));
       await new Promise((r) => setTimeout(r, 200));
     }
     let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, groupRssBytes(pid) ?? 0)), 20);
+    const sampler = setInterval(() => (peak = Math.max(peak, sample('peak'))), 20);
     const cpu0 = s.child.cpuSeconds() ?? 0;
     const r = await post(`${s.admin}/__admin/expire?source=${BUILDINGS}`, list, 'text/plain');
+    const answered = performance.now();
     await new Promise((res) => setTimeout(res, 1000));
     clearInterval(sampler);
-    const after = groupRssBytes(pid) ?? 0;
+    const after = sample('after');
     const cpu = (s.child.cpuSeconds() ?? 0) - cpu0;
+    // The workers apply the batch after the answer (the primary sends it on): asked until each holds what the hub does.
+    let m = await scrape(s).catch(() => undefined);
+    const workers = [...each.values()].filter((e) => e.kind === 'worker' && e.after > 0).length;
+    for (let deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+      const hub = m?.value('expire_hub_index_tiles') ?? 0;
+      if (hub > 0 && m?.value('expire_index_tiles') === (workers || 1) * hub) break;
+      await new Promise((res) => setTimeout(res, 250));
+      m = await scrape(s).catch(() => undefined);
+    }
+    const workersMs = performance.now() - answered;
+    const indexBytes = m?.value('expire_index_bytes');
+    const hubBytes = m?.value('expire_hub_index_bytes');
     console.log(`expire list: ${fmt(LIST_LINES)} lines (${fmt(list.length / 1e6, 1)} MB, z14-z17, clustered around Dortmund plus scattered) POSTed to /__admin/expire?source=${BUILDINGS}`);
     console.log(`  answer: ${r.status} ${r.body.slice(0, 200)}`);
     console.log(`  time to the answer: ${fmt(r.ms)} ms (target < 2,000); server CPU ${fmt(cpu, 2)} s`);
     console.log(
       `  server RSS (every process): ${fmt(before / 1e6)} MB before, peak ${fmt(peak / 1e6)} MB (+${fmt((peak - before) / 1e6)} MB, target < 150), ` +
         `${fmt(after / 1e6)} MB 1 s after the answer (+${fmt((after - before) / 1e6)} MB kept)`,
+    );
+    // Each process's own peak (they need not peak at once: their sum can pass the group's peak).
+    const rows = [['process', 'pid', 'RSS before MB', 'peak MB', 'peak extra MB', '1 s after MB', 'kept MB']];
+    for (const [p, e] of [...each].sort((a, b) => (a[1].kind === 'primary' ? -1 : b[1].kind === 'primary' ? 1 : a[0] - b[0]))) {
+      if (e.before === 0 && e.after === 0) continue;
+      rows.push([e.kind, String(p), fmt(e.before / 1e6, 1), fmt(e.peak / 1e6, 1), fmt((e.peak - e.before) / 1e6, 1), fmt(e.after / 1e6, 1), fmt((e.after - e.before) / 1e6, 1)]);
+    }
+    console.log(table(rows).replace(/^/gm, '  '));
+    console.log(
+      `  the expiry index's own bytes: ${indexBytes === undefined ? '?' : fmt(indexBytes / 1e6, 1)} MB over the serving processes (expire_index_bytes), ` +
+        `${hubBytes === undefined ? '?' : fmt(hubBytes / 1e6, 1)} MB in the machine's hub (expire_hub_index_bytes; BENCH=expire-index splits one process's memory by heap and buffers); ` +
+        `every worker held the batch ${fmt(workersMs)} ms after the answer (scraped every 250 ms after the first second)`,
     );
     console.log(`  server's live-data series:\n  ${await liveMetrics(s)}`);
     if (r.status !== 200) process.exitCode = 1;

@@ -113,9 +113,18 @@ describe('one machine, two workers', () => {
 
     // A batch given after the replacement started reaches it too.
     await expire(m, ['8/100/100']);
-    await waitFor('both workers to hold the second expiry', async () => {
+    const second = await waitFor('both workers to hold the second expiry', async () => {
       const s = await sizes(m);
       return s && s.hub > held.hub && s.processes === 2 * s.hub ? s : undefined;
+    }, T);
+
+    // A batch of several parts (every zoom-9 tile: 2 MB of keys in 1 MiB parts), sent one part after another.
+    const z9: string[] = [];
+    for (let x = 0; x < 512; x++) for (let y = 0; y < 512; y++) z9.push(`9/${x}/${y}`);
+    await expire(m, z9);
+    await waitFor('both workers to hold the batch of several parts', async () => {
+      const s = await sizes(m);
+      return s && s.hub >= second.hub + z9.length && s.processes === 2 * s.hub ? s : undefined;
     }, T);
   });
 });

@@ -1,9 +1,11 @@
 // The expiry index against a plain reading of what an expiry means: a tile is stale when an expired tile's area
 // meets its own (one is inside the other), at the latest such expiry's time; tiles outside a batch's zoom band keep
-// theirs. Also the batch encoding and the coarsening bound.
+// theirs. Also the batch encoding and the coarsening bound. The index holds only the expired tiles and reads a
+// tile's expired descendants as key ranges (src/expire/key-times.ts): the larger cases below mix many expiry
+// times, fill its small level past its bound and reach over many of its blocks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fc from 'fast-check';
+import fc from './helpers/fast-check.js';
 import { AreaTimes, unique } from '../src/expire/area-times.js';
 import { decodeBatch, encodeBatch, type ExpiryBatch } from '../src/expire/batch.js';
 import { Expiries } from '../src/expire/expiries.js';
@@ -106,9 +108,123 @@ test('a million scattered tiles at zoom 14 are recorded in bounded memory', () =
   const rand = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
   for (let i = 0; i < keys.length; i++) keys[i] = tileKey(14, Math.floor(rand() * 2 ** 14), Math.floor(rand() * 2 ** 14));
   keys.sort();
+  const tiles = unique(keys);
   const index = new AreaTimes();
-  index.add(unique(keys), 1);
-  // 16 bytes a tile, ancestors included (scattered tiles have about as many ancestors per zoom down to zoom 10).
-  assert.ok(index.size < 6_000_000, `${index.size} entries`);
-  assert.equal(index.expiredAt(...(keyTile(keys[500]) as Tile)), 1);
+  index.add(tiles, 1);
+  // The expired tiles only (their ancestors are found through them), about 12 bytes each.
+  assert.equal(index.size, tiles.length);
+  assert.ok(index.bytes < 12.5 * tiles.length, `${index.bytes} bytes for ${tiles.length} tiles`);
+  assert.equal(index.expiredAt(...(keyTile(tiles[500]) as Tile)), 1);
+  assert.equal(index.expiredAt(0, 0, 0), 1);
+});
+
+/** Brute force: the latest time of the expired tiles (key -> time) whose area meets `probe`'s. */
+function modelAt(expired: Map<number, number>, probe: Tile): number {
+  let want = 0;
+  for (const [k, t] of expired) if (t > want && overlaps(keyTile(k) as Tile, probe)) want = t;
+  return want;
+}
+
+/** Batches as (tiles, time) pairs applied to an index and to the model (a key keeps its latest time). */
+function applyAll(batches: { tiles: Tile[]; at: number }[]): { index: AreaTimes; expired: Map<number, number> } {
+  const index = new AreaTimes();
+  const expired = new Map<number, number>();
+  for (const { tiles, at } of batches) {
+    const keys = keysOf(tiles);
+    index.add(keys, at);
+    for (const k of keys) expired.set(k, Math.max(expired.get(k) ?? 0, at));
+  }
+  return { index, expired };
+}
+
+const timedBatches = (maxZoom: number, maxTiles: number, maxBatches: number) =>
+  fc.array(fc.record({ tiles: fc.array(tileArb(maxZoom), { minLength: 1, maxLength: maxTiles }), at: fc.integer({ min: 1, max: 40 }) }), { minLength: 1, maxLength: maxBatches });
+
+test('batches of mixed zooms at mixed times, in any order: each tile gets the latest time whose area meets its own', () => {
+  fc.assert(
+    fc.property(timedBatches(12, 40, 12), fc.array(tileArb(14), { minLength: 1, maxLength: 40 }), (batches, probes) => {
+      const { index, expired } = applyAll(batches);
+      for (const p of [...probes, ...batches[0].tiles]) assert.equal(index.expiredAt(...p), modelAt(expired, p), `tile ${p.join('/')}`);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('large batches (past the small level, over many blocks) at mixed times answer as the model does', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), (seed) => {
+      let s = seed;
+      const rand = () => ((s = (s * 48271) % 2147483647) / 2147483647);
+      const tile = (z: number): Tile => [z, Math.floor(rand() * 2 ** z), Math.floor(rand() * 2 ** z)];
+      // Dense at zooms 9 and 10 (whole blocks of neighbours), sparse elsewhere; one batch beyond the small level.
+      const batches: { tiles: Tile[]; at: number }[] = [];
+      for (let b = 0; b < 14; b++) {
+        const n = b === 3 ? 40_000 : Math.floor(rand() * 3_000);
+        batches.push({ tiles: Array.from({ length: n }, () => tile(b % 3 === 0 ? 10 : b % 3 === 1 ? 9 : Math.floor(rand() * 13))), at: 1 + Math.floor(rand() * 1_000) });
+      }
+      const { index, expired } = applyAll(batches);
+      // A key may stand in both levels until they merge: never fewer entries than tiles.
+      assert.ok(index.size >= expired.size, `${index.size} entries for ${expired.size} tiles`);
+      const probes = [...Array.from({ length: 40 }, () => tile(Math.floor(rand() * 14))), ...Array.from({ length: 10 }, () => tile(Math.floor(rand() * 5)))];
+      for (const p of probes) assert.equal(index.expiredAt(...p), modelAt(expired, p), `tile ${p.join('/')}`);
+    }),
+    { numRuns: 4 },
+  );
+});
+
+test('coarsening at mixed times: more tiles stale, none at an earlier time, the bound kept', () => {
+  fc.assert(
+    fc.property(timedBatches(10, 30, 6), fc.integer({ min: 1, max: 60 }), fc.array(tileArb(12), { maxLength: 30 }), (batches, bound, probes) => {
+      const { index: exact } = applyAll(batches);
+      const { index: bounded } = applyAll(batches);
+      bounded.coarsen(bound);
+      assert.ok(bounded.size <= Math.max(bound, 1), `${bounded.size} entries, bound ${bound}`);
+      for (const p of [...probes, ...batches.flatMap((b) => b.tiles)]) assert.ok(bounded.expiredAt(...p) >= exact.expiredAt(...p), `tile ${p.join('/')}`);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test("an index rebuilt from its snapshot (the journal's compaction) answers as the index did, coarsened or not", () => {
+  fc.assert(
+    fc.property(timedBatches(11, 30, 8), fc.boolean(), fc.array(tileArb(13), { minLength: 1, maxLength: 30 }), (batches, coarse, probes) => {
+      const e = new Expiries();
+      e.maxTiles = coarse ? 25 : 4_000_000;
+      batches.forEach(({ tiles, at }, i) => e.apply({ id: `b${i}`, at, sources: ['s'], tiles: keysOf(tiles), band: { min: 0, max: Infinity }, input: 'list' }));
+      const rebuilt = new Expiries();
+      let n = 0;
+      for (const { source, band, keys, times } of e.snapshot()) {
+        const byTime = new Map<number, number[]>();
+        keys.forEach((k, i) => byTime.set(times[i], [...(byTime.get(times[i]) ?? []), k]));
+        for (const [at, list] of byTime) rebuilt.apply({ id: `r${++n}`, at, sources: [source], tiles: Float64Array.from(list), band, input: 'list' });
+      }
+      for (const p of probes) assert.equal(rebuilt.expiredAt(['s'], ...p), e.expiredAt(['s'], ...p), `tile ${p.join('/')}`);
+    }),
+    { numRuns: 200 },
+  );
+});
+
+test('a late tile among a large level of earlier ones is found from any tile around it (the block maxima)', () => {
+  // 65,536 tiles of zoom 10 expired at 1 (one large level), then one batch, large too, at 5: 40 tiles among them
+  // and 33,000 of zoom 12 far away (under 1/1/1), so that the ranges asked hold one late entry among thousands.
+  const early: Tile[] = [];
+  for (let x = 0; x < 256; x++) for (let y = 0; y < 256; y++) early.push([10, x, y]);
+  let s = 7;
+  const rand = () => ((s = (s * 48271) % 2147483647) / 2147483647);
+  const late: Tile[] = Array.from({ length: 40 }, () => [10, Math.floor(rand() * 256), Math.floor(rand() * 256)]);
+  const far: Tile[] = Array.from({ length: 33_000 }, (_, i) => [12, 2048 + (i % 2048), 2048 + Math.floor(i / 2048)]);
+  const index = new AreaTimes();
+  index.add(keysOf(early), 1);
+  index.add(keysOf([...late, ...far]), 5);
+  let checked = 0;
+  for (let z = 2; z <= 12; z++) {
+    const n = 2 ** (z - 2);
+    for (let i = 0; i < 60; i++) {
+      const p: Tile = [z, Math.floor(rand() * n), Math.floor(rand() * n)];
+      const want = late.some((t) => overlaps(t, p)) ? 5 : 1;
+      assert.equal(index.expiredAt(...p), want, `tile ${p.join('/')}`);
+      checked += want === 5 ? 1 : 0;
+    }
+  }
+  assert.ok(checked > 50, `${checked} probes met a late tile`);
 });

@@ -4,9 +4,15 @@
 //
 // A worker starting (or replacing one that crashed) catches up in two steps: it first listens for batches and
 // says so (`expire-listening`), then reads the journal before it serves. The primary keeps, from the fork on,
-// what it would have sent to that worker, together with its last few batches (their journal writes may still be
-// under way when the worker reads), and sends them on `expire-listening`. Whatever the journal and these both
-// hold is applied once (batch ids).
+// what it would have sent to that worker, together with the batches not yet written to the journal when it
+// forked (the worker may read the file before their writes end), and sends them on `expire-listening`. Whatever
+// the journal and these both hold is applied once (batch ids). A batch leaves that set once its write ends: a
+// million-tile batch is not held for the next 32 batches, as it was (its 8 MB on top of the index's 12).
+//
+// The primary keeps a batch it sends as its encoded bytes (8 bytes a tile), and makes each part's base64 text
+// only when that part is sent, one part at a time per worker (the next once the last is written to the channel):
+// the text of a whole million-tile batch (11 MB, once per worker, and again inside the JSON of its messages) was
+// most of the primary's extra memory when such a batch arrived.
 import type { Worker } from 'node:cluster';
 import type { ExpiryBatch } from '../expire/batch.js';
 import { encodeBatch } from '../expire/batch.js';
@@ -17,13 +23,18 @@ import { expiryMetrics } from '../expire/metrics.js';
 import type { Logger } from '../log.js';
 import type { ExpirePart, ToPrimary, ToWorker } from './messages.js';
 
-/** Batches kept for a worker that forks now (their journal writes may not have reached the disk). */
+/** Batches kept for a worker that forks now at most (their journal writes have not ended, or failed). */
 const RECENT = 32;
 
-function partsOf(batch: ExpiryBatch, encoded: Buffer): ExpirePart[] {
-  const parts = splitParts(encoded);
-  return parts.map((p, i) => ({ type: 'expire', id: batch.id, part: i, parts: parts.length, data: p.toString('base64') }));
+/** A batch on its way to the workers: its parts are made as they are sent. */
+interface Outgoing {
+  id: string;
+  parts: Buffer[];
 }
+
+const outgoing = (batch: ExpiryBatch, encoded: Buffer): Outgoing => ({ id: batch.id, parts: splitParts(encoded) });
+
+const message = (o: Outgoing, i: number): ExpirePart => ({ type: 'expire', id: o.id, part: i, parts: o.parts.length, data: o.parts[i].toString('base64') });
 
 function received(assembler: PartAssembler, msg: ExpirePart): ExpiryBatch | undefined {
   return assembler.add({ id: msg.id, part: msg.part, parts: msg.parts, data: Buffer.from(msg.data, 'base64') });
@@ -32,9 +43,11 @@ function received(assembler: PartAssembler, msg: ExpirePart): ExpiryBatch | unde
 /** The primary's side. */
 export class PrimaryExpireRelay {
   private readonly live = new Set<Worker>();
-  private readonly pending = new Map<Worker, ExpirePart[][]>();
+  private readonly pending = new Map<Worker, Outgoing[]>();
   private readonly assemblers = new Map<Worker, PartAssembler>();
-  private readonly recent: ExpirePart[][] = [];
+  private readonly recent: Outgoing[] = [];
+  /** What each live worker has still to be sent, the first batch's next part first. */
+  private readonly queues = new Map<Worker, { queue: Outgoing[]; next: number; sending: boolean }>();
 
   constructor(
     /** The machine hub's `take` for a batch a worker accepted. */
@@ -69,23 +82,52 @@ export class PrimaryExpireRelay {
   }
 
   /** Hands a batch the machine took to every worker (the one it came from drops it by its id). */
-  toWorkers(batch: ExpiryBatch, encoded: Buffer): void {
-    const parts = partsOf(batch, encoded);
-    this.recent.push(parts);
+  toWorkers(batch: ExpiryBatch, encoded: Buffer, written: Promise<boolean>): void {
+    const o = outgoing(batch, encoded);
+    this.recent.push(o);
     if (this.recent.length > RECENT) this.recent.shift();
-    for (const list of this.pending.values()) list.push(parts);
-    for (const w of this.live) this.send(w, parts);
+    // A batch the journal holds is read there by a worker forked from now on. (One whose write failed stays
+    // until RECENT later batches push it out.)
+    void written.then((ok) => {
+      const i = this.recent.indexOf(o);
+      if (ok && i >= 0) this.recent.splice(i, 1);
+    });
+    for (const list of this.pending.values()) list.push(o);
+    for (const w of this.live) this.send(w, o);
   }
 
   exited(w: Worker): void {
     this.live.delete(w);
     this.pending.delete(w);
     this.assemblers.delete(w);
+    this.queues.delete(w);
   }
 
-  private send(w: Worker, parts: ExpirePart[]): void {
-    if (!w.isConnected()) return;
-    for (const p of parts) w.send(p satisfies ToWorker);
+  private send(w: Worker, o: Outgoing): void {
+    let q = this.queues.get(w);
+    if (!q) this.queues.set(w, (q = { queue: [], next: 0, sending: false }));
+    q.queue.push(o);
+    if (!q.sending) this.pump(w, q);
+  }
+
+  /** Sends the next part to `w`, and the one after it once that is written; in order, batch after batch. */
+  private pump(w: Worker, q: { queue: Outgoing[]; next: number; sending: boolean }): void {
+    const o = q.queue[0];
+    if (!o || this.queues.get(w) !== q || !w.isConnected()) {
+      q.sending = false;
+      return;
+    }
+    q.sending = true;
+    const msg = message(o, q.next);
+    if (++q.next === o.parts.length) {
+      q.queue.shift();
+      q.next = 0;
+    }
+    w.send(msg satisfies ToWorker, undefined, {}, (err) => {
+      // A worker gone meanwhile: its queue goes with it (exited).
+      if (err) q.sending = false;
+      else this.pump(w, q);
+    });
   }
 }
 
@@ -102,7 +144,8 @@ export class WorkerExpiryHub implements ExpiryHub {
     const stamped = stamp(batch);
     // Counted by the machine's hub when it takes the batch (once, however many workers found it).
     expiries.apply(stamped);
-    for (const p of partsOf(stamped, encodeBatch(stamped))) this.send(p);
+    const o = outgoing(stamped, encodeBatch(stamped));
+    for (let i = 0; i < o.parts.length; i++) this.send(message(o, i));
     return stamped;
   }
 

@@ -2,7 +2,13 @@
 // area. mod_tile's way, not an enumeration of cache entries: a cached product (a vector tile, a rendered tile at
 // any zoom, scale or format, a hillshade tile) compares the time it was made with this time, and is stale when
 // it is not newer. An expired tile covers every tile inside it (its descendants, looked up through their
-// ancestors) and makes every tile around it partly changed (its ancestors, recorded as "within" entries).
+// ancestors) and makes every tile around it partly changed (its ancestors, looked up through their descendants).
+//
+// Only the expired tiles are held (12 bytes each, key-times.ts). A lookup asks, for each zoom that holds
+// entries (zoomMask), the one key of the tile's ancestor there, or, for a deeper zoom, the one key range of its
+// descendants there (keys run zoom by zoom, in Z-order within a zoom: tile-key.ts). Holding the ancestors
+// instead ("within" entries) cost 2.6 entries per listed tile for an osm2pgsql list with a fifth of its tiles
+// scattered (each brings about 15 ancestors of its own), 41 MB a process for a million lines against 12 now.
 import { KeyTimes } from './key-times.js';
 import { MAX_KEY_ZOOM, keyZoom, parentKey, tileKey, zoomStart } from './tile-key.js';
 
@@ -14,13 +20,6 @@ export interface ZoomBand {
 
 export const ALL_ZOOMS: ZoomBand = { min: 0, max: Infinity };
 
-/** Unique parents of sorted keys of one zoom, sorted (Z-order keeps them in order: no sort needed). */
-function parentsOf(keys: Float64Array, z: number): Float64Array {
-  const out = new Float64Array(keys.length);
-  for (let i = 0; i < keys.length; i++) out[i] = parentKey(keys[i], z);
-  return unique(out);
-}
-
 /** A sorted array without repeats (in place, returned as a view). */
 export function unique(sorted: Float64Array): Float64Array {
   let n = 0;
@@ -28,59 +27,32 @@ export function unique(sorted: Float64Array): Float64Array {
   return sorted.subarray(0, n);
 }
 
-/** Sorted keys split by zoom (sorted keys come zoom by zoom: each zoom's keys follow all of the zoom before). */
-function byZoom(sorted: Float64Array): Map<number, Float64Array> {
-  const out = new Map<number, Float64Array>();
-  let start = 0;
-  while (start < sorted.length) {
-    const z = keyZoom(sorted[start]);
-    const next = z + 1 > MAX_KEY_ZOOM ? Infinity : zoomStart(z + 1);
-    let end = start;
-    while (end < sorted.length && sorted[end] < next) end++;
-    out.set(z, sorted.subarray(start, end));
-    start = end;
-  }
-  return out;
-}
-
 export class AreaTimes {
-  /** The whole tile's area changed. */
+  /** The expired tiles: the whole tile's area changed. */
   private readonly direct = new KeyTimes();
-  /** Part of the tile's area changed: it is an ancestor of a directly expired tile. */
-  private readonly within = new KeyTimes();
-  /** Bit z set: some direct entry has zoom z (a lookup asks only those zooms for ancestors). */
+  /** Bit z set: some entry has zoom z (a lookup asks only those zooms). */
   private zoomMask = 0;
 
   get size(): number {
-    return this.direct.size + this.within.size;
+    return this.direct.size;
+  }
+
+  /** Bytes of the arrays held. */
+  get bytes(): number {
+    return this.direct.bytes;
   }
 
   /** Records an expiry at `at` of the tiles `sorted` (ascending keys, no repeats, any mix of zooms). */
   add(sorted: Float64Array, at: number): void {
     if (!sorted.length) return;
     this.direct.addSorted(sorted, at);
-    const levels = byZoom(sorted);
-    for (const z of levels.keys()) this.zoomMask |= 2 ** z;
-    // From the deepest zoom up: the parents of a zoom's tiles (direct or not) are partly changed.
-    // Each zoom's parents fill a key range of their own below the zoom before: gathered, then merged in once.
-    let carried: Float64Array | undefined;
-    const parents: Float64Array[] = [];
-    let total = 0;
-    for (let z = Math.max(...levels.keys()); z > 0; z--) {
-      const own = levels.get(z);
-      const here = own && carried ? unique(mergeSorted(own, carried)) : (own ?? carried);
-      if (!here?.length) continue;
-      carried = parentsOf(here, z);
-      parents.push(carried);
-      total += carried.length;
+    // Keys run zoom by zoom: one step per zoom present.
+    for (let i = 0; i < sorted.length; ) {
+      const z = keyZoom(sorted[i]);
+      this.zoomMask |= 1 << z;
+      if (z === MAX_KEY_ZOOM) break;
+      i = lowerBound(sorted, zoomStart(z + 1), i);
     }
-    const all = new Float64Array(total);
-    let n = 0;
-    for (const p of parents.reverse()) {
-      all.set(p, n);
-      n += p.length;
-    }
-    this.within.addSorted(all, at);
   }
 
   /** The time of the last expiry touching tile z/x/y's area (0: none). Tiles deeper than the keys' are read coarser. */
@@ -91,66 +63,72 @@ export class AreaTimes {
       y = Math.floor(y / 2 ** shift);
       z = MAX_KEY_ZOOM;
     }
-    const own = tileKey(z, x, y);
-    let t = Math.max(this.direct.get(own), this.within.get(own));
-    for (let a = 0; a < z; a++) {
-      if (!(this.zoomMask & (2 ** a))) continue;
-      const shift = z - a;
-      const at = this.direct.get(tileKey(a, Math.floor(x / 2 ** shift), Math.floor(y / 2 ** shift)));
+    const mask = this.zoomMask;
+    const latest = this.direct.latest;
+    // The tile's place within its zoom (its Z-order index): an ancestor's is it divided by 4 per zoom up, the
+    // first descendant's it times 4 per zoom down. Most entries share a few times: the latest one ends the search.
+    const place = tileKey(z, x, y) - zoomStart(z);
+    let t = 0;
+    for (let a = 0; a <= z && t < latest; a++) {
+      if (!(mask & (1 << a))) continue;
+      const at = this.direct.get(zoomStart(a) + Math.floor(place / 4 ** (z - a)));
+      if (at > t) t = at;
+    }
+    for (let d = z + 1; d <= MAX_KEY_ZOOM && mask >>> d && t < latest; d++) {
+      if (!(mask & (1 << d))) continue;
+      const span = 4 ** (d - z);
+      const first = zoomStart(d) + place * span;
+      const at = this.direct.rangeMax(first, first + span);
       if (at > t) t = at;
     }
     return t;
   }
 
-  /** The directly expired tiles and their times, in key order (the "within" entries follow from them). */
+  /** The expired tiles and their times, in key order. */
   directEntries(): { keys: Float64Array; times: Float64Array } {
     return this.direct.entries();
   }
 
   /**
-   * Bounds the memory: while more than `maxTiles` entries are held, the deepest zoom's direct entries are replaced
-   * by their parents (a coarser area, expired at the latest of their times). Lookups then find more tiles stale,
-   * never fewer.
+   * Bounds the memory: while more than `maxTiles` entries are held, the deepest zoom's entries are replaced by
+   * their parents (a coarser area, expired at the latest of their times). Lookups then find more tiles stale,
+   * never fewer, and never at an earlier time.
    */
   coarsen(maxTiles: number): void {
     while (this.size > maxTiles) {
-      const { keys, times } = this.direct.entries();
+      const { keys, ranks } = this.direct.levelView();
       if (!keys.length) return;
       const deepest = keyZoom(keys[keys.length - 1]);
       if (deepest === 0) return;
-      const first = zoomStart(deepest);
-      let start = keys.length;
-      while (start > 0 && keys[start - 1] >= first) start--;
-      const moved = new Map<number, number>();
+      const start = lowerBound(keys, zoomStart(deepest), 0);
+      // Parents of sorted keys of one zoom come out sorted (Z-order): repeats are neighbours.
+      const parents = new Float64Array(keys.length - start);
+      const parentRanks = new Uint32Array(parents.length);
+      let n = 0;
       for (let i = start; i < keys.length; i++) {
-        const parent = parentKey(keys[i], deepest);
-        moved.set(parent, Math.max(moved.get(parent) ?? 0, times[i]));
+        const p = parentKey(keys[i], deepest);
+        if (n > 0 && parents[n - 1] === p) parentRanks[n - 1] = Math.max(parentRanks[n - 1], ranks[i]);
+        else {
+          parents[n] = p;
+          parentRanks[n++] = ranks[i];
+        }
       }
-      const kept = new Map<number, number>();
-      for (let i = 0; i < start; i++) kept.set(keys[i], times[i]);
-      for (const [k, t] of moved) kept.set(k, Math.max(kept.get(k) ?? 0, t));
-      const outKeys = Float64Array.from(kept.keys()).sort();
-      const outTimes = outKeys.map((k) => kept.get(k)!);
-      this.direct.replace(outKeys, outTimes);
-      this.zoomMask &= ~(2 ** deepest);
-      this.zoomMask |= 2 ** (deepest - 1);
-      // "Within" entries of the coarsened zoom are covered by their direct parents now.
-      const w = this.within.entries();
-      let end = w.keys.length;
-      while (end > 0 && w.keys[end - 1] >= first) end--;
-      this.within.replace(w.keys.slice(0, end), w.times.slice(0, end));
+      this.direct.replaceTail(start, parents.subarray(0, n), parentRanks.subarray(0, n));
+      this.zoomMask &= ~(1 << deepest);
+      this.zoomMask |= 1 << (deepest - 1);
     }
   }
 }
 
-/** Two sorted arrays as one sorted array (repeats kept). */
-export function mergeSorted(a: Float64Array, b: Float64Array): Float64Array {
-  const out = new Float64Array(a.length + b.length);
-  let i = 0;
-  let j = 0;
-  let n = 0;
-  while (i < a.length && j < b.length) out[n++] = a[i] <= b[j] ? a[i++] : b[j++];
-  while (i < a.length) out[n++] = a[i++];
-  while (j < b.length) out[n++] = b[j++];
-  return out;
+/** The first index from `from` on whose key is at least `key`. */
+function lowerBound(sorted: Float64Array, key: number, from: number): number {
+  let lo = from;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
+

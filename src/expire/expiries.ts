@@ -36,6 +36,13 @@ export class Expiries extends EventEmitter<Events> {
     return n;
   }
 
+  /** Bytes the index's arrays hold, over every source and band (`expire_index_bytes`). */
+  get bytes(): number {
+    let n = 0;
+    for (const s of this.bySource.values()) for (const b of s.bands.values()) n += b.times.bytes;
+    return n;
+  }
+
   /** Applies a batch once (false: this process had it already). Listeners hear every new batch. */
   apply(batch: ExpiryBatch): boolean {
     if (this.seen.has(batch.id)) return false;

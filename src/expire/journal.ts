@@ -96,17 +96,21 @@ export class ExpiryJournal {
     return this.bytes;
   }
 
-  /** Appends a batch (in the background, in order); compacts once the file passes its bound. */
-  append(batch: ExpiryBatch, encoded = encodeBatch(batch)): void {
+  /**
+   * Appends a batch (in the background, in order); compacts once the file passes its bound. Resolves true once
+   * the batch is in the file (a process reading the journal from then on finds it), false when it could not be.
+   */
+  append(batch: ExpiryBatch, encoded = encodeBatch(batch)): Promise<boolean> {
     this.bytes += encoded.length;
     this.onSize(this.bytes);
-    this.run(async () => void (await (await this.handle).appendFile(encoded)));
+    const written = this.run(async () => void (await (await this.handle).appendFile(encoded)));
     if (this.bytes > this.bound) this.compact();
+    return written;
   }
 
   /** Rewrites the file as the index's snapshot (atomically: a reader sees the old file or the new one). */
   compact(): void {
-    this.run(async () => {
+    void this.run(async () => {
       const parts: Buffer[] = [];
       for (const { source, band, keys, times } of this.into.snapshot()) {
         // One batch per expiry time: its keys stay ascending, as a batch's must.
@@ -154,7 +158,16 @@ export class ExpiryJournal {
     await (await this.handle).close().catch(() => {});
   }
 
-  private run(step: () => Promise<void>): void {
-    this.queue = this.queue.then(step).catch((err: Error) => this.log.error({ file: this.file, err: err.message }, 'expiry journal: cannot write'));
+  /** Queues a step after the others; resolves true when it ran without failing. */
+  private run(step: () => Promise<void>): Promise<boolean> {
+    const done = this.queue.then(step).then(
+      () => true,
+      (err: Error) => {
+        this.log.error({ file: this.file, err: err.message }, 'expiry journal: cannot write');
+        return false;
+      },
+    );
+    this.queue = done;
+    return done;
   }
 }

@@ -14,8 +14,11 @@ export type BatchOrigin = 'here' | 'worker' | 'fleet';
 
 /** The parts of the machine a batch is handed to besides the index and the journal. */
 export interface HubOutlets {
-  /** The workers of a cluster (each drops one it has: the worker that accepted it applied it already). */
-  workers?(batch: ExpiryBatch, encoded: Buffer): void;
+  /**
+   * The workers of a cluster (each drops one it has: the worker that accepted it applied it already). `written`
+   * resolves true once the batch is in the journal, where a worker starting from then on reads it.
+   */
+  workers?(batch: ExpiryBatch, encoded: Buffer, written: Promise<boolean>): void;
   /** The other machines (the fleet stream), when `[cache] shared` is set. */
   fleet?(batch: ExpiryBatch, encoded: Buffer): void;
 }
@@ -38,8 +41,8 @@ export class MachineHub implements ExpiryHub {
     // Counted where it entered the fleet: here, for batches of this machine's processes.
     if (from !== 'fleet') expiryMetrics.emit('accepted', batch);
     const encoded = encodeBatch(batch);
-    this.journal.append(batch, encoded);
-    this.outlets.workers?.(batch, encoded);
+    const written = this.journal.append(batch, encoded);
+    this.outlets.workers?.(batch, encoded, written);
     if (from !== 'fleet') this.outlets.fleet?.(batch, encoded);
     return true;
   }

@@ -24,7 +24,7 @@ export interface MachineExpiries {
  * `toWorkers`: how a cluster's primary hands each batch to its workers (absent in a single process); `current`: the
  * configuration in force (after reloads), whose sources are expired whole when the fleet's stream lost entries.
  */
-export function startMachineExpiries(config: Config, log: Logger, toWorkers?: (batch: ExpiryBatch, encoded: Buffer) => void, current: () => Config = () => config): MachineExpiries {
+export function startMachineExpiries(config: Config, log: Logger, toWorkers?: (batch: ExpiryBatch, encoded: Buffer, written: Promise<boolean>) => void, current: () => Config = () => config): MachineExpiries {
   expiries.maxTiles = config.cache.expiry_max_tiles;
   const journal = new ExpiryJournal(resolvedCacheDir({ config }), expiries, config.cache.expiry_journal_max_mb * 2 ** 20, log, (bytes) => (machineFigures.journalBytes = bytes));
   const hub = new MachineHub(journal, { workers: toWorkers });

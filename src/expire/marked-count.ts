@@ -5,7 +5,6 @@
 // then each zoom counts the distinct ancestors-or-selves of the tiles at or below it plus 4^dz descendants of
 // each tile above it. Those two sets never overlap once nested tiles are gone, so the sum is exact.
 import type { ZoomBand } from './area-times.js';
-import { mergeSorted, unique } from './area-times.js';
 import { MAX_KEY_ZOOM, parentKey, zoomStart } from './tile-key.js';
 
 /** Sorted keys split by zoom: index z holds zoom z's keys (a view, possibly empty). */
@@ -67,13 +66,24 @@ export function markedTiles(sorted: Float64Array, band: ZoomBand, deepest: numbe
   const top = Math.min(band.max, deepest, MAX_KEY_ZOOM);
   const levels = outermost(byZoom(sorted));
   let total = 0;
-  // Ancestors-or-selves, from the deepest zoom up: each zoom's own keys with the parents of the zoom below.
-  let carried: Float64Array | undefined;
+  // Ancestors-or-selves, from the deepest zoom up: each zoom's own keys with the parents of the zoom below. They
+  // are never more than the keys given, so two buffers of that length serve every zoom (a million-line list made
+  // about 40 MB of short-lived arrays here when each zoom had arrays of its own).
+  const carried = new Float64Array(sorted.length);
+  let carriedLength = 0;
+  const here = new Float64Array(sorted.length);
   for (let z = MAX_KEY_ZOOM; z >= band.min; z--) {
-    const own = levels[z];
-    const here = carried?.length ? (own.length ? mergeSorted(own, carried) : carried) : own;
-    if (z <= top) total += here.length;
-    carried = z > 0 && here.length ? parentsOf(here, z) : undefined;
+    const n = mergeInto(levels[z], carried, carriedLength, here);
+    if (z <= top) total += n;
+    // The parents of sorted keys of one zoom come out sorted (Z-order): repeats are neighbours.
+    let m = 0;
+    if (z > 0) {
+      for (let i = 0; i < n; i++) {
+        const p = parentKey(here[i], z);
+        if (m === 0 || carried[m - 1] !== p) carried[m++] = p;
+      }
+    }
+    carriedLength = m;
   }
   // Descendants of each coarser key at every zoom of the band below it.
   for (let a = 0; a < top; a++) {
@@ -83,9 +93,13 @@ export function markedTiles(sorted: Float64Array, band: ZoomBand, deepest: numbe
   return total;
 }
 
-/** Unique parents of sorted keys of zoom z (Z-order keeps them sorted). */
-function parentsOf(keys: Float64Array, z: number): Float64Array {
-  const out = new Float64Array(keys.length);
-  for (let i = 0; i < keys.length; i++) out[i] = parentKey(keys[i], z);
-  return unique(out);
+/** Sorted `a` and the first `bLength` of sorted `b` written into `out` as one sorted run; its length. */
+function mergeInto(a: Float64Array, b: Float64Array, bLength: number, out: Float64Array): number {
+  let i = 0;
+  let j = 0;
+  let n = 0;
+  while (i < a.length && j < bLength) out[n++] = a[i] <= b[j] ? a[i++] : b[j++];
+  while (i < a.length) out[n++] = a[i++];
+  while (j < bLength) out[n++] = b[j++];
+  return n;
 }

@@ -40,6 +40,14 @@ export function registerMachineMetrics(registry: Registry): void {
       this.set(expiries.tiles);
     },
   });
+  new Gauge({
+    name: 'expire_hub_index_bytes',
+    help: "Bytes of the expiry index's arrays in the machine's hub",
+    registers,
+    collect() {
+      this.set(expiries.bytes);
+    },
+  });
   machineMetrics.on('received', (ms) => {
     received.inc();
     lag.observe(Math.max(0, ms) / 1000);

@@ -197,6 +197,8 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
   const dirty = meter.createObservableGauge('render_dirty_queue_length', { description: 'Expired tiles waiting for an eager re-render in this process' });
   const expiryIndex = meter.createObservableGauge('expire_index_tiles', { description: 'Entries of the expiry index held in this process' });
   expiryIndex.addCallback((r) => r.observe(expiries.tiles));
+  const expiryIndexBytes = meter.createObservableGauge('expire_index_bytes', { description: "Bytes of the expiry index's arrays held in this process" });
+  expiryIndexBytes.addCallback((r) => r.observe(expiries.bytes));
   meter.addBatchObservableCallback(
     (r) => {
       const l = load();

@@ -109,10 +109,18 @@ export class PromMetrics {
     });
     new Gauge({
       name: 'expire_index_tiles',
-      help: 'Entries of the expiry index (tiles and their ancestors, 16 bytes each) held, summed over processes',
+      help: 'Entries of the expiry index (expired tiles, about 12 bytes each) held, summed over processes',
       registers,
       collect() {
         this.set(expiries.tiles);
+      },
+    });
+    new Gauge({
+      name: 'expire_index_bytes',
+      help: "Bytes of the expiry index's arrays held, summed over processes (each process holds its own copy)",
+      registers,
+      collect() {
+        this.set(expiries.bytes);
       },
     });
     new Counter({

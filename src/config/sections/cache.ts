@@ -33,7 +33,7 @@ export const CacheSchema = v.object({
   shared_timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 100),
   /**
    * Entries the expiry index keeps per source and zoom band before it coarsens (the deepest zoom's expired
-   * tiles replaced by their parents: more tiles found stale, never fewer); about 16 bytes each (src/expire/).
+   * tiles replaced by their parents: more tiles found stale, never fewer); about 12 bytes each, in every process (src/expire/key-times.ts).
    */
   expiry_max_tiles: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1_000), v.maxValue(100_000_000)), 4_000_000),
   /** The expiry journal (`<dir>/expire/journal`) is rewritten from the index once it grows past this (MB). */
