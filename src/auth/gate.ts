@@ -226,7 +226,9 @@ function publicTile(state: AppState, policy: Policy, url: string, req: IncomingM
  */
 export function checkRequest(state: AppState, req: IncomingMessage): Verdict | Promise<Verdict> {
   const policy = policyOf(state);
-  if (policy.open || req.method === 'OPTIONS') return PASS;
+  // A CORS preflight carries no credentials and names no data: it passes. A plain OPTIONS asks which methods a
+  // resource takes (the items of OGC collections), which tells whether it exists: it is judged as a read.
+  if (policy.open || (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined)) return PASS;
   const url = req.url ?? '';
   if (publicTile(state, policy, url, req)) return PASS;
   const where = requestTargets(req);

@@ -180,7 +180,8 @@ export class RateLimits {
     const counters = usageCounters();
     if (!a && !counters) return true;
     const method = req.method ?? 'GET';
-    if (method === 'OPTIONS') return true;
+    // CORS preflights are free; a plain OPTIONS (the methods of a resource) is a request like any other.
+    if (method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) return true;
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
