@@ -10,7 +10,7 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { tileIdToZxy, type RangeResponse, type Source } from 'pmtiles';
 import { fixture, freePort, startServer, type TestServer } from './helpers/server.js';
-import { tempDir, writeMbtiles } from './helpers/foundation.js';
+import { startRangeServer, tempDir, waitFor, writeMbtiles, type RangeServer } from './helpers/foundation.js';
 import { parseScrape } from './helpers/prom-text.js';
 import { buildPmtiles } from '../src/seed/pmtiles-writer.js';
 import { readHeader, tileEntries } from '../src/expire/pmtiles-diff.js';
@@ -213,5 +213,87 @@ dir = "${cacheDir}"
     await server.stop();
     server = await startServer({ toml: toml(false), env: { LOG_LEVEL: 'info' }, timeoutMs: 60_000 });
     assert.equal(logLines(server).filter((l) => l.msg === 'archive replaced while the server was down: expiring the whole source').length, 0);
+  });
+});
+
+// A remote PMTiles (over HTTP, test/remote-pmtiles.test.ts's range server) replaced at its URL by one with a few
+// tiles changed: the store keeps the old object readable at its ETag (a versioned bucket), so the old and new
+// objects are diffed as local files are. Remote MBTiles does not exist (MBTiles is SQLite: local files only).
+describe('a replaced remote archive', () => {
+  const dir = tempDir('tsts-archives-remote-');
+  let ranges: RangeServer;
+  let server: TestServer;
+  let scrapePort: number;
+  let tiles: Tile[];
+  const UNCHANGED = [
+    [6, 20, 35],
+    [6, 58, 38],
+  ] as const;
+  const CHANGED = [
+    [6, 32, 20],
+    [6, 35, 23],
+  ] as const;
+  const changed = new Set<string>();
+
+  const metrics = async () => parseScrape(await (await fetch(`http://127.0.0.1:${scrapePort}/metrics`)).text());
+  const renders = async () => (await metrics()).find('render_duration_seconds_count', { style: 'remote' }).reduce((n, s) => n + s.value, 0);
+  const png = async (z: number, x: number, y: number) => {
+    const res = await fetch(`${server.url}/styles/remote/${z}/${x}/${y}.png`, { signal: AbortSignal.timeout(60_000) });
+    assert.equal(res.status, 200, `${z}/${x}/${y}`);
+    await res.arrayBuffer();
+    return res.headers;
+  };
+
+  before(async () => {
+    tiles = await worldTiles();
+    // The block 6/32..35/20..23 (Europe, North Africa): 16 tiles.
+    for (const t of tiles) if (t.z === 6 && t.x >= 32 && t.x < 36 && t.y >= 20 && t.y < 24) changed.add(key(t));
+    writeFileSync(path.join(dir, 'v1.pmtiles'), buildPmtiles(tiles, PM));
+    ranges = await startRangeServer(path.join(dir, 'v1.pmtiles'), { keepVersions: true });
+    scrapePort = await freePort();
+    server = await startServer({
+      toml: `[telemetry]
+scrape_bind = "127.0.0.1:${scrapePort}"
+[[sources]]
+id = "remote"
+type = "pmtiles"
+path = "${ranges.url}"
+[render]
+pool_size = 1
+metatile = 1
+[cache]
+dir = "${path.join(dir, 'cache')}"
+`,
+      env: { LOG_LEVEL: 'info' },
+      timeoutMs: 60_000,
+    });
+  });
+  after(async () => {
+    await server?.stop();
+    await ranges?.close();
+  });
+
+  test('only the changed tiles expire; the rendered tiles of unchanged areas stay cache hits', async () => {
+    for (const [z, x, y] of [...UNCHANGED, ...CHANGED]) await png(z, x, y);
+    const drawn = await renders();
+    const donor = tiles.find((t) => key(t) === '6/10/22')!.data;
+    writeFileSync(path.join(dir, 'v2.pmtiles'), buildPmtiles(withChanges(tiles, changed, donor), PM));
+    ranges.replace(path.join(dir, 'v2.pmtiles'));
+    // A SIGHUP re-validates the object (as the first read of a changed object would): a new ETag re-opens it.
+    process.kill(server.proc.pid!, 'SIGHUP');
+    const found = await waitFor('the diff', () => logLines(server).find((l) => l.source === 'remote' && /^(remote )?archive replaced/.test(l.msg ?? '')), 30_000);
+    assert.equal(found.msg, 'archive replaced: expiring the tiles that changed', `${found.msg} (${found.reason ?? ''})`);
+    assert.equal(found.tiles, changed.size);
+    assert.equal((await metrics()).value('expire_tiles_total', { source: 'remote', input: 'archive' }), changed.size);
+    for (const [z, x, y] of UNCHANGED) {
+      const h = await png(z, x, y);
+      assert.match(h.get('server-timing') ?? '', /^cache;desc="(memory|disk)"$/, `${z}/${x}/${y} answered from the cache`);
+      assert.equal(h.get('cache-status'), null, `${z}/${x}/${y} is not stale`);
+    }
+    assert.equal(await renders(), drawn, 'an unchanged tile was drawn again');
+    for (const [z, x, y] of CHANGED) assert.match((await png(z, x, y)).get('cache-status') ?? '', /fwd=stale/, `${z}/${x}/${y} answered stale`);
+    // The source's tiles are the new object's.
+    const vt = await fetch(`${server.url}/data/remote/6/32/20.pbf`);
+    assert.equal(Buffer.compare(Buffer.from(await vt.arrayBuffer()), gunzipSync(donor)), 0);
   });
 });
