@@ -13,10 +13,18 @@
 //            POSTed as text/plain to /__admin/expire?source=buildings: time to the answer (target under 2 s) and
 //            the server's extra RSS, every process (target under 150 MB).
 //   archive  The browse bench's OSM Liberty over a PMTiles archive (Dortmund's real tiles at every position,
-//            bench/browse-data.ts): users browse, the file is replaced by rename with one where 1 % of the
-//            positions of each zoom hold another real tile, the file watch reloads, the same users browse the same views
-//            again. Prints the tiles rendered in the second browse against the rendered tiles whose source tile
-//            really changed (target at most 1.2x; before issue 47, all of them).
+//            bench/browse-data.ts): users browse (every browsed tile then asked again until cached, so that the
+//            second browse draws nothing for want of it), the file is replaced by rename with one where 1 % of the
+//            positions of each zoom hold another real tile (half of them, rounded up, among the positions the
+//            browsed tiles are drawn from: chosen at random, 1 % of the archive missed the few views 8 users
+//            visit), the file watch reloads, the same users browse the same views again. Counted:
+//            - tiles that really changed: the distinct tiles (path, scale included) of the second browse whose area
+//              overlaps a changed position's: the position is the tile, one of its ancestors (drawn from it when
+//              deeper than the archive) or one of its descendants (its area changed, as the expiry index holds it);
+//            - tiles drawn: the render cache's files (one per tile a frame drew) written after the rename, sorted
+//              into those that really changed and the others (siblings drawn in the same frame);
+//            and prints tiles drawn / really changed (target at most 1.2x; before issue 47, every browsed tile),
+//            frames (the render duration metric) / really changed, and whether every changed tile was drawn anew.
 //   fleet    Two instances sharing one Redis: a rendered tile cached at both, an expiry POSTed at the first, the
 //            second polled for that tile until it answers it stale or made anew: p50/p95/max (target under 1 s).
 //
