@@ -350,12 +350,43 @@ ${render}
     await freshRed([map]);
     const red = await get(map);
     assert.ok(near(red.colour, RED), `${red.colour}`);
+    assert.equal(red.headers.get('server-timing'), 'cache;desc="memory"', 'the second answer comes from the cache');
     await setColour('#0000ff');
     // Far from the map's area: a static map is no tile of the index, any expiry of its style's sources reaches it.
+    // Its pixels are those of the source tiles the renderer holds, which that expiry did not reach: only the
+    // drawing again is asserted here.
     await expire(['2/3/3']);
+    const again = await get(map);
+    assert.doesNotMatch(again.headers.get('server-timing') ?? '', /^cache;/, 'drawn again after an expiry elsewhere');
+    // An expiry of the map's own area (tile 2/1/1): the renderer reloads those source tiles and draws the new data.
+    await expire(['2/1/1']);
     const blue = await get(map);
     assert.ok(near(blue.colour, BLUE), `the static map still has the old pixels ${blue.colour}`);
     assert.equal(blue.headers.get('cache-status'), null);
+  });
+
+  test('an expiry loads no style in the renderers: they reload only the source tiles it reached', async () => {
+    const loads = async () => (await metrics()).value('render_style_loads_total', { style: 'areas' }) ?? 0;
+    // Static maps are drawn while the request waits. Distinct views until every renderer holds the style: four
+    // draws in a row that loaded none.
+    let quiet = 0;
+    for (let i = 0; quiet < 4 && i < 40; i++) {
+      const before = await loads();
+      await get(`/styles/areas/static/${-170 + i * 7},-20,3/64x64.png`);
+      quiet = (await loads()) === before ? quiet + 1 : 0;
+    }
+    assert.equal(quiet, 4, 'the renderers settled with the style loaded');
+    // Usually 0: renderers load the first style when they start (a warm-up, not counted).
+    const settled = await loads();
+    const colours: [string, Rgb][] = [['#00ff00', GREEN], ['#ffff00', YELLOW], ['#ff0000', RED]];
+    for (const [hex, rgb] of colours) {
+      await setColour(hex);
+      // z3 tile 1/4 holds the map's centre (-110, -20).
+      await expire(['3/1/4']);
+      const t = await get('/styles/areas/static/-110,-20,3/64x64.png');
+      assert.ok(near(t.colour, rgb), `the map shows ${hex} after its expiry: ${t.colour}`);
+    }
+    assert.equal(await loads(), settled, 'no style was loaded again for the expiries');
   });
 });
 

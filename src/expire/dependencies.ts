@@ -6,14 +6,23 @@ import { compositeMembers, terrainProductOf } from '../sources/source-ids.js';
 import { sourceRef } from '../styles/source-ref.js';
 import type { LoadedStyle } from '../styles/loaded-style.js';
 
-/** The configured sources behind a source id as a route names it (a source, a composite, a terrain product). */
+/**
+ * The configured sources behind a source id as a route names it (a source, a composite, a terrain product), and,
+ * with `auto_publish`, the names expiries reach database sources by where their ids are not known (a table's, the
+ * database's: sources/postgres/expiry-aliases.ts).
+ */
 export function sourceDependencies(state: AppState, id: string): string[] {
   const out = new Set<string>();
+  const aliases = state.config.postgres?.auto_publish === true;
+  const add = (source: string) => {
+    out.add(source);
+    if (aliases) for (const a of state.sources.get(source)?.expiryAliases ?? []) out.add(a);
+  };
   for (const member of compositeMembers(id)) {
     const base = terrainProductOf(member)?.source ?? member;
     const named = state.composites.get(base);
-    if (named) for (const m of named.members) out.add(m.info.id);
-    else out.add(base);
+    if (named) for (const m of named.members) add(m.info.id);
+    else add(base);
   }
   return [...out];
 }

@@ -15,6 +15,7 @@ import { tlsOptions } from '../sources/postgres/pool.js';
 import { ALL_ZOOMS, unique } from './area-times.js';
 import { expiryHub, type NewBatch } from './hub.js';
 import { parseNotify, type RejectReason } from './notify-payload.js';
+import { DATABASE_ALIAS } from '../sources/postgres/expiry-aliases.js';
 
 /** Notifications this close together are applied as one batch per source (a writer's burst of statements). */
 const COALESCE_MS = 5;
@@ -42,7 +43,9 @@ function sessionKey(pg: PostgresConfig): string {
 /** Every source reading the database: what a lost session makes uncertain. */
 function databaseSources(config: Config): string[] {
   const p = config.postgres;
-  return [...(p?.tables ?? []), ...(p?.functions ?? []), ...(p?.outdb_rasters ?? [])].map((s) => s.id);
+  const ids = [...(p?.tables ?? []), ...(p?.functions ?? []), ...(p?.outdb_rasters ?? [])].map((s) => s.id);
+  // Discovered sources are known only where the catalogue is read: they answer to the database's name.
+  return p?.auto_publish ? [...ids, DATABASE_ALIAS] : ids;
 }
 
 /** One LISTEN session and its reconnections; `config()` is the configuration in force at each notification. */

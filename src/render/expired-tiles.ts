@@ -90,17 +90,6 @@ export class ExpiredTiles {
   }
 
   /**
-   * The revision of a style's data: the time of the last expiry of a source it draws ('' when none). It is part of
-   * the style's key in the renderers (pool-keeper.ts styleRef): a renderer keeps the source tiles it loaded (the
-   * browser's HTTP cache, MapLibre's tile cache) while the key stays, so after an expiry the style is loaded anew
-   * and its tiles fetched again, else a re-render would draw the old data.
-   */
-  dataRevision(state: AppState, style: LoadedStyle): string {
-    const at = this.lastExpiryOf(state, style);
-    return at ? String(at) : '';
-  }
-
-  /**
    * The time of the last expiry of any source a style draws (0: none). A static map or social card is not a tile
    * of the index: an image made at or before it is stale whatever area the expiry touched.
    */

@@ -28,6 +28,8 @@ interface Events {
   lag: [{ style: string; seconds: number }];
   /** A tile the eager dirty queue had no room for. */
   dirtyDrop: [];
+  /** A renderer loaded a style for a render (a new page, another style, a reload; not an expiry). */
+  styleLoad: [string];
 }
 
 export class RenderMetrics extends EventEmitter<Events> {
@@ -49,6 +51,10 @@ export class RenderMetrics extends EventEmitter<Events> {
 
   countDirtyDrop(): void {
     this.emit('dirtyDrop');
+  }
+
+  countStyleLoad(style: string): void {
+    this.emit('styleLoad', style);
   }
 
   countError(style: string, reason: string): void {

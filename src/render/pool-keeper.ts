@@ -17,6 +17,7 @@ import { RenderPool } from './pool.js';
 import { RenderError, type RendererEvent, type StyleRef } from './renderer.js';
 import { inProcessFetcher, type AppFetch } from './resources.js';
 import { remoteRevisions } from '../shared-cache/identity.js';
+import { withExpiredTiles } from './expired-source-tiles.js';
 
 /** Largest frame edge a renderer draws at once (SwiftShader allows 8192; memory per frame stays bounded). */
 export const MAX_FRAME = 4096;
@@ -26,11 +27,14 @@ export const START_WAIT_MS = 60_000;
 /**
  * Renderer identity of a style in a state (changes with the style, the configuration, any reload, or a remote
  * archive replaced in its store): a page keeps the tiles it parsed while the key stays, so the key must change
- * whenever those tiles may have.
+ * whenever those tiles may have, but for expiries: `revision` (the last expiry of a source the style draws) lets
+ * a renderer reload only the tiles an expiry reached (expired-source-tiles.ts).
  */
-export function styleRef(state: AppState, style: LoadedStyle, lang?: LanguageTag, dataRevision = ''): StyleRef {
-  const key = createHash('sha256').update(`${style.hash}\n${state.configHash}\n${state.loadedAt}\n${remoteRevisions(state)}\n${lang?.tag ?? ''}${dataRevision ? `\n${dataRevision}` : ''}`).digest('hex').slice(0, 16);
-  return lang ? { id: style.id, key, lang: lang.tag } : { id: style.id, key };
+export function styleRef(state: AppState, style: LoadedStyle, lang?: LanguageTag, revision = 0): StyleRef {
+  const key = createHash('sha256').update(`${style.hash}\n${state.configHash}\n${state.loadedAt}\n${remoteRevisions(state)}\n${lang?.tag ?? ''}`).digest('hex').slice(0, 16);
+  const ref: StyleRef = lang ? { id: style.id, key, lang: lang.tag } : { id: style.id, key };
+  if (revision) ref.revision = revision;
+  return ref;
 }
 
 export class RenderPoolKeeper {
@@ -46,6 +50,8 @@ export class RenderPoolKeeper {
   /** The pool being warmed up, so that a stop does not wait for its browsers to start. */
   private warming: RenderPool | undefined;
   private fetcher: AppFetch | undefined;
+  /** The state last followed: renderer pages ask which of their source tiles it has expired. */
+  private state: AppState | undefined;
   /** Renderer replacements and failed starts since this process started (logged as they happen). */
   readonly events = { pagesReplaced: 0, renderersReplaced: 0, renderersRecycled: 0, startFailures: 0 };
   private closed = false;
@@ -63,6 +69,7 @@ export class RenderPoolKeeper {
   /** Follows the active state: starts, keeps, restarts or stops the pool. */
   follow(state: AppState): void {
     if (this.closed) return;
+    this.state = state;
     const cfg = state.config.render;
     this.runtime.renderRoutesMounted = !state.config.server.disable_render;
     // Generated styles are rendered too: a vector source is something to render even without a configured style.
@@ -134,7 +141,7 @@ export class RenderPoolKeeper {
         chromiumPath: c.chromiumPath,
         flatExtrusions: cfg.flat_extrusions,
         gl: c.gl,
-        fetch: inProcessFetcher(fetcher),
+        fetch: withExpiredTiles(inProcessFetcher(fetcher), () => this.state),
         onThreadError: (err) => this.log.error({ err: err.message }, 'render thread error'),
         onEvent: (e, thread) => this.onRendererEvent(e, thread, trial && this.pool !== pool),
       });

@@ -11,6 +11,7 @@ import { Piscina } from 'piscina';
 import type { GlStack } from './backends/gl-stack.js';
 import { PriorityQueue, type RenderPriority } from './priority-queue.js';
 import type { RenderClass } from './render-class.js';
+import { renderMetrics } from './metrics.js';
 import { killMarked } from './processes.js';
 import { RenderError, type BackendName, type Frame, type RenderedFrame, type RendererEvent, type ResourceFetcher, type StyleRef } from './renderer.js';
 import { threadMarkerPrefix, type ControlMessage, type PoolMessage, type ThreadConfig, type ThreadMessage, type ThreadResult, type ThreadTask } from './thread.js';
@@ -311,6 +312,8 @@ export class RenderPool {
       } else if (msg.type === 'resource') {
         void this.answer(port1, msg);
       } else if (msg.type === 'frame') {
+        // A frame that began by loading its style (what expiries no longer cause: expired-source-tiles.ts).
+        if ((msg.timings as unknown as RenderedFrame['timings']).style > 0 && task.kind === 'render') renderMetrics.countStyleLoad(task.style.id);
         onFrame?.({ data: msg.data, tiles: msg.tiles, width: msg.width, height: msg.height, opaque: msg.opaque, timings: { ...(msg.timings as unknown as RenderedFrame['timings']), queue: queueMs } });
         frameArrived();
       }

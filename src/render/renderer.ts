@@ -45,6 +45,12 @@ export interface StyleRef {
   key: string;
   /** The language of its labels (BCP 47), asked of the style route as `?lang=`; absent: the style as written. */
   lang?: string;
+  /**
+   * The time (ms) of the last expiry of a source the style draws; absent: none. A renderer that holds source tiles
+   * of an older revision drops or reloads those an expiry reached before it draws (expired-source-tiles.ts), or,
+   * when it cannot tell them apart, loads the style anew.
+   */
+  revision?: number;
 }
 
 /** Where a frame's time went, in milliseconds (reported by the bench and in debug logs). */

@@ -21,6 +21,18 @@ export function inProcessFetcher(fetch: AppFetch): ResourceFetcher {
   };
 }
 
+/**
+ * The path of a renderer page's question "which of the source tiles I hold has an expiry reached?"; what follows
+ * the `?` is the question as JSON (expired-source-tiles.ts answers it). No route of the app has this path.
+ */
+export const EXPIRED_TILES_PATH = '/.tsts/expired-tiles';
+
+/**
+ * A query parameter renderer pages add to tile URLs: the last expiry they know of, so that a tile fetched again
+ * after an expiry misses the browser's cache. The renderer's server removes it before the app sees the request.
+ */
+export const TILE_REVISION_PARAM = 'tsts-rev';
+
 /** A 1x1 transparent PNG: the answer for a missing sprite sheet or raster tile. */
 /** One pixel, RGBA 0,0,0,0: draws nothing. */
 const EMPTY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAADUlEQVQImWNgYGBgAAAABQABh6FO1AAAAABJRU5ErkJggg==', 'base64');

@@ -74,9 +74,9 @@ export class RenderService {
     expiries.on('batch', this.onExpiry);
   }
 
-  /** The style as the renderers load it: its key changes with its sources' last expiry (ExpiredTiles.dataRevision). */
+  /** The style as the renderers load it, with the last expiry of its sources (renderers reload the tiles it reached). */
   private styleRefOf(state: AppState, style: LoadedStyle, out: RenderOutput): StyleRef {
-    return styleRef(state, style, out.lang, this.expired.dataRevision(state, style));
+    return styleRef(state, style, out.lang, this.expired.lastExpiryOf(state, style));
   }
 
   /** Tiles waiting in the eager dirty queue, and those it dropped because it was full (the metrics read these). */

@@ -88,6 +88,8 @@ export interface TileSource {
   refresh?(): Promise<void>;
   /** Local archives (PMTiles, MBTiles): the file as it was opened, kept readable for a diff with its replacement. */
   readonly archive?: ArchiveFile;
+  /** Database sources: the names an expiry may reach them by besides their id (postgres/expiry-aliases.ts). */
+  readonly expiryAliases?: readonly string[];
 }
 
 /**

@@ -135,6 +135,10 @@ export class OtelPipeline {
     this.instruments?.freshnessLag.record(seconds, { style });
   }
 
+  styleLoad(style: string): void {
+    this.instruments?.styleLoads.add(1, { style });
+  }
+
   dirtyDrop(): void {
     this.instruments?.dirtyDrops.add(1);
   }
@@ -219,6 +223,7 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
     rerenders: counter('render_rerenders_total', 'Background re-renders of expired tiles, by style and result'),
     freshnessLag: seconds('render_freshness_lag_seconds', "Time from a tile's expiry to its fresh image stored by a re-render", LAG_SECONDS),
     dirtyDrops: counter('render_dirty_queue_drops_total', 'Expired tiles the eager dirty queue had no room for'),
+    styleLoads: counter('render_style_loads_total', 'Styles loaded into a renderer for a render, by style'),
     sharedHits: counter('shared_cache_hits_total', 'Lookups answered by the shared (fleet) cache, by kind'),
     sharedMisses: counter('shared_cache_misses_total', 'Lookups the shared (fleet) cache could not answer, by kind'),
     sharedErrors: counter('shared_cache_errors_total', 'Shared-cache commands that failed or timed out, by operation'),

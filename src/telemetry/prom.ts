@@ -34,6 +34,7 @@ export class PromMetrics {
   private readonly rerenders: Counter<'style' | 'result'>;
   private readonly freshnessLag: Histogram<'style'>;
   private readonly dirtyDrops: Counter;
+  private readonly styleLoads: Counter<'style'>;
   private readonly sharedHits: Counter<'kind'>;
   private readonly sharedMisses: Counter<'kind'>;
   private readonly sharedErrors: Counter<'op'>;
@@ -62,6 +63,7 @@ export class PromMetrics {
     this.staleAnswers = new Counter({ name: 'render_stale_answers_total', help: 'Expired rendered tiles answered from their old image while a re-render replaces it, by style', labelNames: ['style'], registers });
     this.rerenders = new Counter({ name: 'render_rerenders_total', help: 'Background re-renders of expired tiles, by style and result (done, failed, skipped: load above render.stale_threshold)', labelNames: ['style', 'result'], registers });
     this.freshnessLag = new Histogram({ name: 'render_freshness_lag_seconds', help: 'Time from a tile\'s expiry to its fresh image stored by a re-render, in seconds', labelNames: ['style'], buckets: LAG_SECONDS, registers });
+    this.styleLoads = new Counter({ name: 'render_style_loads_total', help: 'Styles loaded into a renderer for a render (a new page, another style, a reload), by style', labelNames: ['style'], registers });
     this.dirtyDrops = new Counter({ name: 'render_dirty_queue_drops_total', help: 'Expired tiles the eager dirty queue had no room for (render.dirty_queue_size)', registers });
     this.sharedHits = new Counter({ name: 'shared_cache_hits_total', help: 'Lookups answered by the shared (fleet) cache, by kind (tile, image, transcoded)', labelNames: ['kind'], registers });
     this.sharedMisses = new Counter({ name: 'shared_cache_misses_total', help: 'Lookups the shared (fleet) cache could not answer, by kind', labelNames: ['kind'], registers });
@@ -174,6 +176,10 @@ export class PromMetrics {
 
   lag(style: string, seconds: number): void {
     this.freshnessLag.observe({ style }, seconds);
+  }
+
+  styleLoad(style: string): void {
+    this.styleLoads.inc({ style });
   }
 
   dirtyDrop(): void {

@@ -84,6 +84,11 @@ export class Telemetry {
       this.prom?.dirtyDrop();
       this.otel?.dirtyDrop();
     });
+    renderMetrics.on('styleLoad', (s) => {
+      const style = idLabel(s, this.cardinality);
+      this.prom?.styleLoad(style);
+      this.otel?.styleLoad(style);
+    });
     renderMetrics.on('error', (e) => {
       const style = idLabel(e.style, this.cardinality);
       this.prom?.renderError(style, e.reason);

@@ -10,7 +10,11 @@
 // The map is hidden (visibility: hidden): WebGL draws it all the same, and the compositor skips a full-frame
 // composite per frame (about 15 ms of GPU-process CPU for a 512 px frame, measured).
 //
+// After an expiry the page keeps its style and drops only the source tiles the expiry reached (EXPIRED_REFRESH).
+//
 // Kept as plain JavaScript text (not a bundled function) because the bundler's helpers do not exist in the page.
+
+import { TILE_REVISION_PARAM } from '../resources.js';
 
 export interface PageOptions {
   /** MapLibre web workers per page (tile parsing and layout). */
@@ -142,6 +146,49 @@ function settled(m) {
 }
 `;
 
+/**
+ * How a page drops the source tiles an expiry reached (plain JavaScript for a page): `refreshExpired(map, url,
+ * style, since)` lists the tiles each tiled source holds (in view and in MapLibre's cache of tiles out of view),
+ * asks the renderer's server which of them an expiry at or after `since` reached (expired-source-tiles.ts), drops
+ * those from the cache and reloads those in view. A question that fails reloads the whole source instead.
+ */
+export const EXPIRED_REFRESH = `function canonicalOf(tile) {
+  const c = tile.tileID.canonical;
+  return c.z + '/' + c.x + '/' + c.y;
+}
+
+async function refreshExpired(m, url, style, since) {
+  const managers = m.style.tileManagers || {};
+  const asked = [];
+  for (const id of Object.keys(managers)) {
+    const tm = managers[id];
+    const source = tm.getSource();
+    const template = source && source.tiles && source.tiles[0];
+    if (!template) continue;
+    const held = new Map();
+    const add = (tile) => { if (tile && tile.tileID) held.set(canonicalOf(tile), [tile.tileID.canonical.z, tile.tileID.canonical.x, tile.tileID.canonical.y]); };
+    for (const tid of tm._inViewTiles.getAllIds()) add(tm._inViewTiles.getTileById(tid));
+    for (const list of Object.values(tm._outOfViewCache.data)) for (const entry of list) add(entry.value);
+    if (held.size) asked.push({ id, tm, template, tiles: [...held.values()] });
+  }
+  if (!asked.length) return;
+  let stale = null;
+  try {
+    const res = await fetch(url, { method: 'POST', body: JSON.stringify({ style, since, sources: asked.map((a) => ({ template: a.template, tiles: a.tiles })) }) });
+    if (res.ok) stale = (await res.json()).stale;
+  } catch (e) {
+    stale = null;
+  }
+  asked.forEach((a, i) => {
+    if (!stale || !Array.isArray(stale[i])) return m.refreshTiles(a.id);
+    if (!stale[i].length) return;
+    const keys = new Set(stale[i].map((j) => a.tiles[j].join('/')));
+    a.tm._outOfViewCache.filter((tile) => !keys.has(canonicalOf(tile)));
+    m.refreshTiles(a.id, stale[i].map((j) => ({ z: a.tiles[j][0], x: a.tiles[j][1], y: a.tiles[j][2] })));
+  });
+}
+`;
+
 export function pageHtml(o: PageOptions): string {
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>tileserver-ts renderer</title>
@@ -153,6 +200,9 @@ ml.setWorkerCount(${Math.max(1, Math.floor(o.workers))});
 
 let map = null;
 let styleKey = null;
+// The last expiry of the loaded style's sources this page knows (0: none): tile URLs carry it, and a frame of a
+// later revision first drops the tiles the expiries since reached (refreshExpired).
+let revision = 0;
 let lastError = '';
 // Set when the map's WebGL context is lost (the browser's GPU process died or was reset). A lost context draws
 // nothing and MapLibre does not recover from it in place: the page is replaced (chromium.ts).
@@ -186,7 +236,8 @@ function canary() {
 }
 
 ${FRAME_WAIT}
-async function load(url, key) {
+${EXPIRED_REFRESH}
+async function load(url, key, rev) {
   if (glLost()) throw new Error(LOST);
   const res = await fetch(url);
   if (!res.ok) throw new Error('style request answered ' + res.status);
@@ -221,6 +272,8 @@ async function load(url, key) {
       canvasContextAttributes: { preserveDrawingBuffer: true, antialias: false },
       // Frames may extend beyond the world's edges (tile buffers at z0): never move the camera to avoid that.
       transformConstrain: (center, zoom) => ({ center, zoom }),
+      // A tile fetched again after an expiry must not come from the browser's cache (its URL carries the revision).
+      transformRequest: (url, type) => (type === 'Tile' && revision ? { url: url + (url.includes('?') ? '&' : '?') + '${'${TILE_REVISION_PARAM}'}=' + revision } : undefined),
     });
     map.triggerRepaint = () => {};
     map.on('error', (e) => { lastError = String(e && e.error && e.error.message || e); });
@@ -228,6 +281,8 @@ async function load(url, key) {
   } else {
     map.setStyle(style, { diff: false });
   }
+  // Every tile of the new style is fetched from now on, after the expiries up to rev.
+  revision = rev || 0;
   await new Promise((resolve) => (map.style && map.style._loaded ? resolve() : map.once('style.load', resolve)));
   // One draw applies the new style's sources (Style.loaded() waits for that) before the first real frame.
   map.redraw();
@@ -253,9 +308,18 @@ async function render(job) {
     map.resize();
   }
   if (map.getPixelRatio() !== job.ratio) map.setPixelRatio(job.ratio);
+  const since = revision;
+  const newer = job.revision > revision;
+  // Tiles requested from now on are fetched past the browser's cache.
+  if (newer) revision = job.revision;
   map.jumpTo({ center: job.center, zoom: job.zoom, bearing: job.bearing, pitch: job.pitch });
   // Request the new view's tiles now, without drawing the old ones at the new camera.
   map._sourcesDirty = true;
+  if (newer) {
+    // The new view's tiles are in view now and the old view's in the cache: both are checked, the view's reloaded.
+    sourcesUpdated(map);
+    await refreshExpired(map, job.expiredTiles, job.styleId, since);
+  }
   await settled(map);
   const t2 = performance.now();
   map._styleDirty = true;

@@ -224,6 +224,9 @@ export class ChromiumRenderer implements Renderer {
     const job = {
       styleKey: flat ? `${style.key}:flat` : style.key,
       styleUrl: `${base}/styles/${encodeURIComponent(style.id)}/style.json${styleQuery(style, flat)}`,
+      styleId: style.id,
+      revision: style.revision ?? 0,
+      expiredTiles: this.server.expiredTilesUrl,
       upload: upload.url,
       encode,
       width: frame.width,
@@ -239,7 +242,7 @@ export class ChromiumRenderer implements Renderer {
       if (slot.styleKey !== job.styleKey) {
         const t = performance.now();
         slot.styleKey = undefined;
-        const load = slot.page.evaluate(`window.__tsts.load(${JSON.stringify(job.styleUrl)}, ${JSON.stringify(job.styleKey)})`);
+        const load = slot.page.evaluate(`window.__tsts.load(${JSON.stringify(job.styleUrl)}, ${JSON.stringify(job.styleKey)}, ${job.revision})`);
         await beforeDeadline(load, Math.max(deadline, Date.now() + STYLE_LOAD_MS));
         slot.styleKey = job.styleKey;
         styleMs = performance.now() - t;

@@ -5,8 +5,9 @@
 // Why a server rather than Playwright's request interception: interception sends every request and its body
 // through the DevTools protocol and turns off the browser's HTTP cache; with a real origin the browser caches
 // resources (URLs carry the style key, so a reload never serves stale bytes) and a frame comes back as one
-// Blob upload, several times cheaper than a CDP message of the same size. Every path starts with a random
-// token, so nothing else on the machine can use the server.
+// Blob upload, several times cheaper than a CDP message of the same size. After an expiry, tile URLs also carry
+// the last expiry's time (TILE_REVISION_PARAM), so a tile fetched again is not answered from the browser's cache.
+// Every path starts with a random token, so nothing else on the machine can use the server.
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -16,7 +17,7 @@ import path from 'node:path';
 import type { Resource, ResourceFetcher, StyleRef } from '../renderer.js';
 import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 import { flattenExtrusions } from '../flat-extrusions.js';
-import { emptyResource } from '../resources.js';
+import { EXPIRED_TILES_PATH, TILE_REVISION_PARAM, emptyResource } from '../resources.js';
 import { pageHtml, type PageOptions } from './chromium-page.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -31,6 +32,8 @@ export function styleQuery(style: StyleRef, flat: boolean): string {
   const text = q.toString();
   return text ? `?${text}` : '';
 }
+/** Bytes of a page's expired-tiles question at most. */
+const QUESTION_MAX = 4 << 20;
 /** maplibre-gl files the page may load; nothing else of node_modules is reachable. */
 const ASSETS = new Set(['maplibre-gl.mjs', 'maplibre-gl-worker.mjs']);
 
@@ -105,6 +108,11 @@ export class LocalServer {
    * top), and the promise of the pixels with rows top to bottom. The rows are put in place as the upload arrives:
    * one buffer, one copy.
    */
+  /** Where a page asks which of its source tiles an expiry reached (expired-source-tiles.ts). */
+  get expiredTilesUrl(): string {
+    return `${this.origin}/expired-tiles`;
+  }
+
   expectFrame(id: string, width: number, height: number): { url: string; bytes: Promise<Buffer> } {
     const bytes = new Promise<Buffer>((resolve, reject) => this.frames.set(id, { kind: 'pixels', width, height, resolve, reject }));
     // A render that fails before uploading must not leave an unhandled rejection behind.
@@ -141,6 +149,7 @@ export class LocalServer {
     const rest = url.pathname.slice(prefix.length);
     try {
       if (req.method === 'POST' && rest.startsWith('frame/')) return await this.receiveFrame(rest.slice(6), req, res);
+      if (req.method === 'POST' && rest === 'expired-tiles') return await this.expiredTiles(req, res);
       if (req.method !== 'GET') return void res.writeHead(405).end();
       if (rest === 'page.html') {
         return void res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' }).end(pageHtml(this.page));
@@ -160,6 +169,22 @@ export class LocalServer {
     }
   }
 
+  /** The page asks which of its source tiles an expiry reached (expired-source-tiles.ts): the question goes to the service. */
+  private async expiredTiles(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      // A page holds a few thousand tiles at most: a question this large is no page's.
+      if (size > QUESTION_MAX) return void res.writeHead(413, { 'Cache-Control': 'no-store' }).end();
+      chunks.push(chunk);
+    }
+    const fetcher = this.fetcher;
+    const answer = fetcher ? await fetcher(`${EXPIRED_TILES_PATH}?${Buffer.concat(chunks).toString('utf8')}`, this.origin).catch(() => undefined) : undefined;
+    if (!answer) return void res.writeHead(503, { 'Cache-Control': 'no-store' }).end();
+    res.writeHead(answer.status, { 'Content-Type': answer.contentType ?? 'application/json', 'Cache-Control': 'no-store' }).end(answer.body);
+  }
+
   private async resource(pathAndQuery: string, base: string, res: http.ServerResponse): Promise<void> {
     const [pathname, search = ''] = pathAndQuery.split('?');
     const fetcher = this.fetcher;
@@ -167,12 +192,15 @@ export class LocalServer {
     const query = new URLSearchParams(search);
     const flat = query.get(FLAT_PARAM) === '1' && /^\/styles\/[^/]+\/style\.json$/.test(pathname);
     if (flat) query.delete(FLAT_PARAM);
+    // A tile's revision only keeps the browser's cache from answering for it after an expiry: the app never sees it.
+    const revised = query.has(TILE_REVISION_PARAM);
+    if (revised) query.delete(TILE_REVISION_PARAM);
     const rest = query.toString();
     let answer: Resource;
     if (!fetcher) answer = emptyResource(pathname, 503);
     else {
       try {
-        answer = await fetcher(flat ? `${pathname}${rest ? `?${rest}` : ''}` : pathAndQuery, base);
+        answer = await fetcher(flat || revised ? `${pathname}${rest ? `?${rest}` : ''}` : pathAndQuery, base);
         if (flat && answer.status === 200) {
           const style = JSON.parse(Buffer.from(answer.body).toString('utf8')) as StyleSpecification;
           answer = { ...answer, body: Buffer.from(JSON.stringify(flattenExtrusions(style))) };

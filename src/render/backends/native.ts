@@ -142,7 +142,8 @@ export class NativeRenderer implements Renderer {
 
   /** The map of this style and ratio, loaded once; the least recently used idle map beyond `maxMaps` is released. */
   private async mapFor(style: StyleRef, ratio: number, fetch: ResourceFetcher): Promise<MapSlot> {
-    const key = `${style.key}@${ratio}`;
+    // MapLibre Native has no call to reload some tiles of a loaded map: a map is loaded anew after an expiry.
+    const key = `${style.key}@${ratio}@${style.revision ?? 0}`;
     const i = this.maps.findIndex((m) => m.key === key && !m.busy);
     if (i >= 0) {
       const [slot] = this.maps.splice(i, 1);

@@ -7,6 +7,7 @@ import { describedSource, SourceOpenError, WORLD_BOUNDS, type Bounds, type Sourc
 import type { TileFunction } from './discover.js';
 import type { PgPool } from './pool.js';
 import { statementName } from './table.js';
+import { DATABASE_ALIAS } from './expiry-aliases.js';
 
 export class PgFunctionSource implements TileSource {
   private constructor(
@@ -15,6 +16,9 @@ export class PgFunctionSource implements TileSource {
     private readonly sql: string,
     private readonly withQuery: boolean,
   ) {}
+
+  /** The database's name, for the expiry of everything after a lost NOTIFY session (expiry-aliases.ts). */
+  readonly expiryAliases: readonly string[] = [DATABASE_ALIAS];
 
   static open(cfg: PgFunctionConfig, fn: TileFunction, pool: PgPool): PgFunctionSource {
     if (fn.kind === 'outdb') throw new SourceOpenError(cfg.id, `${fn.schema}.${fn.name} returns raster file paths: configure it under [[postgres.outdb_rasters]]`);

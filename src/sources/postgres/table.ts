@@ -12,6 +12,7 @@ import { filterSql } from '../../cql2/sql.js';
 import { queryables } from './queryables.js';
 import { dataBounds, fieldType, mvtCast, type ColumnInfo, type GeometryTable } from './discover.js';
 import type { PgPool } from './pool.js';
+import { DATABASE_ALIAS, tableAlias } from './expiry-aliases.js';
 
 /**
  * A prepared statement's name, from its text: pooled connections outlive a reload that keeps the pool, and a
@@ -67,6 +68,11 @@ export class PgTableSource implements TileSource {
     private readonly cfg: PgTableConfig,
     private readonly table: GeometryTable,
   ) {}
+
+  /** Its table's name and the database's, for expiries by name (expiry-aliases.ts). */
+  get expiryAliases(): readonly string[] {
+    return [tableAlias(this.table.schema, this.table.table), DATABASE_ALIAS];
+  }
 
   /** `table` is the catalogue's entry for the configured (or discovered) table. */
   static async open(cfg: PgTableConfig, table: GeometryTable, pool: PgPool): Promise<PgTableSource> {
