@@ -10,6 +10,7 @@ import { runMcpStdio } from './cli/mcp-stdio.js';
 import { runSeedCommand } from './cli/seed.js';
 import { runKeyCommand } from './cli/key.js';
 import { runExpireCommand } from './cli/expire.js';
+import { runMbtilesCommand } from './cli/mbtiles.js';
 import { listenErrorLine } from './cluster/listen-error.js';
 import { runPrimary, WorkerStartError } from './cluster/primary.js';
 import { workerCount } from './config/sizing.js';
@@ -42,6 +43,9 @@ const USAGE = `Usage:
   tileserver-ts key new [--name NAME]  a new API key and the [[auth.keys]] entry with its hash (docs/access.md)
   tileserver-ts seed --config FILE ...  render or copy the tiles of an area into a PMTiles/MBTiles archive
                                        or into the caches (tileserver-ts seed --help; docs/seeding.md)
+  tileserver-ts mbtiles VERB ...       validate, diff, apply-patch, copy, meta-get, meta-set, summary of MBTiles
+                                       files, as martin's mbtiles tool (tileserver-ts mbtiles --help; docs/mbtiles.md)
+  tileserver-ts convert IN OUT         MBTiles to PMTiles or back, streaming, with the metadata
   tileserver-ts expire --admin URL --source ID [FILE|-]
                                        send an expire list to a running server's admin listener
                                        (tileserver-ts expire --help; docs/live-data.md)
@@ -74,6 +78,10 @@ async function main(): Promise<void> {
   }
   if (argv[0] === 'expire') {
     const code = await runExpireCommand(argv.slice(1));
+    return void process.stdout.write('', () => process.exit(code));
+  }
+  if (argv[0] === 'mbtiles' || argv[0] === 'convert') {
+    const code = await runMbtilesCommand(argv[0] === 'convert' ? argv : argv.slice(1));
     return void process.stdout.write('', () => process.exit(code));
   }
   if (argv[0] === 'key') {

@@ -11,7 +11,7 @@ import { initCodecs } from './tiles/encoding.js';
 import { answerConnect, front, requireHost } from './http/front.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { tileFastLane } from './http/tile-fast-lane.js';
-import { accessGate } from './http/access-gate.js';
+import { accessGate, answerUnseen } from './http/access-gate.js';
 import { policyOf } from './auth/policy.js';
 import { log } from './log.js';
 import type { RuntimeStatus } from './runtime.js';
@@ -121,8 +121,9 @@ export async function startServer(loaded: LoadedConfig, options: StartOptions = 
                 corsOrigins,
                 // The access gate first (it refuses what the request may not reach, and records its principal), then
                 // the rate limits (per principal, else per client address) before the fast lane, so that tiles
-                // answered without Hono spend their budget too (limits/limits.ts).
-                accessGate(ctx, rateLimits.listener(() => holder.current, simpleCorsHeaders(corsOrigins), tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener)))),
+                // answered without Hono spend their budget too (limits/limits.ts); then the answer to a closed or
+                // absent id, after the limiter so that it carries the same RateLimit headers either way.
+                accessGate(ctx, rateLimits.listener(() => holder.current, simpleCorsHeaders(corsOrigins), answerUnseen(corsOrigins, tileFastLane(ctx, front({ corsOrigins, bodyTimeoutMs }, honoListener))))),
               ),
             ),
           ),

@@ -257,7 +257,9 @@ test('checkRequest answers a verdict for any target and headers, and never throw
     '/tmp',
     { S: 'x'.repeat(40) },
   );
-  const state = { config, styles: new Map(), sources: new Map(), composites: new Map() } as unknown as AppState;
+  // The gate asks whether an id is served (one that is not is answered as a closed one): these three are.
+  const served = new Map(['pub', 'priv', 'shut'].map((id) => [id, {}]));
+  const state = { config, styles: new Map(), sources: served, composites: new Map() } as unknown as AppState;
   const req = (url: string, headers: Record<string, string | string[]> = {}, method = 'GET') => ({ url, method, headers }) as unknown as IncomingMessage;
   const status = async (url: string, headers: Record<string, string> = {}) => {
     const v = await checkRequest(state, req(url, headers));
@@ -270,6 +272,8 @@ test('checkRequest answers a verdict for any target and headers, and never throw
   assert.equal(await status('/data/priv/0/0/0.pbf?key=secret-key', { origin: 'https://evil.example' }), 403);
   assert.equal(await status('/data/priv/0/0/0.pbf?key=secret-key', { referer: 'https://ok.example/page' }), 200);
   assert.equal(await status('/data/shut/0/0/0.pbf?key=secret-key'), 404);
+  assert.equal(await status('/data/none/0/0/0.pbf?key=secret-key'), 404, 'an id not served, as the closed one');
+  assert.equal(await status('/data/none/0/0/0.pbf'), 404, 'under the default public, without a key too');
   assert.equal(await status('/data/pub+priv/0/0/0.pbf'), 401);
   const secret = new TextEncoder().encode('x'.repeat(40));
   const jwt = await new jose.SignJWT({ sub: 's', tiles: { sources: 'priv' } }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('1m').sign(secret);
@@ -297,7 +301,8 @@ test('no spelling of a path reaches a key-level source without a key (dot segmen
     '/tmp',
     {},
   );
-  const state = { config, styles: new Map(), sources: new Map(), composites: new Map() } as unknown as AppState;
+  // Both served: a source that is not would be refused as unseen, and the property would hold without the key check.
+  const state = { config, styles: new Map(), sources: new Map(['osm', 'priv'].map((id) => [id, {}])), composites: new Map() } as unknown as AppState;
   const seg = fc.constantFrom('data', 'osm', 'priv', '..', '.', '%2e%2e', '%2E', '%70riv', 'pri%76', '', 'x', '0', '0.pbf', 'osm+priv', 'osm%2Bpriv');
   /** How the router reads a path: URL's dot-segment resolution, then each segment percent-decoded. */
   const routed = (url: string) => {

@@ -186,4 +186,25 @@ describe('two machines sharing Redis, and restarts', () => {
     assert.match(a.server.output(), /not a whole batch/);
     assert.equal(statSync(journal).size, whole);
   });
+
+  // Last: afterwards B holds what A does not (the world expired) and lacks A's batch.
+  test('B stopped, the entries it missed trimmed from the stream: B expires every source whole', async () => {
+    const held = (await metrics(b))!.value('expire_index_tiles')!;
+    await b.server.stop();
+    await expire(a, ['11/1000/700']);
+    // What MAXLEN does to a machine away for more than the stream keeps.
+    assert.ok((await redis.client.xtrim('tsts:v1:expire', 'MAXLEN', 0)) > 0);
+    b = await restart(b);
+    const s = await waitFor('B counting the lost entries', async () => {
+      const m = await metrics(b);
+      return m?.value('expire_fleet_lost_total') === 1 ? m : undefined;
+    }, T);
+    // One more entry: the whole world (0/0/0) of source omt, in place of the batch it cannot read.
+    assert.equal(s.value('expire_index_tiles'), held + 1);
+    assert.equal(s.value('expire_fleet_batches_total'), 0);
+    assert.match(b.server.output(), /trimmed from the stream before it read them; every source is expired whole here/);
+    // An omt tile B serves now is made afresh (nothing B holds was made after that expiry).
+    const res = await fetch(`${b.server.url}/data/omt/1/1/0.pbf`);
+    assert.equal(res.status, 200);
+  });
 });

@@ -20,6 +20,7 @@ import { createApp } from '../src/http/app.js';
 import { Router, RouteTableError } from '../src/http/router.js';
 import { log } from '../src/log.js';
 import { splitLayerCollectionId } from '../src/ogc/layer-ids.js';
+import { parseUploadIdParam, sourceIdOf } from '../src/uploads/names.js';
 import { ADMIN, ADMIN_ROUTES } from '../src/routes/admin-routes.js';
 import { route } from '../src/routes/declaration.js';
 import { RouteMatcher } from '../src/routes/match.js';
@@ -81,6 +82,10 @@ function expectedTargets(r: Reached): Target[] {
     else if (placeholder[1] === 'collectionId') {
       const layer = splitLayerCollectionId(value);
       out.push(...(layer ? [{ kind: 'source' as const, id: layer.source }] : members(value)));
+    } else if (placeholder[1] === 'id') {
+      // An upload, by its UUID or its source id: the source `upload-<uuid>`, never split at `+`.
+      const uuid = parseUploadIdParam(value);
+      out.push({ kind: 'source', id: uuid === undefined ? value : sourceIdOf(uuid) });
     } else out.push(...members(value));
   });
   return out;
@@ -192,6 +197,8 @@ describe('the gate and the router agree on what every path touches', () => {
     assert.deepEqual(at('GET', '/data/a,b/1/2/3.pbf'), [{ kind: 'source', id: 'a,b' }], 'a comma separates nothing');
     assert.deepEqual(at('GET', '/ogc/collections/city:a+b/items'), [{ kind: 'source', id: 'city' }]);
     assert.deepEqual(at('DELETE', '/api/upload/upload-1'), [{ kind: 'shared' }, { kind: 'source', id: 'upload-1' }]);
+    const uuid = '0f8fad5b-d9cb-469f-a165-70867728950e';
+    for (const spelt of [uuid, uuid.toUpperCase(), `upload-${uuid}`]) assert.deepEqual(at('DELETE', `/api/upload/${spelt}`), [{ kind: 'shared' }, { kind: 'source', id: `upload-${uuid}` }], spelt);
     assert.deepEqual(at('GET', '/data/osm/no/such/route/here'), [], 'no route: nothing');
     assert.deepEqual(at('POST', '/data/osm/1/2/3.pbf'), [], 'no route for the method: nothing');
   });

@@ -121,6 +121,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['limits'],
   ['http'],
   ['server', 'seed'],
+  ['mbtiles'],
   ['cluster'],
   ['cli'],
 ];

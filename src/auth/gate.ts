@@ -5,11 +5,19 @@
 // (src/routes/public-routes.ts, read by resources.ts), and a route cannot be mounted without that declaration.
 // docs/access.md has the rules; in short:
 //
-//   closed anywhere in what the request touches -> 404, as an unknown id (its existence is not revealed);
+//   closed, or not served at all                 -> judged as an id of `default_access` that nothing is configured
+//                                                   for; if that passes, the one "unseen" 404 (below);
 //   key-level and no credential                  -> 401 with `WWW-Authenticate: Bearer realm="tileserver-ts"`;
 //   key-level and a credential that is not valid -> 401 (error="invalid_token");
 //   valid, but not for this resource or origin   -> 403 (error="insufficient_scope");
 //   public                                       -> on, whatever credentials come along (a wrong one is ignored).
+//
+// Closed means unseen: a closed id and an id that does not exist get the same answer, byte for byte, whoever asks.
+// Both are judged alike (the level `default_access`, the key's patterns for what the path names), and the 404 that
+// follows is not sent here but marked on the request (unseen.ts): the rate limiter counts it like any request and
+// src/http/access-gate.ts answers it after the limiter, so its RateLimit headers are those of any answer. The
+// routes' own 404s for unknown ids are not reached while access control is on: the gate answers every id it
+// cannot find itself, from the path alone.
 //
 // Cost on the hot path: with no `[auth]` and no `access` anywhere, one WeakMap read. Otherwise a public tile spelt
 // plainly takes the shortcut below; other requests one route match (src/routes/match.ts, 0.1-0.6 µs measured,
@@ -22,7 +30,8 @@ import type { Matcher } from './patterns.js';
 import { policyOf, type Policy } from './policy.js';
 import { setPrincipal, type Principal } from './principal.js';
 import { compositeMembers, isCompositeId, terrainProductOf } from '../sources/source-ids.js';
-import { pathTargets, requestTargets, type Target } from './resources.js';
+import { pathTargets, requestTargets, type Named, type PathTargets, type Target } from './resources.js';
+import type { AccessLevel } from '../config/schema.js';
 
 /** What a request's valid credential allows. */
 export interface Grant {
@@ -38,6 +47,8 @@ export interface Refusal {
   detail: string;
   /** The WWW-Authenticate header of a 401 or 403. */
   challenge?: string;
+  /** The 404 of an id the request may not see or that does not exist: answered after the rate limiter counted it. */
+  unseen?: true;
 }
 
 /** `protected`: the request reads something only a key or token opens (its answer must not be cached for everybody). */
@@ -68,9 +79,15 @@ const FORBIDDEN: Refusal = {
   challenge: `Bearer realm="${REALM}", error="insufficient_scope"`,
 };
 
-function notFound(t: Target): Refusal {
-  const detail = t.kind === 'style' ? `no style with id "${t.id}"` : t.kind === 'source' ? `no source with id "${t.id}"` : 'not found';
-  return { ok: false, status: 404, title: t.kind === 'style' ? 'Style not found' : t.kind === 'source' ? 'Source not found' : 'Not found', detail };
+const UNSEEN_TITLE: Record<Named['kind'], string> = { source: 'Source not found', collection: 'Collection not found', style: 'Style not found' };
+
+/**
+ * The one answer for an id that is closed or absent: made of the kind the path names only, so it cannot tell which.
+ * It does not repeat the id either: then two refusals of one route are the same bytes whatever ids they name (a
+ * client knows what it asked for), and a cache or a log keyed by the answer learns nothing from it.
+ */
+export function unseen(named: Named): Refusal {
+  return { ok: false, status: 404, title: UNSEEN_TITLE[named.kind], detail: `no ${named.kind} with the id this request names`, unseen: true };
 }
 
 const grants = new WeakMap<IncomingMessage, Grant>();
@@ -80,20 +97,35 @@ export function grantOf(req: IncomingMessage | undefined): Grant | undefined {
   return req ? grants.get(req) : undefined;
 }
 
-/** A target as the rules see it: a style path may lead to a source's generated style. */
+/**
+ * A target as the rules see it: a style path may lead to a source's generated style. `hidden`: what the path
+ * names when the target is closed or not served; the target is then judged as it is spelt in the path, at the
+ * level `default_access`.
+ */
 interface Judged {
   target: Target;
-  level: 'public' | 'key' | 'closed';
+  level: AccessLevel;
+  hidden?: Named;
 }
 
-function judge(policy: Policy, targets: readonly Target[]): Judged[] {
-  return targets.map((t) => {
-    if (t.kind === 'source') return { target: t, level: policy.sourceLevel(t.id) };
-    if (t.kind === 'style') {
-      const s = policy.style(t.id);
-      return { target: { kind: s.kind, id: s.id }, level: s.level };
-    }
-    return { target: t, level: policy.defaultLevel };
+/** Whether `id` is served now: a source (uploads included), a named composite, or a terrain product of a source. */
+function served(state: AppState, id: string): boolean {
+  if (state.sources.has(id) || state.composites.has(id)) return true;
+  const product = terrainProductOf(id);
+  return product !== undefined && state.sources.has(product.source);
+}
+
+function judge(state: AppState, policy: Policy, where: Pick<PathTargets, 'targets' | 'named'>): Judged[] {
+  return where.targets.map((t, i) => {
+    if (t.kind === 'shared') return { target: t, level: policy.defaultLevel };
+    const spelt: Named = { kind: t.kind };
+    const r = t.kind === 'source' ? { kind: t.kind, id: t.id, level: policy.sourceLevel(t.id) } : policy.style(t.id);
+    const here = r.kind === 'style' ? state.styles.has(r.id) : served(state, r.id);
+    if (here && r.level !== 'closed') return { target: { kind: r.kind, id: r.id }, level: r.level };
+    // Closed or absent: an id nothing is configured for, so `default_access`, and the key's patterns of what the
+    // path names (a style path is judged by `styles`, whether a closed style or a closed source's generated style
+    // hides behind it, as an unknown style id would be).
+    return { target: t, level: policy.defaultLevel, hidden: where.named[i] ?? spelt };
   });
 }
 
@@ -105,16 +137,22 @@ function allows(grant: Grant, t: Target): boolean {
   return product !== undefined && grant.sources(product.source);
 }
 
-/** The verdict on `targets` for a request with `grant` (or none): closed -> 404, key without a grant -> `noGrant`. */
+/**
+ * The verdict on `judged` for a request with `grant` (or none): key without a grant -> `noGrant`, key the grant
+ * does not cover -> 403; then a hidden target -> the unseen 404. (A hidden target at level closed, under
+ * `default_access = "closed"`, asks for no credential: nothing could open it.)
+ */
 function verdictOn(judged: readonly Judged[], grant: Grant | undefined, noGrant: Refusal): Verdict {
-  for (const j of judged) if (j.level === 'closed') return notFound(j.target);
   let guarded = false;
+  let hidden: Named | undefined;
   for (const j of judged) {
+    hidden ??= j.hidden;
     if (j.level !== 'key') continue;
     if (!grant) return noGrant;
     if (!allows(grant, j.target)) return FORBIDDEN;
     guarded = true;
   }
+  if (hidden) return unseen(hidden);
   return guarded ? PASS_PROTECTED : PASS;
 }
 
@@ -167,7 +205,7 @@ function conclude(req: IncomingMessage, judged: readonly Judged[], checked: Chec
  * composite), with no credential to record. Measured: it halves what the general path costs such a request
  * (about 1 µs), which the cached tile's whole answer would otherwise notice.
  */
-function publicTile(policy: Policy, url: string, req: IncomingMessage): boolean {
+function publicTile(state: AppState, policy: Policy, url: string, req: IncomingMessage): boolean {
   if (!url.startsWith('/data/') || req.headers.authorization !== undefined) return false;
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
@@ -176,7 +214,8 @@ function publicTile(policy: Policy, url: string, req: IncomingMessage): boolean 
   const end = path.indexOf('/', 6);
   if (end <= 6) return false;
   const id = path.slice(6, end);
-  return !isCompositeId(id) && policy.sourceLevel(id) === 'public';
+  // A public level is also what an unknown id has under the default `public`: only a source served is let by.
+  return !isCompositeId(id) && policy.sourceLevel(id) === 'public' && (state.sources.has(id) || state.composites.has(id));
 }
 
 /**
@@ -187,9 +226,9 @@ export function checkRequest(state: AppState, req: IncomingMessage): Verdict | P
   const policy = policyOf(state);
   if (policy.open || req.method === 'OPTIONS') return PASS;
   const url = req.url ?? '';
-  if (publicTile(policy, url, req)) return PASS;
+  if (publicTile(state, policy, url, req)) return PASS;
   const where = requestTargets(req);
-  const judged = where.targets.length ? judge(policy, where.targets) : [];
+  const judged = where.targets.length ? judge(state, policy, where) : [];
   const cred: Credential | undefined = credentialOf(url, req.headers.authorization, where.bearer);
   if (!cred) return verdictOn(judged, undefined, MISSING);
   if (cred.kind === 'malformed') return verdictOn(judged, undefined, INVALID);
@@ -204,25 +243,28 @@ export function checkRequest(state: AppState, req: IncomingMessage): Verdict | P
 export function checkPath(state: AppState, method: string, url: string, grant: Grant | undefined): Verdict {
   const policy = policyOf(state);
   if (policy.open) return PASS;
-  return verdictOn(judge(policy, pathTargets(method, url).targets), grant, MISSING);
+  return verdictOn(judge(state, policy, pathTargets(method, url)), grant, MISSING);
 }
 
 /** The verdict on sources a route learnt from a request body (`POST /api/spatial/query`). */
 export function checkSources(state: AppState, ids: readonly string[], grant: Grant | undefined): Verdict {
   const policy = policyOf(state);
   if (policy.open) return PASS;
-  const targets: Target[] = ids.flatMap((id) => compositeMembers(id).map((m) => ({ kind: 'source' as const, id: m })));
-  return verdictOn(judge(policy, targets), grant, MISSING);
+  const targets: Target[] = [];
+  for (const id of ids) for (const m of compositeMembers(id)) targets.push({ kind: 'source', id: m });
+  const named: Named[] = targets.map(() => ({ kind: 'source' }));
+  return verdictOn(judge(state, policy, { targets, named }), grant, MISSING);
 }
 
 /** Whether a listing shown to a request with `grant` includes a source or style: public ones, and key ones the grant allows. */
 export function visible(state: AppState, grant: Grant | undefined): (kind: 'source' | 'style', id: string) => boolean {
   const policy = policyOf(state);
   if (policy.open) return () => true;
+  // What a listing offers is served by construction (a layer collection `{source}:{layer}` among them): only levels.
   return (kind, id) => {
-    const [j] = judge(policy, [{ kind, id }]);
+    const j = kind === 'source' ? { kind, id, level: policy.sourceLevel(id) } : policy.style(id);
     if (j.level === 'public') return true;
     if (j.level === 'closed') return false;
-    return grant !== undefined && allows(grant, j.target);
+    return grant !== undefined && allows(grant, { kind: j.kind, id: j.id });
   };
 }

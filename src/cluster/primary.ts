@@ -111,7 +111,7 @@ export function runPrimary(initial: LoadedConfig, count: number): Promise<Servic
   // The machine's expiries (expire/machine.ts): read from the journal before any worker starts, taken here from
   // the admin listener, the workers and the fleet, and handed to every worker.
   let relay: PrimaryExpireRelay | undefined;
-  const machine = startMachineExpiries(initial.config, log, (batch, encoded) => relay?.toWorkers(batch, encoded));
+  const machine = startMachineExpiries(initial.config, log, (batch, encoded) => relay?.toWorkers(batch, encoded), () => reloader.active.config);
   relay = new PrimaryExpireRelay((batch) => machine.hub.take(batch, 'worker'), log);
   const expireRelay = relay;
 

@@ -88,9 +88,11 @@ export async function runWorker(): Promise<void> {
 /** workers = 1: one process does everything, signals included. */
 export async function runSingle(loaded: LoadedConfig): Promise<{ server: RunningServer; reloader: ServiceReloader }> {
   // The machine's expiries (journal, hub, fleet) before the first request.
-  const machine = startMachineExpiries(loaded.config, log);
+  let reloaderOf: ServiceReloader | undefined;
+  const machine = startMachineExpiries(loaded.config, log, undefined, () => reloaderOf?.active.config ?? loaded.config);
   const server = await startServer(loaded);
   const reloader = new ServiceReloader(loaded, async (next, flush) => [await server.reload(next, flush)], log);
+  reloaderOf = reloader;
   let draining = false;
   const drain = async () => {
     if (draining) return;

@@ -24,7 +24,8 @@ import { MbtilesSource } from '../sources/mbtiles.js';
 import { PmtilesSource, type ArchiveVersion } from '../sources/pmtiles.js';
 import type { TileSource } from '../sources/source.js';
 import type { AppState } from '../state/app-state.js';
-import { ALL_ZOOMS } from './area-times.js';
+import { ALL_ZOOMS, unique } from './area-times.js';
+import { tileKey, validTile } from './tile-key.js';
 import { expiryHub, type NewBatch } from './hub.js';
 import { diffMbtiles } from './mbtiles-diff.js';
 import { diffPmtiles, type ArchiveDiff } from './pmtiles-diff.js';
@@ -70,7 +71,15 @@ async function localChange(id: string, before: TileSource, after: TileSource, lo
     log.info({ source: id, reason }, 'archive replaced: the old content cannot be compared; expiring the whole source');
     return batch(id, a.fingerprint, b.fingerprint, WHOLE());
   };
-  if (a.dev === b.dev && a.ino === b.ino) return whole('the file was overwritten in place');
+  if (a.dev === b.dev && a.ino === b.ino) {
+    const patched = before instanceof MbtilesSource && after instanceof MbtilesSource ? patchedInPlace(before, after) : undefined;
+    if (patched?.length === 0) return undefined;
+    if (patched) {
+      log.info({ source: id, tiles: patched.length }, 'archive patched in place: expiring the tiles the patch holds');
+      return batch(id, a.fingerprint, b.fingerprint, patched);
+    }
+    return whole('the file was overwritten in place');
+  }
   let now: string;
   try {
     now = fingerprintFd(a.fd);
@@ -90,6 +99,23 @@ async function localChange(id: string, before: TileSource, after: TileSource, lo
   // A file touched or copied again with the same content: nothing to expire.
   if (diff.kind === 'tiles' && diff.tiles.length === 0) return undefined;
   return diffed(id, a.fingerprint, b.fingerprint, diff, log);
+}
+
+/**
+ * The tiles of a patch `tileserver-ts mbtiles apply-patch` applied in place to the file `before` served: the
+ * file records the patch's positions with its agg_tiles_hash before and after (sources/mbtiles.ts PATCH_TABLE);
+ * they count when `before` opened the file at that hash and the file still stores the hash the patch left.
+ */
+function patchedInPlace(before: MbtilesSource, after: MbtilesSource): Float64Array | undefined {
+  if (before.aggTilesHash === undefined) return undefined;
+  const rows = after.patchedFrom(before.aggTilesHash, ARCHIVE_DIFF_MAX_TILES);
+  if (!rows) return undefined;
+  const keys: number[] = [];
+  for (const [z, x, row] of rows) {
+    const y = 2 ** z - 1 - row;
+    if (validTile(z, x, y)) keys.push(tileKey(z, x, y));
+  }
+  return unique(Float64Array.from(keys).sort());
 }
 
 function diffed(id: string, before: string, after: string, diff: ArchiveDiff, log: Logger): NewBatch {

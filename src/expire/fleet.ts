@@ -8,7 +8,8 @@
 //   whose Redis comes back) reads on from it, so what was published while it was away is applied. A machine with
 //   no position yet starts at the stream's end: whatever was published before it existed concerns caches it does
 //   not have. When entries after its position were trimmed away meanwhile (it was away for more than
-//   STREAM_MAX_LEN entries), it cannot know what they expired and says so (log, `lost` metric).
+//   STREAM_MAX_LEN entries), it cannot know what they expired: it says so (log, `lost` metric) and expires every
+//   source whole on this machine (`onLost`), as a lost NOTIFY session does, which is sound whatever was missed.
 // - Redis down: batches accepted meanwhile wait in an outbox (at most OUTBOX_BYTES; the oldest are dropped and
 //   counted beyond) and are published, in order, once Redis answers again. A Redis restarted empty loses what
 //   its stream held: a machine that was down at the same time misses the entries it had not read (documented).
@@ -64,6 +65,8 @@ export class FleetStream {
     /** Applies a batch of another machine (the machine hub's `take`); false when the machine had it. */
     private readonly onBatch: (batch: ExpiryBatch) => boolean,
     private readonly log: Logger,
+    /** Entries this machine did not read were trimmed: what they expired is unknown here. */
+    private readonly onLost: () => void = () => {},
   ) {}
 
   /** Connects (ioredis is loaded on first use, as the shared cache does) and starts reading. */
@@ -161,16 +164,30 @@ export class FleetStream {
     }
   }
 
-  /** Entries after `from` trimmed before this machine read them (Redis 7's max-deleted-entry-id). */
+  /**
+   * Whether entries after `from` were trimmed before this machine read them. Trimming takes the oldest entries
+   * first, so while the entry at `from` is still in the stream nothing after it is gone; once it is gone and others
+   * were added since, some of those may be too (Redis 7.0 leaves max-deleted-entry-id alone on a trim, so that
+   * cannot tell), unless nothing was ever trimmed from the stream. Taken as lost then: at worst, a radix node ending at `from` was trimmed and nothing unread with
+   * it, and this machine expires more than it had to, never less.
+   */
   private async checkGap(from: string): Promise<void> {
+    if (from === '0-0') return;
     const info = (await this.reader!.call('XINFO', 'STREAM', STREAM_KEY).catch(() => undefined)) as unknown[] | undefined;
     if (!info) return;
-    const at = info.indexOf('max-deleted-entry-id');
-    const deleted = at >= 0 ? String(info[at + 1]) : undefined;
-    if (deleted && after(deleted, from)) {
-      fleetMetrics.emit('lost');
-      this.log.warn({ position: from, trimmed_up_to: deleted }, 'expiry fleet: entries published while this machine was away were trimmed from the stream before it read them; their expiries are not known here');
-    }
+    const field = (name: string) => {
+      const at = info.indexOf(name);
+      return at >= 0 ? String(info[at + 1]) : undefined;
+    };
+    const last = field('last-generated-id');
+    if (!last || !after(last, from)) return;
+    // A stream nothing was ever trimmed from (a Redis restarted empty holds a new one) holds every entry it got.
+    if (Number(field('entries-added')) === Number(field('length'))) return;
+    const [kept] = await this.reader!.xrange(STREAM_KEY, from, '+', 'COUNT', 1);
+    if (kept?.[0] === from) return;
+    fleetMetrics.emit('lost');
+    this.log.warn({ position: from, last }, 'expiry fleet: entries published while this machine was away were trimmed from the stream before it read them; every source is expired whole here');
+    this.onLost();
   }
 
   private entry(id: string, fields: Buffer[]): void {

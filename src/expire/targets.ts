@@ -4,6 +4,7 @@
 // cluster's primary, which holds no AppState.
 import type { Config } from '../config/schema.js';
 import { compositeMembers } from '../sources/source-ids.js';
+import { DATABASE_ALIAS } from '../sources/postgres/expiry-aliases.js';
 
 /** Every source id the configuration declares. */
 function declaredIds(config: Config): Set<string> {
@@ -22,4 +23,9 @@ export function expirySources(config: Config, id: string): { ok: true; sources: 
     else return { ok: false, unknown: member };
   }
   return { ok: true, sources: [...out] };
+}
+
+/** Every source the configuration declares, and the database's discovered ones by its name (auto_publish). */
+export function everySource(config: Config): string[] {
+  return [...declaredIds(config), ...(config.postgres?.auto_publish ? [DATABASE_ALIAS] : [])];
 }

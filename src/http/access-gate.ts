@@ -9,6 +9,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { checkPath, checkRequest, checkSources, grantOf, visible, type Refusal, type Verdict } from '../auth/gate.js';
 import type { AppState } from '../state/app-state.js';
 import { problemBody } from '../problem.js';
+import { markUnseen, unseenOf } from '../auth/unseen.js';
 import type { ServerContext, RenderRequestEnv } from './context.js';
 import { simpleCorsHeaders } from './cors.js';
 import { noteRoute } from './access-log.js';
@@ -51,31 +52,42 @@ function refusalHeaders(r: Refusal): Record<string, string> {
   return h;
 }
 
+type CorsFor = ReturnType<typeof simpleCorsHeaders>;
+
+/**
+ * Writes a refusal: problem JSON, the CORS headers of the request's origin, `Cache-Control: no-store`, and for a 401
+ * or 403 the challenge. Headers already set on `res` (the RateLimit headers of an unseen answer) go out with it.
+ */
+function writeRefusal(corsFor: CorsFor, req: IncomingMessage, res: ServerResponse, r: Refusal): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = JSON.stringify(problemBody(r.status, r.title, r.detail));
+  const cors = corsFor(req.headers.origin);
+  const headers: Record<string, string> = {
+    ...cors.headers,
+    ...refusalHeaders(r),
+    'content-type': 'application/problem+json',
+    'content-length': String(Buffer.byteLength(body)),
+  };
+  if (cors.varyOrigin) headers.vary = 'Origin';
+  noteRoute(res, 'access gate');
+  res.writeHead(r.status, headers);
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
 /**
  * Wraps the listener of every request: a request the gate refuses is answered here; the others go on to `next`
- * with their principal recorded. The CORS allow-list is read once, as the Hono middleware does.
+ * with their principal recorded, an unseen one (a closed or absent id) with its 404 marked for `answerUnseen`,
+ * which stands behind the rate limiter. The CORS allow-list is read once, as the Hono middleware does.
  */
 export function accessGate(ctx: ServerContext, next: RequestListener): RequestListener {
   const corsFor = simpleCorsHeaders(ctx.holder.current.config.server.cors_origins);
-  const refuse = (req: IncomingMessage, res: ServerResponse, r: Refusal) => {
-    if (res.headersSent || res.destroyed) return;
-    const body = JSON.stringify(problemBody(r.status, r.title, r.detail));
-    const cors = corsFor(req.headers.origin);
-    const headers: Record<string, string> = {
-      ...cors.headers,
-      ...refusalHeaders(r),
-      'content-type': 'application/problem+json',
-      'content-length': String(Buffer.byteLength(body)),
-    };
-    if (cors.varyOrigin) headers.vary = 'Origin';
-    noteRoute(res, 'access gate');
-    res.writeHead(r.status, headers);
-    res.end(req.method === 'HEAD' ? undefined : body);
-  };
+  const refuse = (req: IncomingMessage, res: ServerResponse, r: Refusal) => writeRefusal(corsFor, req, res, r);
   const unchecked: Refusal = { ok: false, status: 401, title: 'Unauthorized', detail: 'the credentials could not be checked' };
   const go = (req: IncomingMessage, res: ServerResponse, v: Verdict) => {
-    if (!v.ok) return refuse(req, res, v);
-    if (v.protected) keepPrivate(res);
+    if (!v.ok) {
+      if (!v.unseen) return refuse(req, res, v);
+      markUnseen(req, v);
+    } else if (v.protected) keepPrivate(res);
     next(req, res);
   };
   return (req, res) => {
@@ -97,10 +109,27 @@ export function accessGate(ctx: ServerContext, next: RequestListener): RequestLi
   };
 }
 
+/**
+ * Stands behind the rate limiter: a request the gate marked unseen is answered here, its 404 written as the gate
+ * writes refusals, with the RateLimit headers the limiter set, so a closed id's answer and an unknown id's are one
+ * (docs/access.md, "Closed means unseen"). Other requests go on to `next`.
+ */
+export function answerUnseen(corsOrigins: readonly string[], next: RequestListener): RequestListener {
+  const corsFor = simpleCorsHeaders(corsOrigins);
+  return (req, res) => {
+    const u = unseenOf(req);
+    if (u === undefined) return next(req, res);
+    writeRefusal(corsFor, req, res, u);
+  };
+}
+
 const incomingOf = (c: Context): IncomingMessage | undefined => (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
 
+/** A refusal inside Hono (an MCP tool's in-process call, a source named in a body): the gate's headers. */
 function refusalResponse(c: Context, r: Refusal): Response {
-  return problem(c, r.status, r.title, r.detail, {}, r.challenge ? { 'WWW-Authenticate': r.challenge, 'Cache-Control': 'no-store' } : {});
+  const headers: Record<string, string> = { 'Cache-Control': 'no-store' };
+  if (r.challenge) headers['WWW-Authenticate'] = r.challenge;
+  return problem(c, r.status, r.title, r.detail, {}, headers);
 }
 
 /**

@@ -1,7 +1,10 @@
 // Which budget a request spends: read from the declaration of the route it is routed to
 // (src/routes/public-routes.ts, where the rule and its reasons are; docs/rate-limits.md has the table). A request
-// no route matches is cheap: it is answered 404 without work.
+// no route matches is cheap: it is answered 404 without work, and so is one the access gate found to name an id
+// that is closed or absent (auth/unseen.ts): charged what the route would charge for the closed id, it would tell
+// a closed PostGIS table (expensive) from an unknown id (cheap) by the RateLimit header.
 import type { IncomingMessage } from 'node:http';
+import { unseenOf } from '../auth/unseen.js';
 import type { Budget } from '../routes/declaration.js';
 import type { RouteMatch } from '../routes/match.js';
 import { matchPublic, routeOf } from '../routes/request-route.js';
@@ -23,5 +26,5 @@ export function classify(state: AppState, method: string, target: string): Kind 
 
 /** The budget a node:http request spends (its route matched once, shared with the access gate). */
 export function requestBudget(state: AppState, req: IncomingMessage): Kind {
-  return budgetOf(state, routeOf(req));
+  return unseenOf(req) ? 'cheap' : budgetOf(state, routeOf(req));
 }

@@ -30,10 +30,12 @@ export type BudgetRule = Budget | ((state: AppState, params: Params) => Budget);
  * - `source`: a source, named composite or ad-hoc composite `a+b` (each member: src/sources/source-ids.ts);
  * - `collection`: an OGC collection, a source as above or one layer `{source}:{layer}` of it (src/ogc/layer-ids.ts);
  * - `style`: a configured style, or the generated style of the source of that id;
+ * - `upload`: an upload named by its UUID or its source id `upload-<uuid>` (src/uploads/names.ts): that source;
  * - `shared`: the service's shared things (the files directory, uploads).
  */
 export type Read =
   | { kind: 'source' | 'collection' | 'style'; param: string; suffix?: string }
+  | { kind: 'upload'; param: string }
   | { kind: 'shared' };
 
 export interface RouteDeclaration {
@@ -70,4 +72,5 @@ export function route(listener: Listener, method: Method, path: string, hono: st
 export const source = (param: string, suffix?: string): Read => ({ kind: 'source', param, ...(suffix ? { suffix } : {}) });
 export const collection = (param: string): Read => ({ kind: 'collection', param });
 export const style = (param: string, suffix?: string): Read => ({ kind: 'style', param, ...(suffix ? { suffix } : {}) });
+export const upload = (param: string): Read => ({ kind: 'upload', param });
 export const SHARED: Read = { kind: 'shared' };

@@ -13,7 +13,7 @@
 import type { AppState } from '../state/app-state.js';
 import { isCompositeId, terrainProductOf } from '../sources/source-ids.js';
 import { formatFromExtension } from '../tiles/format.js';
-import { collection, route, SHARED, source, style, type Budget, type BudgetRule, type Method, type Params, type Read, type RouteDeclaration } from './declaration.js';
+import { collection, route, SHARED, source, style, upload, type Budget, type BudgetRule, type Method, type Params, type Read, type RouteDeclaration } from './declaration.js';
 
 /** Stored tiles of an archive served in the format they are stored in: the cheap tile. */
 const ARCHIVES = new Set(['pmtiles', 'mbtiles']);
@@ -92,7 +92,7 @@ export const PUBLIC = {
   spatialQuery: at('post', '/api/spatial/query', '/api/spatial/query', { budget: 'expensive' }),
   upload: at('post', '/api/upload', '/api/upload', { ...reads(SHARED), budget: 'expensive', mountedWith: UPLOADS }),
   uploads: at('get', '/api/upload', '/api/upload', { ...reads(SHARED), mountedWith: UPLOADS }),
-  uploadDelete: at('delete', '/api/upload/{id}', '/api/upload/:id', { ...reads(SHARED, source('id')), mountedWith: UPLOADS }),
+  uploadDelete: at('delete', '/api/upload/{id}', '/api/upload/:id', { ...reads(SHARED, upload('id')), mountedWith: UPLOADS }),
   styleList: at('get', '/styles.json', '/styles.json', LISTING),
   style: at('get', '/styles/{style}/style.json', '/styles/:style/style.json', STYLE),
   styleJson: at('get', '/styles/{style}.json', '/styles/:file{[^/]+\\.json}', reads(style('file', '.json'))),

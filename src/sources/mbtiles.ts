@@ -12,6 +12,13 @@ import { defaultCenter, parseVectorLayers, SourceOpenError, WORLD_BOUNDS, type B
 
 type Db = InstanceType<typeof Database>;
 
+/**
+ * The record `tileserver-ts mbtiles apply-patch` leaves in a file it patched in place: the agg_tiles_hash before
+ * and after, and every tile position the patch wrote or deleted (one row each). A server that served the file
+ * before expires exactly those tiles (expire/archives.ts); the record of an earlier patch is replaced.
+ */
+export const PATCH_TABLE = 'tileserver_ts_patch';
+
 export class MbtilesSource implements TileSource {
   private constructor(
     readonly info: SourceInfo,
@@ -20,7 +27,27 @@ export class MbtilesSource implements TileSource {
     readonly archive: ArchiveFile,
     /** `map-images`: mbutil's deduplicated layout, whose `tile_id` names an image by a hash of its bytes. */
     readonly layout: 'tiles' | 'map-images',
+    /** The `agg_tiles_hash` the file stored when the source opened it (martin's; `mbtiles validate --update`). */
+    readonly aggTilesHash: string | undefined,
   ) {}
+
+  /**
+   * The tile positions (zoom, column, TMS row) of the patch `tileserver-ts mbtiles apply-patch` applied in place,
+   * when the file now stores the agg_tiles_hash that patch left and the patch was applied to `before`; else
+   * undefined (another change, or more than `max` positions). The record is PATCH_TABLE, written by the same
+   * transaction as the patch (src/mbtiles/apply-patch.ts).
+   */
+  patchedFrom(before: string, max: number): [number, number, number][] | undefined {
+    const now = readMetadata(this.db).get('agg_tiles_hash');
+    const known = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(PATCH_TABLE);
+    if (now === undefined || !known) return undefined;
+    const rows = this.db
+      .prepare(`SELECT zoom_level, tile_column, tile_row FROM ${PATCH_TABLE} WHERE before = ? AND after = ? LIMIT ?`)
+      .raw()
+      .all(before, now, max + 1) as [number, number, number][];
+    const recorded = this.db.prepare(`SELECT count(*) FROM ${PATCH_TABLE} WHERE before = ? AND after = ?`).pluck().get(before, now) as number;
+    return recorded > 0 && rows.length <= max ? rows : undefined;
+  }
 
   private readonly pages = new Map<string, Database.Statement<[number, number, number, number], unknown[]>>();
 
@@ -53,7 +80,7 @@ export class MbtilesSource implements TileSource {
       const metadata = names.has('metadata') ? readMetadata(db) : new Map<string, string>();
       const select = db.prepare(layout.tile) as Database.Statement<[number, number, number], { tile_data: Buffer }>;
       const info = describe(cfg, db, layout, metadata);
-      return new MbtilesSource(info, db, select, archive, layout === TILES_TABLE ? 'tiles' : 'map-images');
+      return new MbtilesSource(info, db, select, archive, layout === TILES_TABLE ? 'tiles' : 'map-images', metadata.get('agg_tiles_hash'));
     } catch (err) {
       db?.close();
       if (fd !== undefined) closeSync(fd);
