@@ -10,7 +10,7 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { tileIdToZxy, type RangeResponse, type Source } from 'pmtiles';
 import { fixture, freePort, startServer, type TestServer } from './helpers/server.js';
-import { tempDir, writeMbtiles } from './helpers/foundation.js';
+import { startRangeServer, tempDir, waitFor, writeMbtiles, type RangeServer } from './helpers/foundation.js';
 import { parseScrape } from './helpers/prom-text.js';
 import { buildPmtiles } from '../src/seed/pmtiles-writer.js';
 import { readHeader, tileEntries } from '../src/expire/pmtiles-diff.js';
@@ -70,6 +70,17 @@ const logLines = (s: TestServer): LogLine[] =>
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as LogLine);
 
+// Tiles drawn before a replacement: two far from every change (South America, Australia), and two that changed
+// (in the block 6/32..35/20..23 every version changes).
+const UNCHANGED = [
+  [6, 20, 35],
+  [6, 58, 38],
+] as const;
+const CHANGED = [
+  [6, 32, 20],
+  [6, 35, 23],
+] as const;
+
 describe('replaced archives', () => {
   const dir = tempDir('tsts-archives-');
   const cacheDir = path.join(dir, 'cache');
@@ -79,15 +90,6 @@ describe('replaced archives', () => {
   let adminPort: number;
   let scrapePort: number;
   let tiles: Tile[];
-  // Tiles drawn before the replacement: two far from every change (South America, Australia), and two that changed.
-  const UNCHANGED = [
-    [6, 20, 35],
-    [6, 58, 38],
-  ] as const;
-  const CHANGED = [
-    [6, 32, 20],
-    [6, 35, 23],
-  ] as const;
   /** The z6 tiles changed in the second version: 1 % of the archive (33 of 3,267 tiles). */
   const changed = new Set<string>();
   let toml: (render?: boolean) => string;
@@ -213,5 +215,78 @@ dir = "${cacheDir}"
     await server.stop();
     server = await startServer({ toml: toml(false), env: { LOG_LEVEL: 'info' }, timeoutMs: 60_000 });
     assert.equal(logLines(server).filter((l) => l.msg === 'archive replaced while the server was down: expiring the whole source').length, 0);
+  });
+});
+
+// A remote PMTiles (over HTTP, test/remote-pmtiles.test.ts's range server) replaced at its URL by one with a few
+// tiles changed: the store keeps the old object readable at its ETag (a versioned bucket), so the old and new
+// objects are diffed as local files are. Remote MBTiles does not exist (MBTiles is SQLite: local files only).
+// Its rendered tiles are drawn again all the same: their keys name the object's ETag (shared-cache/identity.ts).
+describe('a replaced remote archive', () => {
+  const dir = tempDir('tsts-archives-remote-');
+  let ranges: RangeServer;
+  let server: TestServer;
+  let scrapePort: number;
+  let tiles: Tile[];
+  const changed = new Set<string>();
+
+  const metrics = async () => parseScrape(await (await fetch(`http://127.0.0.1:${scrapePort}/metrics`)).text());
+  const renders = async () => (await metrics()).find('render_duration_seconds_count', { style: 'remote' }).reduce((n, s) => n + s.value, 0);
+  const png = async (z: number, x: number, y: number) => {
+    const res = await fetch(`${server.url}/styles/remote/${z}/${x}/${y}.png`, { signal: AbortSignal.timeout(60_000) });
+    assert.equal(res.status, 200, `${z}/${x}/${y}`);
+    await res.arrayBuffer();
+    return res.headers;
+  };
+
+  before(async () => {
+    tiles = await worldTiles();
+    // The block 6/32..35/20..23 (Europe, North Africa): 16 tiles.
+    for (const t of tiles) if (t.z === 6 && t.x >= 32 && t.x < 36 && t.y >= 20 && t.y < 24) changed.add(key(t));
+    writeFileSync(path.join(dir, 'v1.pmtiles'), buildPmtiles(tiles, PM));
+    ranges = await startRangeServer(path.join(dir, 'v1.pmtiles'), { keepVersions: true });
+    scrapePort = await freePort();
+    server = await startServer({
+      toml: `[telemetry]
+scrape_bind = "127.0.0.1:${scrapePort}"
+[[sources]]
+id = "remote"
+type = "pmtiles"
+path = "${ranges.url}"
+[render]
+pool_size = 1
+metatile = 1
+[cache]
+dir = "${path.join(dir, 'cache')}"
+`,
+      env: { LOG_LEVEL: 'info' },
+      timeoutMs: 60_000,
+    });
+  });
+  after(async () => {
+    await server?.stop();
+    await ranges?.close();
+  });
+
+  test('the diff of the old and new objects expires exactly the changed tiles', async () => {
+    for (const [z, x, y] of [...UNCHANGED, ...CHANGED]) await png(z, x, y);
+    const donor = tiles.find((t) => key(t) === '6/10/22')!.data;
+    writeFileSync(path.join(dir, 'v2.pmtiles'), buildPmtiles(withChanges(tiles, changed, donor), PM));
+    ranges.replace(path.join(dir, 'v2.pmtiles'));
+    // A SIGHUP re-validates the object (as the first read of a changed object would): a new ETag re-opens it.
+    process.kill(server.proc.pid!, 'SIGHUP');
+    const found = await waitFor('the diff', () => logLines(server).find((l) => l.source === 'remote' && /^(remote )?archive replaced/.test(l.msg ?? '')), 30_000);
+    assert.equal(found.msg, 'archive replaced: expiring the tiles that changed', `${found.msg} (${found.reason ?? ''})`);
+    assert.equal(found.tiles, changed.size);
+    assert.equal((await metrics()).value('expire_tiles_total', { source: 'remote', input: 'archive' }), changed.size);
+    // The rendered tiles are not kept: a remote archive's cache keys name its ETag (shared-cache/identity.ts), so
+    // the new object starts a new key space and every tile is drawn again, changed or not (docs/live-data.md).
+    const before = await renders();
+    const h = await png(...UNCHANGED[0]);
+    assert.doesNotMatch(h.get('server-timing') ?? '', /cache;desc=/, 'a new key: drawn again');
+    assert.ok((await renders()) > before);
+    // The source's tiles are the new object's.
+    const vt = await fetch(`${server.url}/data/remote/6/32/20.pbf`);
+    assert.equal(Buffer.compare(Buffer.from(await vt.arrayBuffer()), gunzipSync(donor)), 0);
   });
 });

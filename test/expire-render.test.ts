@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { tempDir, waitFor } from './helpers/foundation.js';
 import { parseScrape } from './helpers/prom-text.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
@@ -78,7 +79,7 @@ id = "areas"
 table = "areas"
 id_column = "id"
 [render]
-metatile = 2
+${/^metatile\s*=/m.test(render) ? '' : 'metatile = 2'}
 stale_max_age_seconds = 7
 ${render}
 `;
@@ -225,6 +226,123 @@ ${render}
     await staleThenFresh(`/styles/areas/${tiles[1]}.png`, RED, BLUE, 'memory');
     writeFileSync(configFile, toml(''));
     assert.equal((await fetch(`${adminUrl}/__admin/reload`, { method: 'POST' })).status, 200);
+  });
+
+  /** Reloads with these [render] lines (a new memory budget each time: the memory cache starts empty). */
+  async function renderConfig(lines: string): Promise<void> {
+    writeFileSync(configFile, toml(lines));
+    const res = await fetch(`${adminUrl}/__admin/reload`, { method: 'POST' });
+    assert.equal(res.status, 200, await res.text());
+  }
+
+  /**
+   * Every render waits on PostgreSQL while this holds the table locked (a render's source tiles are read from it):
+   * the load the stale threshold is measured by, for real. Resolves with the way to let them go.
+   */
+  async function holdRenders(): Promise<() => Promise<void>> {
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE areas IN ACCESS EXCLUSIVE MODE');
+    return async () => {
+      await holder.query('COMMIT');
+      await holder.end();
+    };
+  }
+
+  const counter = (m: Awaited<ReturnType<typeof metrics>>, result: string) => m.value('render_rerenders_total', { style: 'areas', result }) ?? 0;
+  const idle = () =>
+    waitFor('the renderers idle', async () => {
+      const m = await metrics();
+      return (m.value('render_queue_depth') ?? 0) === 0 && (m.value('render_busy_renderers') ?? 0) === 0 ? true : undefined;
+    }, 60_000);
+
+  test('render.stale_threshold: with that many renders waiting, an expired tile is answered stale and no re-render starts; below it, one does', async () => {
+    await renderConfig('stale_threshold = 2\nmemory_cache_mb = 61');
+    const p = '/styles/areas/7/20/40.png';
+    await freshRed([p]);
+    await setColour('#0000ff');
+    await expire(['7/20/40']);
+    // Renders of tiles nobody has, each its own metatile, held on the locked table: the first ones take the
+    // renderers, the others wait in the queue (the load the threshold counts: renders waiting for a renderer).
+    const release = await holdRenders();
+    let flood: Promise<Response[]> | undefined;
+    try {
+      flood = Promise.all(Array.from({ length: 8 }, (_, i) => fetch(`${server.url}/styles/areas/8/${4 * i}/200.png`)));
+      await waitFor('renders waiting', async () => ((await metrics()).value('render_queue_depth') ?? 0) >= 2 || undefined, 30_000);
+      const m0 = await metrics();
+      const stale = await get(p);
+      assert.ok(isStale(stale), `answered stale above the threshold: ${stale.headers.get('cache-status')}`);
+      assert.ok(near(stale.colour, RED), `the old pixels ${stale.colour}`);
+      const m1 = await metrics();
+      assert.equal(counter(m1, 'skipped') - counter(m0, 'skipped'), 1, 'the re-render was skipped');
+      assert.equal(m1.value('render_queue_depth'), m0.value('render_queue_depth'), 'no render was queued for it');
+    } finally {
+      await release();
+      for (const r of (await flood) ?? []) assert.equal(r.status, 200);
+    }
+    await idle();
+    const m2 = await metrics();
+    // Nothing re-rendered it behind the answer: still the old image, stale; asked now, below the threshold, three
+    // requests at once start one re-render.
+    const done0 = counter(m2, 'done') + counter(m2, 'failed');
+    const again = await Promise.all([get(p), get(p), get(p)]);
+    for (const t of again) assert.ok(isStale(t) && near(t.colour, RED), `still the old image: ${t.colour} ${t.headers.get('cache-status')}`);
+    await waitFor(`${p} fresh`, async () => {
+      const t = await get(p);
+      return !isStale(t) && near(t.colour, BLUE) ? t : undefined;
+    }, 30_000);
+    // A re-render is counted once its tiles are on disk too, after the fresh one is in memory.
+    await waitFor('the re-render counted', async () => {
+      const m = await metrics();
+      return counter(m, 'done') + counter(m, 'failed') > done0 || undefined;
+    }, 30_000);
+    await idle();
+    const m3 = await metrics();
+    assert.equal(counter(m3, 'done') + counter(m3, 'failed') - done0, 1, 'one re-render below the threshold');
+    assert.equal(counter(m3, 'skipped'), counter(m2, 'skipped'));
+    await renderConfig('');
+  });
+
+  test('a person asking for a tile of a background re-render still queued moves it up: answered before the flood of re-renders drains', async () => {
+    // Adaptive metatiles: a tile asked for joins the open batch of its block (4 x 4 tiles), here a re-render's.
+    await renderConfig('metatile = "auto"\nmemory_cache_mb = 60');
+    const N = 16;
+    // Flood tiles in blocks of their own (x = 8i), each drawn with its east neighbour (a batch of two is drawn
+    // exactly), so the tile south of the last one, in its block, was never drawn.
+    const flood = Array.from({ length: N }, (_, i) => [8 * i, 100] as const);
+    await setColour('#ff0000');
+    await expire(['0/0/0']);
+    for (const [x, y] of flood) await Promise.all([get(`/styles/areas/10/${x}/${y}.png`), get(`/styles/areas/10/${x + 1}/${y}.png`)]);
+    const [lx, ly] = flood[N - 1];
+    const joiner = `/styles/areas/10/${lx}/${ly + 1}.png`;
+    await idle();
+    await setColour('#0000ff');
+    await expire(flood.map(([x, y]) => `10/${x}/${y}`));
+    const release = await holdRenders();
+    let answered: { at: number; tile: Tile } | undefined;
+    let done0 = 0;
+    try {
+      done0 = counter(await metrics(), 'done');
+      // Answered stale at once, each with a re-render queued in the background (the last one last).
+      for (const [x, y] of flood) assert.ok(isStale(await get(`/styles/areas/10/${x}/${y}.png`)));
+      await waitFor('re-renders waiting', async () => ((await metrics()).value('render_queue_depth') ?? 0) >= N / 2 || undefined, 30_000);
+      const asked = get(joiner).then(async (tile) => (answered = { at: counter(await metrics(), 'done'), tile }));
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(answered, undefined, 'it waits for a render');
+      await release();
+      await asked;
+    } catch (err) {
+      await release().catch(() => {});
+      throw err;
+    }
+    const { tile, at } = answered!;
+    assert.ok(near(tile.colour, BLUE), `${tile.colour}`);
+    assert.doesNotMatch(tile.headers.get('server-timing') ?? '', /cache;desc=/, 'drawn for it, not found in a cache');
+    // At the back of the flood, it would have waited for the other N - 1 re-renders.
+    assert.ok(at - done0 < N / 2, `${at - done0} of ${N} re-renders were done before it was answered`);
+    await idle();
+    await renderConfig('');
   });
 
   test('a static map made before any expiry of the sources its style draws is drawn again, wherever the expiry was', async () => {

@@ -54,6 +54,19 @@ describe('tile batches: the frame of what was asked', () => {
     );
   });
 
+  test("a lone tile waited for only by re-renders of expired tiles is drawn alone (its neighbours are fresh); a person's, as its 2x2 metatile", () => {
+    const t = { z: 10, x: 5, y: 6, base: 512 as const, scale: 1 };
+    const edge = batchEdge(t, 32, 4096);
+    for (const [background, n] of [
+      [true, 1],
+      [false, 4],
+    ] as const) {
+      const batches = new TileBatches();
+      const batch = batches.join('b', t, edge, (x, y) => `${x}/${y}`);
+      assert.deepEqual(cells(batches.close(batch, 32, 4096, background)).length, n, `background ${background}`);
+    }
+  });
+
   test('blocks are 4x4 at @1x, 2x2 at @2x and @3x (their frame fits 4096 px), 1x1 at z0', () => {
     const t = (z: number, scale: number, base: 256 | 512 = 512) => ({ z, x: 0, y: 0, base, scale });
     assert.equal(batchEdge(t(14, 1), 32, 4096), 4);

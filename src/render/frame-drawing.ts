@@ -45,7 +45,7 @@ export async function drawFrame(
   frame: Frame,
   budget: Budget,
   signal: AbortSignal,
-  asker: Pick<RenderCall, 'client' | 'priority'>,
+  asker: Pick<RenderCall, 'client' | 'priority' | 'shared'>,
   drew: (pool: RenderPool) => void,
 ): Promise<DrawnFrame> {
   const call = (cancel: AbortSignal): RenderCall => ({ cancel, ...asker, onStart: () => budget.start() });

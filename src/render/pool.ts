@@ -10,6 +10,7 @@ import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { GlStack } from './backends/gl-stack.js';
 import { PriorityQueue, type RenderPriority } from './priority-queue.js';
+import type { RenderClass } from './render-class.js';
 import { renderMetrics } from './metrics.js';
 import { killMarked } from './processes.js';
 import { RenderError, type BackendName, type Frame, type RenderedFrame, type RendererEvent, type ResourceFetcher, type StyleRef } from './renderer.js';
@@ -51,6 +52,8 @@ export interface RenderCall {
   client?: string;
   /** Its class in the queue (priority-queue.ts): interactive (default), expired (a re-render), bulk (seeding). */
   priority?: RenderPriority;
+  /** The class of a render other requests may join (render-class.ts): overrides `priority`, and a raise while it waits moves it up. */
+  shared?: RenderClass;
   /** Called when a renderer begins the frame (after any browser start, page replacement or style load): the frame's time limit starts then. */
   onStart?: () => void;
 }
@@ -165,7 +168,7 @@ export class RenderPool {
    * waits (service.ts, adaptive metatiles).
    */
   async render(style: StyleRef, frameOf: Frame | (() => Frame), call: RenderCall = {}): Promise<RenderedFrame> {
-    await this.admit(call.cancel, call.client ?? '', call.priority ?? 'interactive');
+    await this.admit(call.cancel, call.client ?? '', call.shared?.priority ?? call.priority ?? 'interactive', call.shared);
     let frame: Frame;
     try {
       frame = typeof frameOf === 'function' ? frameOf() : frameOf;
@@ -198,8 +201,8 @@ export class RenderPool {
     }
   }
 
-  /** Waits for a free renderer, within the queue's bounds in length and time. */
-  private admit(cancel: AbortSignal | undefined, client: string, priority: RenderPriority): Promise<void> {
+  /** Waits for a free renderer, within the queue's bounds in length and time; moves up a class when `shared` is raised meanwhile. */
+  private admit(cancel: AbortSignal | undefined, client: string, priority: RenderPriority, shared?: RenderClass): Promise<void> {
     if (this.closed) return Promise.reject(new RenderError('unavailable', 'the renderer is shutting down'));
     if (cancel?.aborted) return Promise.reject(new RenderError('cancelled', 'no one waits for this render any more'));
     if (this.waiting.mayStart(priority, this.running, this.capacity)) {
@@ -211,10 +214,12 @@ export class RenderPool {
       return Promise.reject(new RenderError('overload', `${this.waiting.sizeOf(priority)} renders are waiting (render.max_queue = ${this.o.maxQueue})`));
     }
     return new Promise<void>((resolve, reject) => {
+      let queuedAs = priority;
       const done = () => {
         clearTimeout(timer);
         cancel?.removeEventListener('abort', onCancel);
-        this.waiting.remove(priority, client, waiter);
+        stopHearing?.();
+        this.waiting.remove(queuedAs, client, waiter);
       };
       const waiter: Waiter = {
         grant: () => {
@@ -234,6 +239,14 @@ export class RenderPool {
         this.counts.dropped++;
         waiter.fail(new RenderError('cancelled', 'no one waits for this render any more'));
       };
+      // Joined by a more urgent request: queued again in its class (last of its client there), and started at
+      // once if that class may take a renderer now (an interactive render may take the one kept from background work).
+      const stopHearing = shared?.onRaise((to) => {
+        if (!this.waiting.remove(queuedAs, client, waiter)) return;
+        queuedAs = to;
+        this.waiting.push(to, client, waiter);
+        this.grantWaiting();
+      });
       cancel?.addEventListener('abort', onCancel, { once: true });
       this.waiting.push(priority, client, waiter);
     });
@@ -245,6 +258,11 @@ export class RenderPool {
    */
   private leave(): void {
     this.running--;
+    this.grantWaiting();
+  }
+
+  /** Starts every waiting render that may start now, highest class first. */
+  private grantWaiting(): void {
     if (this.closed) return;
     for (let next = this.waiting.shift(this.running, this.capacity); next; next = this.waiting.shift(this.running, this.capacity)) {
       this.running++;

@@ -26,6 +26,7 @@ import { RenderError, type Frame, type FrameEncoding, type StyleRef } from './re
 import { MarkerIcons } from './marker-icons.js';
 import type { AppFetch } from './resources.js';
 import { SharedRenders, type Rendered } from './shared-renders.js';
+import type { RenderClass } from './render-class.js';
 import { tilePath, type RenderCaller, type RenderOutput, type RenderResult } from './render-result.js';
 import { variantOf } from './image-encoding.js';
 import { CONTENT_TYPES } from './static-params.js';
@@ -37,6 +38,9 @@ import { opaqueAt } from './style-opacity.js';
 import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
 import { batchEdge, planMetatile, tileRect, type MetatilePlan, type TileRequest } from './tile-render.js';
 import { cells, TileBatches, type TileBatch } from './tile-batches.js';
+
+/** A caller of a render others may join: the render's class (render-class.ts) decides its place in the queue. */
+type SharedCaller = RenderCaller & { shared?: RenderClass };
 
 /** Adaptive metatiles: how long a new batch waits for the rest of a view's requests before asking for a renderer. */
 const GATHER_MS = 8;
@@ -327,7 +331,7 @@ export class RenderService {
     const cellKey = ([x, y]: [number, number]) => `${base}/${t.z}/${x}/${y}.${variant}`;
     const rendered = await this.inflight.run(
       metaKey,
-      async (signal) => {
+      async (signal, cls) => {
         const started = performance.now();
         // Before any data is read: an expiry from now on makes these tiles stale.
         const madeAt = Date.now();
@@ -345,13 +349,14 @@ export class RenderService {
           release = (await cache.claim(metaKey, cfg.timeout_ms * 2)) ?? (async () => {});
         }
         try {
-          return await withinBudget(cfg.timeout_ms, signal, (budget, cancel) => this.renderMetatile(state, style, plan, cells, cellKey, out, started, madeAt, budget, cancel, caller));
+          return await withinBudget(cfg.timeout_ms, signal, (budget, cancel) => this.renderMetatile(state, style, plan, cells, cellKey, out, started, madeAt, budget, cancel, { ...caller, shared: cls }));
         } finally {
           await release();
         }
       },
       style.id,
       caller.signal,
+      caller.priority,
     );
     const image = rendered.images.get(key);
     if (!image) throw new RenderError('failed', `the metatile render did not produce ${key}`);
@@ -368,7 +373,7 @@ export class RenderService {
     const cellKey = (x: number, y: number) => `${base}/${t.z}/${x}/${y}.${ext}`;
     const drawing = this.batches.coverOf(key);
     let batchKey: string;
-    let work: (signal: AbortSignal) => Promise<Rendered>;
+    let work: (signal: AbortSignal, cls: RenderClass) => Promise<Rendered>;
     if (drawing !== undefined && this.inflight.has(drawing)) {
       batchKey = drawing;
       // Joining a render in progress: its work function is never called.
@@ -379,16 +384,16 @@ export class RenderService {
       const by = Math.floor(t.y / edge) * edge;
       const batch = this.batches.join(`${base}/${t.z}/${bx}/${by}.${ext}`, t, edge, cellKey);
       batchKey = batch.key;
-      work = (signal) => this.renderBatch(state, style, batch, out, signal, caller);
+      work = (signal, cls) => this.renderBatch(state, style, batch, out, signal, { ...caller, shared: cls });
     }
-    const rendered = await this.inflight.run(batchKey, work, style.id, caller.signal);
+    const rendered = await this.inflight.run(batchKey, work, style.id, caller.signal, caller.priority);
     const image = rendered.images.get(key);
     if (!image) throw new RenderError('failed', `the tile batch did not produce ${key}`);
     return { image, from: rendered.timing.wait !== undefined ? 'disk' : 'render', timing: rendered.timing };
   }
 
   /** Draws a batch once a renderer is free; its frame is decided then (TileBatches.close). */
-  private async renderBatch(state: AppState, style: LoadedStyle, batch: TileBatch, out: RenderOutput, signal: AbortSignal, caller: RenderCaller): Promise<Rendered> {
+  private async renderBatch(state: AppState, style: LoadedStyle, batch: TileBatch, out: RenderOutput, signal: AbortSignal, caller: SharedCaller): Promise<Rendered> {
     const cache = this.cache!;
     const cfg = state.config.render;
     const format = out.encoding.format;
@@ -421,10 +426,12 @@ export class RenderService {
         return await withinBudget(cfg.timeout_ms, signal, async (budget, cancel) => {
           const pool = await this.keeper.ready();
           const frameOf = () => {
-            const plan = this.batches.close(batch, cfg.tile_buffer, MAX_FRAME);
+            // Decided now: a person who joined meanwhile raised the batch out of the re-renders' class. (Seeding
+            // keeps its 2x2 metatiles: it asks for the neighbours next.)
+            const plan = this.batches.close(batch, cfg.tile_buffer, MAX_FRAME, caller.shared?.priority === 'expired');
             return this.withEncoding(state, style, plan.frame, out, cells(plan).map(([x, y]) => tileRect(plan, x, y)));
           };
-          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, priority: caller.priority, onStart: () => budget.start() });
+          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, shared: caller.shared, onStart: () => budget.start() });
           this.keeper.drew(pool);
           const plan = batch.plan!;
           return this.storeTiles(state, style, { raw: f, tiles: f.tiles, timing: { ...f.timings } }, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), out, started, madeAt);
@@ -449,7 +456,7 @@ export class RenderService {
     madeAt: number,
     budget: Budget,
     cancel: AbortSignal,
-    caller: RenderCaller,
+    caller: SharedCaller,
   ): Promise<Rendered> {
     const frame = this.withEncoding(state, style, plan.frame, out, cells.map(([x, y]) => tileRect(plan, x, y)));
     const drawn = await this.renderFrame(state, style, out, frame, budget, cancel, caller);
@@ -538,14 +545,14 @@ export class RenderService {
     const format = out.encoding.format;
     const rendered = await this.inflight.run(
       key,
-      (signal) =>
+      (signal, cls) =>
         withinBudget(state.config.render.timeout_ms, signal, async (budget, cancel) => {
           const started = performance.now();
           const madeAt = Date.now();
           // Static maps come back as pixels and sharp composites and encodes them: encoding in the page (tried, with
           // the overlays drawn there) cost 67-72 ms per 800x600 map against sharp's 21-28 ms, more than the smaller
           // transfer saved (bench/RESULTS.md, "Render overhead").
-          const drawn = await this.renderFrame(state, style, out, { ...cam, ratio }, budget, cancel, caller);
+          const drawn = await this.renderFrame(state, style, out, { ...cam, ratio }, budget, cancel, { ...caller, shared: cls });
           const encodeStart = performance.now();
           const svg = overlays && hasOverlays(overlays) ? overlaySvg(overlays, cam, ratio) : undefined;
           const body = await encodeWithOverlay(drawn.raw, svg, out.encoding, this.encodeOptions(state));
@@ -559,14 +566,15 @@ export class RenderService {
         }),
       style.id,
       caller.signal,
+      caller.priority,
     );
     return { image: rendered.images.get(key)!, from: 'render', timing: rendered.timing };
   }
 
   /** Pixels of a frame of any size (frame-drawing.ts) on this process's pool. */
-  private async renderFrame(state: AppState, style: LoadedStyle, out: RenderOutput, frame: Frame, budget: Budget, signal: AbortSignal, caller: RenderCaller): Promise<DrawnFrame> {
+  private async renderFrame(state: AppState, style: LoadedStyle, out: RenderOutput, frame: Frame, budget: Budget, signal: AbortSignal, caller: SharedCaller): Promise<DrawnFrame> {
     const pool = await this.keeper.ready();
-    return drawFrame(pool, this.styleRefOf(state, style, out), frame, budget, signal, { client: caller.client, priority: caller.priority }, (p) => this.keeper.drew(p));
+    return drawFrame(pool, this.styleRefOf(state, style, out), frame, budget, signal, { client: caller.client, priority: caller.priority, shared: caller.shared }, (p) => this.keeper.drew(p));
   }
 
   get cacheStats(): { entries: number; bytes: number } {

@@ -52,12 +52,14 @@ export class TileBatches {
 
   /**
    * Decides the batch's frame: the bounding box of its tiles, or a lone tile's 2x2 metatile (within the block and
-   * the world). No more tiles join it.
+   * the world). No more tiles join it. `background`: only re-renders of expired tiles wait for it: a lone one is
+   * drawn alone, as its neighbours are cached and fresh (drawing them too made a replaced archive draw 2.5 tiles
+   * per tile that changed, bench/live.bench.ts `archive`).
    */
-  close(batch: TileBatch, buffer: number, maxFrame: number): MetatilePlan {
+  close(batch: TileBatch, buffer: number, maxFrame: number, background = false): MetatilePlan {
     if (this.open.get(batch.blockKey) === batch) this.open.delete(batch.blockKey);
     const n = 2 ** batch.tile.z;
-    const unit = batch.wanted.size === 1 ? Math.min(2, batch.edge) : 1;
+    const unit = batch.wanted.size === 1 && !background ? Math.min(2, batch.edge) : 1;
     let x0 = Infinity;
     let y0 = Infinity;
     let x1 = -Infinity;

@@ -187,10 +187,13 @@ export interface RangeServer {
  * `honourRange: false` makes it a naive server that always sends the whole file with 200; `honourIfMatch: false`
  * one that answers If-Match with the bytes it has now (as some servers and S3-compatible stores do).
  */
-export function startRangeServer(file: string, opts: { honourRange?: boolean; honourIfMatch?: boolean } = {}): Promise<RangeServer> {
-  let bytes = readFileSync(file);
+export function startRangeServer(file: string, opts: { honourRange?: boolean; honourIfMatch?: boolean; keepVersions?: boolean } = {}): Promise<RangeServer> {
+  let current = readFileSync(file);
   const tagOf = (b: Buffer) => `"${sha256(b).slice(0, 16)}"`;
-  let etag = tagOf(bytes);
+  let currentTag = tagOf(current);
+  // `keepVersions`: a store that keeps replaced objects readable by their ETag (a versioned bucket): a read with
+  // If-Match on an older ETag is answered from that version.
+  const versions = new Map<string, Buffer>([[currentTag, current]]);
   const name = path.basename(file);
   const ranges: (string | undefined)[] = [];
   let sent = 0;
@@ -219,11 +222,13 @@ export function startRangeServer(file: string, opts: { honourRange?: boolean; ho
         return;
       }
       const ifMatch = req.headers['if-match'];
-      if (ifMatch && ifMatch !== etag && opts.honourIfMatch !== false) {
+      const kept = ifMatch && opts.keepVersions ? versions.get(ifMatch) : undefined;
+      if (ifMatch && ifMatch !== currentTag && !kept && opts.honourIfMatch !== false) {
         counts.failed++;
-        res.writeHead(412, { ETag: etag }).end();
+        res.writeHead(412, { ETag: currentTag }).end();
         return;
       }
+      const [bytes, etag] = kept && ifMatch ? [kept, ifMatch] : [current, currentTag];
       counts.ok++;
       if (!m || opts.honourRange === false) {
         sent += bytes.length;
@@ -255,8 +260,9 @@ export function startRangeServer(file: string, opts: { honourRange?: boolean; ho
           delay = { ms, fromOffset };
         },
         replace(other) {
-          bytes = readFileSync(other);
-          etag = tagOf(bytes);
+          current = readFileSync(other);
+          currentTag = tagOf(current);
+          versions.set(currentTag, current);
         },
         failNext(n, status) {
           failing = { n, status };
