@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import fc from './helpers/fast-check.js';
 import { AreaTimes, unique } from '../src/expire/area-times.js';
 import { decodeBatch, encodeBatch, type ExpiryBatch } from '../src/expire/batch.js';
+import { PartAssembler, splitParts } from '../src/expire/parts.js';
 import { Expiries } from '../src/expire/expiries.js';
 import { keyTile, tileKey } from '../src/expire/tile-key.js';
 
@@ -100,6 +101,29 @@ test('a batch survives its encoding', () => {
     }),
   );
   assert.throws(() => decodeBatch(encodeBatch({ id: 'a', at: 1, sources: [], tiles: keysOf([[1, 0, 0]]), band: { min: 0, max: 3 }, input: 'list' }).subarray(0, 20)));
+});
+
+test('a batch cut into parts of any size is put together again, keys written in place as parts arrive', () => {
+  fc.assert(
+    fc.property(fc.array(tileArb(20), { maxLength: 80 }), fc.integer({ min: 1, max: 700 }), (tiles, size) => {
+      const b: ExpiryBatch = { id: 'b', at: 5, sources: ['s'], tiles: keysOf(tiles), band: { min: 0, max: Infinity }, input: 'list', lines: tiles.length, marked: 3 };
+      const parts = splitParts(encodeBatch(b), size);
+      const assembler = new PartAssembler();
+      let out: ExpiryBatch | undefined;
+      parts.forEach((data, part) => {
+        const got = assembler.add({ id: 'b', part, parts: parts.length, data });
+        assert.equal(got !== undefined, part === parts.length - 1, `a batch only once its last part is in (part ${part})`);
+        out = got ?? out;
+      });
+      assert.deepEqual({ ...out!, tiles: [...out!.tiles] }, { ...b, tiles: [...b.tiles] });
+      // A part missing drops the batch: nothing comes out of the rest.
+      if (parts.length > 2) {
+        const gappy = new PartAssembler();
+        const results = parts.filter((_, i) => i !== 1).map((data, i) => gappy.add({ id: 'g', part: i === 0 ? 0 : i + 1, parts: parts.length, data }));
+        assert.ok(results.every((r) => r === undefined));
+      }
+    }),
+  );
 });
 
 test('a million scattered tiles at zoom 14 are recorded in bounded memory', () => {

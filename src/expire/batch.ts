@@ -23,7 +23,8 @@ export interface ExpiryBatch {
   marked?: number;
 }
 
-interface Header {
+/** What precedes a batch's keys in its encoding. */
+export interface BatchHeader {
   id: string;
   at: number;
   sources: string[];
@@ -36,7 +37,7 @@ interface Header {
 
 /** A batch as bytes: a length, a JSON header padded to 8 bytes, then the keys as little-endian doubles. */
 export function encodeBatch(b: ExpiryBatch): Buffer {
-  const header: Header = { id: b.id, at: b.at, sources: b.sources, band: [b.band.min, Number.isFinite(b.band.max) ? b.band.max : null], input: b.input, lines: b.lines, marked: b.marked, n: b.tiles.length };
+  const header: BatchHeader = { id: b.id, at: b.at, sources: b.sources, band: [b.band.min, Number.isFinite(b.band.max) ? b.band.max : null], input: b.input, lines: b.lines, marked: b.marked, n: b.tiles.length };
   let json = Buffer.from(JSON.stringify(header));
   const pad = (8 - ((4 + json.length) % 8)) % 8;
   json = Buffer.concat([json, Buffer.alloc(pad, 0x20)]);
@@ -48,18 +49,28 @@ export function encodeBatch(b: ExpiryBatch): Buffer {
   return out;
 }
 
-/** The batch `encodeBatch` wrote, and the bytes it took; throws on bytes that are not one. */
-export function decodeBatch(buf: Buffer, offset = 0): { batch: ExpiryBatch; bytes: number } {
+/** A batch's header and where its keys start, read from the first bytes of its encoding (throws when they are not one). */
+export function decodeBatchHeader(buf: Buffer, offset = 0): { header: BatchHeader; start: number } {
   if (buf.length < offset + 4) throw new Error('truncated expiry batch');
   const len = buf.readUInt32LE(offset);
   if (buf.length < offset + 4 + len) throw new Error('truncated expiry batch');
-  const h = JSON.parse(buf.subarray(offset + 4, offset + 4 + len).toString()) as Header;
-  const start = offset + 4 + len;
+  const header = JSON.parse(buf.subarray(offset + 4, offset + 4 + len).toString()) as BatchHeader;
+  if (!Array.isArray(header.sources) || typeof header.at !== 'number' || !Number.isInteger(header.n) || header.n < 0) throw new Error('malformed expiry batch');
+  return { header, start: offset + 4 + len };
+}
+
+/** The batch of a decoded header and its keys. */
+export function batchOf(h: BatchHeader, tiles: Float64Array): ExpiryBatch {
+  return { id: h.id, at: h.at, sources: h.sources, tiles, band: { min: h.band[0], max: h.band[1] ?? Infinity }, input: h.input, lines: h.lines, marked: h.marked };
+}
+
+/** The batch `encodeBatch` wrote, and the bytes it took; throws on bytes that are not one. */
+export function decodeBatch(buf: Buffer, offset = 0): { batch: ExpiryBatch; bytes: number } {
+  const { header: h, start } = decodeBatchHeader(buf, offset);
   const end = start + h.n * 8;
-  if (buf.length < end || !Array.isArray(h.sources) || typeof h.at !== 'number') throw new Error('truncated or malformed expiry batch');
+  if (buf.length < end) throw new Error('truncated or malformed expiry batch');
   // Copied: the keys must be 8-byte aligned and must not pin the buffer they were read from.
   const tiles = new Float64Array(h.n);
   Buffer.from(tiles.buffer).set(buf.subarray(start, end));
-  const batch: ExpiryBatch = { id: h.id, at: h.at, sources: h.sources, tiles, band: { min: h.band[0], max: h.band[1] ?? Infinity }, input: h.input, lines: h.lines, marked: h.marked };
-  return { batch, bytes: end - offset };
+  return { batch: batchOf(h, tiles), bytes: end - offset };
 }
