@@ -14,7 +14,7 @@ import { gunzipSync } from 'node:zlib';
 import { getJson, request, sha256, startRangeServer, storedPmtilesTile, tempDir, waitFor, type RangeServer } from './helpers/foundation.js';
 import { descendants, fds, postJson, pssMb, reloadUnderLoad, rssMb, serviceProcesses, WATER_STYLE_LAND, WATER_STYLE_SEA, writeWaterStyle, type Expected } from './helpers/reload-load.js';
 import { decode, distance, pixel } from './helpers/render.js';
-import { CLI, fixture, freePort, runCli, writeTempConfig } from './helpers/server.js';
+import { CLI, fixture, freePort, runCli, scratchTmp, writeTempConfig } from './helpers/server.js';
 
 const OMT = fixture('vector/omt-planet-z0-1.pmtiles');
 const CITIES = fixture('vector/world_cities.mbtiles');
@@ -36,7 +36,7 @@ async function startFromFile(toml: (port: number, adminPort: number) => string):
   const port = await freePort();
   const adminPort = await freePort();
   const file = writeTempConfig(toml(port, adminPort));
-  const proc = spawn(process.execPath, [CLI, '--config', file], { env: { ...process.env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, '--config', file], { env: { ...process.env, LOG_LEVEL: 'info', TMPDIR: scratchTmp() }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));

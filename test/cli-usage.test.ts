@@ -8,7 +8,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from './helpers/fast-check.js';
 import { parseArgs } from '../src/cli/args.js';
-import { CLI, fixture, freePort, runCli, startServer } from './helpers/server.js';
+import { CLI, fixture, freePort, runCli, startServer, scratchTmp } from './helpers/server.js';
 import { getJson, request, startRangeServer, storedMbtilesTile, storedPmtilesTile, tempDir, ungzipIfNeeded } from './helpers/foundation.js';
 
 /** Asserts a usage error: exit 2, one line on stderr naming what was wrong and pointing at --help, no stack. */
@@ -68,7 +68,7 @@ describe('a config file in the working directory is used when nothing is given',
       copyFileSync(mb, path.join(dir, 'cities.mbtiles'));
       const port = await freePort();
       writeFileSync(path.join(dir, name), `[server]\nhost = "127.0.0.1"\nport = ${port}\nworkers = 1\n[[sources]]\nid = "found-${name.split('.')[0]}"\ntype = "mbtiles"\npath = "cities.mbtiles"\n`);
-      const proc = spawn(process.execPath, [CLI], { cwd: dir, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const proc = spawn(process.execPath, [CLI], { cwd: dir, env: { ...process.env, LOG_LEVEL: 'warn', TMPDIR: scratchTmp() }, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       proc.stdout.on('data', (d) => (out += d));
       proc.stderr.on('data', (d) => (out += d));

@@ -9,7 +9,7 @@ import { gunzipSync } from 'node:zlib';
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { workerCount } from '../src/config/sizing.js';
-import { CLI, fixture, freePort, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
+import { CLI, fixture, freePort, startServer, writeTempConfig, type TestServer, scratchTmp } from './helpers/server.js';
 import { getJson, request, sha256, startRangeServer, storedPmtilesTile, waitFor, type RangeServer } from './helpers/foundation.js';
 import { askOnFreshConnection, childrenOf } from './helpers/processes.js';
 
@@ -233,7 +233,7 @@ describe('workers = 1', () => {
 
 test('SIGTERM while the workers are still starting exits 0 (the stop is not lost)', async () => {
   const port = await freePort();
-  const proc = spawn(process.execPath, [CLI, OMT, '--host', '127.0.0.1', '--port', String(port), '--workers', '2'], { stdio: 'ignore' });
+  const proc = spawn(process.execPath, [CLI, OMT, '--host', '127.0.0.1', '--port', String(port), '--workers', '2'], { stdio: 'ignore', env: { ...process.env, TMPDIR: scratchTmp() } });
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   try {
     const workers = await waitFor('two forked workers', () => {

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { CLI, fixture, freePort, osmLibertyToml, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
+import { CLI, fixture, freePort, osmLibertyToml, runCli, startServer, writeTempConfig, type TestServer, scratchTmp } from './helpers/server.js';
 import { request, tempDir, waitFor } from './helpers/foundation.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { readMvt } from './helpers/vector-tiles.js';
@@ -47,7 +47,7 @@ workers = 1
 backend = "chromium"
 chromium_path = "${BOGUS}"
 `));
-    proc = spawn(process.execPath, [CLI, '--config', file], { env: { ...process.env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    proc = spawn(process.execPath, [CLI, '--config', file], { env: { ...process.env, LOG_LEVEL: 'info', TMPDIR: scratchTmp() }, stdio: ['ignore', 'pipe', 'pipe'] });
     proc.stdout!.on('data', (d) => (out += d));
     proc.stderr!.on('data', (d) => (out += d));
     await waitFor('the service on the configured host', async () => {

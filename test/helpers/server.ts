@@ -86,10 +86,19 @@ export function writeTempConfig(toml: string): string {
   return file;
 }
 
+/**
+ * A temp directory of a process's own (its TMPDIR): a server without `[cache] dir` keeps its render cache and its
+ * expiry journal there, and one shared between processes would hand a test what an earlier one left (a journal
+ * read at start-up logs a line; rendered tiles answer from an older run).
+ */
+export function scratchTmp(): string {
+  return mkdtempSync(path.join(os.tmpdir(), 'tsts-scratch-'));
+}
+
 /** Runs the CLI to completion (for start-up failures, --help, --version), in `cwd` when given. */
 export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000, cwd?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, TMPDIR: scratchTmp(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     proc.stdout.on('data', (d) => (stdout += d));
@@ -111,9 +120,7 @@ export async function startServer(opts: StartOptions): Promise<TestServer> {
   const args = configFile ? ['--config', configFile] : [...(opts.files ?? [])];
   args.push('--host', '127.0.0.1', '--port', String(port), '--workers', String(opts.workers ?? 1), ...(opts.args ?? []));
   const proc = spawn(process.execPath, [CLI, ...args], {
-    // A scratch directory of its own (TMPDIR): a server without `[cache] dir` keeps rendered tiles in the temp
-    // dir, and one shared between runs would answer a test from an earlier run's renders.
-    env: { ...process.env, LOG_LEVEL: 'warn', TMPDIR: mkdtempSync(path.join(os.tmpdir(), 'tsts-scratch-')), ...opts.env },
+    env: { ...process.env, LOG_LEVEL: 'warn', TMPDIR: scratchTmp(), ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
