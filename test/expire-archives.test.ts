@@ -9,7 +9,7 @@ import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { tileIdToZxy, type RangeResponse, type Source } from 'pmtiles';
-import { fixture, freePort, startServer, type TestServer } from './helpers/server.js';
+import { fixture, freePort, startServer, type TestServer, jsonLogLines } from './helpers/server.js';
 import { startRangeServer, tempDir, waitFor, writeMbtiles, type RangeServer } from './helpers/foundation.js';
 import { parseScrape } from './helpers/prom-text.js';
 import { buildPmtiles } from '../src/seed/pmtiles-writer.js';
@@ -63,12 +63,7 @@ interface LogLine {
   tiles?: number;
   reason?: string;
 }
-const logLines = (s: TestServer): LogLine[] =>
-  s
-    .output()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine);
+const logLines = (s: TestServer) => jsonLogLines<LogLine>(s);
 
 // Tiles drawn before a replacement: two far from every change (South America, Australia), and two that changed
 // (in the block 6/32..35/20..23 every version changes).

@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { copyFileSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { fixture, freePort, runCli, startServer, type TestServer } from './helpers/server.js';
+import { fixture, freePort, runCli, startServer, type TestServer, jsonLogLines } from './helpers/server.js';
 import { tempDir } from './helpers/foundation.js';
 import { parseScrape } from './helpers/prom-text.js';
 import { openArchive } from '../src/mbtiles/archive.js';
@@ -22,12 +22,7 @@ interface LogLine {
   tiles?: number;
   reason?: string;
 }
-const logLines = (s: TestServer): LogLine[] =>
-  s
-    .output()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine);
+const logLines = (s: TestServer) => jsonLogLines<LogLine>(s);
 
 /** The server's log lines that `pick` keeps, once there are `count` of them (the log is written asynchronously). */
 async function logged(s: TestServer, pick: (l: LogLine) => boolean, count: number): Promise<LogLine[]> {

@@ -114,6 +114,15 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeou
   });
 }
 
+/** The JSON log lines a server has written so far, parsed (other output, such as its pretty lines, left out). */
+export function jsonLogLines<T = Record<string, unknown>>(s: { output(): string }): T[] {
+  return s
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as T);
+}
+
 export async function startServer(opts: StartOptions): Promise<TestServer> {
   const port = opts.port ?? (await freePort());
   const configFile = opts.toml !== undefined ? writeTempConfig(opts.toml) : undefined;
