@@ -1,4 +1,5 @@
-# tileserver-ts: `make run` and `make test` work on a fresh Debian machine with Node 20.
+# tileserver-ts: `make run` and `make test` work on a fresh Debian machine with Node 20 (the machine's own), and on
+# any other Node.js with NODE=22, 24 or 26 (below).
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
 CONFIG ?= config/default.toml
@@ -26,6 +27,30 @@ APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 mak
 
 .PHONY: run test test-image test-debian13 bench build deps system-deps fixtures typecheck clean goldens
 
+# NODE=24 (or 22, 26, or an exact release such as 24.11.1) runs every target on that Node.js instead of the
+# machine's: scripts/node-fetch.sh puts it in .node/24/, its bin/ goes first on the PATH of every recipe (so each
+# `node`, npm and npx, and every process the suite and the server spawn with process.execPath, is that one), and
+# its packages are installed and their native modules built for its ABI in .node/24/node_modules, which
+# scripts/node-select.sh links as the tree's node_modules (docs/testing.md, "Other Node.js versions"). Without
+# NODE, node_modules is the tree's own as it always was. npm's scripts set NODE to the path of node: a value with
+# a slash is that, not a version.
+ifneq ($(findstring /,$(NODE)),)
+override NODE :=
+endif
+NODE_SELECTED := $(shell scripts/node-select.sh $(NODE) 2>&1)
+ifneq ($(NODE_SELECTED),)
+$(error $(NODE_SELECTED))
+endif
+ifneq ($(NODE),)
+NODE_DIR := $(CURDIR)/.node/$(NODE)
+export PATH := $(NODE_DIR)/bin:$(PATH)
+# node-gyp (the native modules, the bench peer's sqlite3) compiles against the headers that came with that Node.
+export npm_config_nodedir := $(NODE_DIR)
+INSTALLED := $(NODE_DIR)/node_modules/.installed
+else
+INSTALLED := node_modules/.installed
+endif
+
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -42,11 +67,25 @@ node_modules/.installed: package-lock.json | system-deps
 	npm rebuild esbuild sharp
 	touch $@
 
-deps: system-deps node_modules/.installed
+# The same for NODE=VERSION, in .node/VERSION beside that Node (npm installs where package.json is, so a copy of
+# it and of the lock file go there), compiled against the headers that came with it (no download).
+# `npm ci` runs on that Node, so its engine check is that version's.
+ifneq ($(NODE),)
+$(NODE_DIR)/bin/node:
+	scripts/node-fetch.sh $(NODE)
+
+$(INSTALLED): package-lock.json $(NODE_DIR)/bin/node | system-deps
+	cp package.json package-lock.json $(NODE_DIR)/
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --ignore-scripts
+	cd $(NODE_DIR) && npm_config_build_from_source=true npm_config_shared_gdal=true npm rebuild gdal-async better-sqlite3 && npm rebuild esbuild sharp
+	touch $@
+endif
+
+deps: system-deps $(INSTALLED)
 
 # The world map `make run` serves (Natural Earth z0-6 from the world-atlas npm package; a few seconds, 1.3 MB).
 WORLD_DATA := fixtures/world/natural-earth-z0-6.pmtiles
-$(WORLD_DATA): scripts/build-world-data.ts scripts/build-bench-data.ts | node_modules/.installed
+$(WORLD_DATA): scripts/build-world-data.ts scripts/build-bench-data.ts | $(INSTALLED)
 	node --import tsx scripts/build-world-data.ts --force
 
 build: deps $(WORLD_DATA)
@@ -96,5 +135,7 @@ bench: build
 	node --import tsx scripts/build-bench-data.ts
 	node --import tsx bench/run.ts
 
+# Also the Node.js releases of NODE= and their packages (.node/).
 clean:
-	rm -rf dist node_modules
+	scripts/node-select.sh
+	rm -rf dist node_modules .node

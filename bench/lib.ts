@@ -2,7 +2,7 @@
 // with everything they forked, readiness polling, plain HTTP GETs, number formatting and tables.
 import autocannon, { type AutocannonClient, type AutocannonResult } from 'autocannon';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,24 +11,33 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 // The peer of the tile benchmarks (and the other reader of the seed bench's archives): tileserver-gl-light, at the
-// version bench/peer/package.json pins, installed apart from the project.
-const PEER_DIR = path.join(ROOT, 'bench/peer');
+// version bench/peer/package.json pins, installed apart from the project. Its sqlite3 is a native module built for
+// one Node ABI, so on a Node of `make bench NODE=24` (.node/24/bin/node) it is installed beside that Node, in
+// .node/24/peer, and bench/peer/node_modules stays the machine Node's.
+const PEER_SOURCE = path.join(ROOT, 'bench/peer');
+const NODE_OF_MAKE = path.relative(path.join(ROOT, '.node'), process.execPath).split(path.sep);
+const PEER_DIR = NODE_OF_MAKE.length === 3 && NODE_OF_MAKE[0] !== '..' ? path.join(ROOT, '.node', NODE_OF_MAKE[0], 'peer') : PEER_SOURCE;
 const PEER_PKG = path.join(PEER_DIR, 'node_modules/tileserver-gl-light/package.json');
 export const PEER_MAIN = path.join(PEER_DIR, 'node_modules/tileserver-gl-light/src/main.js');
-export const PEER_VERSION = (JSON.parse(readFileSync(path.join(PEER_DIR, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies[
+export const PEER_VERSION = (JSON.parse(readFileSync(path.join(PEER_SOURCE, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies[
   'tileserver-gl-light'
 ];
 
-/** Installs the peer into bench/peer on first use (npm builds its sqlite3 dependency from source, a few minutes). */
+/** Installs the peer into PEER_DIR on first use (npm builds its sqlite3 dependency from source, a few minutes). */
 export function ensurePeer(): void {
   if (existsSync(PEER_PKG)) {
     const installed = (JSON.parse(readFileSync(PEER_PKG, 'utf8')) as { version: string }).version;
     if (installed === PEER_VERSION) return;
   }
-  process.stdout.write(`installing tileserver-gl-light ${PEER_VERSION} into bench/peer (first run only)...\n`);
+  const where = path.relative(ROOT, PEER_DIR);
+  process.stdout.write(`installing tileserver-gl-light ${PEER_VERSION} into ${where} (first run only)...\n`);
+  if (PEER_DIR !== PEER_SOURCE) {
+    mkdirSync(PEER_DIR, { recursive: true });
+    for (const f of ['package.json', 'package-lock.json']) copyFileSync(path.join(PEER_SOURCE, f), path.join(PEER_DIR, f));
+  }
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   const r = spawnSync(npm, ['install', '--prefix', PEER_DIR, '--no-audit', '--no-fund', '--no-save'], { stdio: 'inherit', cwd: ROOT });
-  if (r.status !== 0 || !existsSync(PEER_MAIN)) throw new Error(`npm install --prefix bench/peer failed (exit ${r.status})`);
+  if (r.status !== 0 || !existsSync(PEER_MAIN)) throw new Error(`npm install --prefix ${where} failed (exit ${r.status})`);
   const sqlite = spawnSync(process.execPath, ['-e', "require('sqlite3')"], { cwd: path.join(PEER_DIR, 'node_modules/@mapbox/mbtiles'), encoding: 'utf8' });
   if (sqlite.status !== 0) {
     throw new Error(`the peer's sqlite3 module did not build (tileserver-gl-light imports it even for PMTiles):\n${sqlite.stderr}`);

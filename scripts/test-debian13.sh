@@ -18,7 +18,7 @@ mkdir -p "$out"
 podman_flags='--runtime runc --cgroup-manager=cgroupfs'
 printf '[containers]\ndefault_ulimits = []\n' > "$out/containers.conf"
 export CONTAINERS_CONF="$out/containers.conf"
-RELEASE=trixie INCLUDE=make "$root/scripts/image-base.sh" "$tag"
+NODE=machine RELEASE=trixie INCLUDE=make "$root/scripts/image-base.sh" "$tag"
 git -C "$root" archive --format=tar -o "$out/src.tar" HEAD
 echo "test-debian13: testing $(git -C "$root" rev-parse --short HEAD) in a new Debian 13 container (log: $out/test.log)"
 # --privileged: the tests run as root and expect what root has on a real machine (Chromium's namespaces, taskset,

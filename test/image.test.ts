@@ -1,5 +1,5 @@
 // The container image (Dockerfile) and the fleet (deploy/compose.yaml), with a real container engine: Debian's
-// podman. The image is built from the Dockerfile over a local Debian 12 base holding this machine's Node 20
+// podman. The image is built from the Dockerfile over a local Debian 12 base holding the Node project's Node 26
 // (scripts/image-base.sh; no image registry is reachable here), with the very command and tag of
 // docs/deployment.md, started with the bundled data and asked from outside (the published port) and from inside
 // (`podman exec`). Then the compose file runs two instances, Redis and nginx, with its default image (the tag
@@ -122,6 +122,16 @@ test('`podman run --rm IMAGE --help`: the arguments go to the command line, whic
   assert.equal(help.code, 0, help.stderr);
   assert.match(help.stdout, /^Usage:\n\s+tileserver-ts --config FILE\s/);
   assert.match(help.stdout, /tileserver-ts seed --config FILE/);
+});
+
+test("the image runs the Node.js major of the Dockerfile's default base, over the documented local base as well", async () => {
+  assert.ok(image.ok, 'the image did not build');
+  const major = /^ARG BASE=docker\.io\/library\/node:(\d+)-/m.exec(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'))?.[1];
+  assert.ok(major, 'the Dockerfile names a public node:N image as its default base');
+  assert.ok(BASE.endsWith(`-node${major}`), `the documented local base ${BASE} is named for Node ${major}`);
+  const version = await podmanRun(['run', '--rm', '--entrypoint', 'node', DOC_TAG, '--version'], 120_000);
+  assert.equal(version.code, 0, version.stderr);
+  assert.match(version.stdout.trim(), new RegExp(`^v${major}\\.`));
 });
 
 describe('the image, started with the bundled data', { timeout: 600_000 }, () => {
