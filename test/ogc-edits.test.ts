@@ -207,6 +207,16 @@ describe('create, read, replace, update, delete', () => {
     assert.match(server.output(), new RegExp(`"principal":"editor".*"feature":"${f.id}"|"feature":"${f.id}".*"principal":"editor"`), 'the write is logged with its principal and id');
   });
 
+  test('a null id column is no id: POST with properties.id null (as QGIS sends a new feature) lets the database number it', async () => {
+    const r = await call('POST', '/ogc/collections/edits/items', feature({ id: null, name: 'from-a-form', rank: 2 }), editor);
+    assert.equal(r.status, 201, r.text);
+    const id = r.json().id;
+    assert.equal(typeof id, 'number');
+    assert.equal((await db.sql('SELECT name FROM edit_points WHERE id = $1', [id])).rows[0].name, 'from-a-form');
+    const bad = await call('POST', '/ogc/collections/edits/items', feature({ id: true, name: 'x' }), editor);
+    assert.equal(bad.status, 400, 'an id of the wrong type is still refused');
+  });
+
   test('PUT replaces (left-out properties become null) with If-Match; a stale ETag is 412; PATCH merges; DELETE is 204', async () => {
     const created = await call('POST', '/ogc/collections/edits/items', feature({ name: 'third', kind: 'shop', rank: 3 }), editor);
     const id = created.json().id;

@@ -16,7 +16,7 @@ import { has, podman, podmanEnv, run } from './helpers/podman.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { jsonLogLines, ROOT, startServer, type TestServer } from './helpers/server.js';
 
-/** The Debian 13 client image: trixie minbase with python3-owslib (image-base.sh adds this machine's Node). */
+/** The Debian 13 client image: trixie minbase with python3-owslib and its dependencies only (no Node: NODE=no). */
 const TAG = 'localhost/tsts-owslib:trixie';
 const KEY = 'tsk_owslib-editor-key-000000000000000000000000';
 const COLLECTION = 'sites';
@@ -32,7 +32,7 @@ const log = (line: string) => process.stderr.write(`# owslib: ${line}\n`);
 before(async () => {
   for (const tool of ['podman', 'mmdebstrap']) assert.ok(await has(tool), `${tool} is missing: \`make system-deps\` installs it (Debian package ${tool})`);
   const start = Date.now();
-  const base = await run(path.join(ROOT, 'scripts/image-base.sh'), [TAG], 900_000, { ...podmanEnv(), RELEASE: 'trixie', INCLUDE: 'python3-owslib' });
+  const base = await run(path.join(ROOT, 'scripts/image-base.sh'), [TAG], 900_000, { ...podmanEnv(), RELEASE: 'trixie', INCLUDE: 'python3-owslib', NODE: 'no' });
   assert.equal(base.code, 0, `scripts/image-base.sh failed:\n${base.stderr}\n${base.stdout}`);
   log(`${base.stdout.trim()} (${((Date.now() - start) / 1000).toFixed(1)} s)`);
 
