@@ -11,8 +11,9 @@
 # `make test-debian13` builds a fresh Debian 13 as the README's user has it).
 # RELEASE (default bookworm) picks the Debian release and INCLUDE adds packages (comma-separated): `make
 # test-debian13` builds its Debian 13 machine with NODE=machine RELEASE=trixie INCLUDE=make (scripts/test-debian13.sh).
+# NODE=no leaves Node out, for an image that only runs a client (test/owslib-edits.test.ts: trixie's OWSLib).
 set -eu
-tag=${1:?usage: [NODE=26|machine] [RELEASE=trixie] [INCLUDE=pkg,pkg] scripts/image-base.sh TAG}
+tag=${1:?usage: [NODE=26|machine|no] [RELEASE=trixie] [INCLUDE=pkg,pkg] scripts/image-base.sh TAG}
 node=${NODE:-26}
 release=${RELEASE:-bookworm}
 include=ca-certificates${INCLUDE:+,$INCLUDE}
@@ -32,6 +33,10 @@ if [ "$node" = machine ]; then
   done > "$work/files"
   echo usr/lib/node_modules/npm >> "$work/files"
   tar -C / -cf "$work/node.tar" -T "$work/files"
+elif [ "$node" = no ]; then
+  # No Node: an empty archive, so that the unpacking hook below stays one and the same.
+  tar -cf "$work/node.tar" -T /dev/null
+  node_version=none
 else
   "$root/scripts/node-fetch.sh" "$node"
   npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
