@@ -1,8 +1,8 @@
 # The tileserver-ts image. Build: `podman build -t tileserver-ts .` (or `docker build`); docs/deployment.md.
-# BASE is any Debian 12 image with Node.js 26 (the active LTS line; 22 and 24 work too) and npm on the PATH: the
-# default is the public Node image; where no registry is reachable, scripts/image-base.sh makes one from Debian's
-# packages and the Node project's build of Node 26.
-ARG BASE=docker.io/library/node:26-bookworm-slim
+# BASE is any Debian 12 image with Node.js 24 (the maintenance LTS line; 22 works too; gdal-async 3.12.3 does not
+# compile on 26, docs/deployment.md) and npm on the PATH: the default is the public Node image; where no registry
+# is reachable, scripts/image-base.sh makes one from Debian's packages and the Node project's build of Node 24.
+ARG BASE=docker.io/library/node:24-bookworm-slim
 
 # What the service needs at run time, shared by both stages so apt fetches these packages once: Chromium (the
 # renderer), Mesa's Vulkan drivers (lavapipe, the GL stack Chromium draws with through ANGLE; SwiftShader is the

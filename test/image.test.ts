@@ -1,5 +1,5 @@
 // The container image (Dockerfile) and the fleet (deploy/compose.yaml), with a real container engine: Debian's
-// podman. The image is built from the Dockerfile over a local Debian 12 base holding the Node project's Node 26
+// podman. The image is built from the Dockerfile over a local Debian 12 base holding the Node project's Node 24
 // (scripts/image-base.sh; no image registry is reachable here), with the very command and tag of
 // docs/deployment.md, started with the bundled data and asked from outside (the published port) and from inside
 // (`podman exec`). Then the compose file runs two instances, Redis and nginx, with its default image (the tag
