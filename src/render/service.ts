@@ -191,7 +191,8 @@ export class RenderService {
     const format = e.format;
     const quality = (e.quality ?? (format === 'jpeg' ? cfg.jpeg_quality : cfg.webp_quality)) / 100;
     // A tile always lies within the world (only a frame's buffer may reach past its edges, where nothing is painted).
-    return { ...frame, encode: { format, quality, opaque: opaqueAt(style.style, frame.zoom), tiles } };
+    const level = format === 'png' ? cfg.png_compression : undefined;
+    return { ...frame, encode: { format, quality, opaque: opaqueAt(style.style, frame.zoom), level, tiles } };
   }
 
   /**
