@@ -32,7 +32,10 @@ export const RenderSchema = v.object({
   memory_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0)), 64),
   /** Rendered tiles kept on disk under [cache] dir, shared by all processes; 0 disables the disk cache. */
   disk_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0)), 1024),
-  /** zlib level of rendered PNGs: 3 costs about half the CPU of 6 for a few percent more bytes (docs/rendering.md). */
+  /**
+   * zlib level of rendered PNGs, sharp's and the Chromium page's (fflate there): 3 costs about half the CPU of 6 for a
+   * few percent more bytes (docs/rendering.md, "Encoding").
+   */
   png_compression: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(9)), 3),
   jpeg_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
   webp_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
