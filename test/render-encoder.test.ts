@@ -46,7 +46,8 @@ before(async () => {
 id = "glass"
 path = "${glass}"
 `;
-  s = await startServer({ toml, workers: 1 });
+  // JSON log lines at info: the pages' deflate check below reads them.
+  s = await startServer({ toml, workers: 1, env: { LOG_FORMAT: 'json', LOG_LEVEL: 'info' } });
   await waitFor('renderer', async () => ((await (await fetch(`${s.url}/ping`)).json()) as { renderer_enabled: boolean }).renderer_enabled || undefined, 120_000);
 });
 after(async () => {
