@@ -3,7 +3,7 @@
 // writes from the same raw frame taken the service's other way (rows flipped, alpha undone in Node, cut and encoded
 // by sharp), for an opaque and a translucent frame, at the levels the settings allow and with CompressionStream; the
 // level reaches fflate; and a page whose deflate module does not load still writes the same pixels, with
-// CompressionStream, and says so. One browser, no server of the project's: a small HTTP server gives the page, and
+// CompressionStream, and says so; and which level a frame gets (seeding's or everyone else's). One browser, no server of the project's: a small HTTP server gives the page, and
 // the deflate module as the renderer's own server serves it (local-server.ts, pageAsset).
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -14,6 +14,7 @@ import sharp from 'sharp';
 import { DEFLATE_MODULE, PNG_WRITER } from '../src/render/backends/chromium-page.js';
 import { pageAsset } from '../src/render/backends/local-server.js';
 import { encodeRegion, type Rect } from '../src/render/image.js';
+import { pagePngLevel } from '../src/render/image-encoding.js';
 import { unpremultiplyInPlace } from '../src/render/renderer.js';
 import { launchChromium } from './helpers/browser.js';
 
@@ -178,5 +179,15 @@ describe("the page's PNG writer", () => {
       await broken.page.close();
       await good.page.close();
     }
+  });
+});
+
+describe("the level a frame's PNG tiles are written at", () => {
+  test('seeding (bulk renders) takes seed_png_compression; a person waiting and an expired tile drawn again take png_compression', () => {
+    const levels = { png_compression: 3, seed_png_compression: 8 };
+    assert.equal(pagePngLevel(levels, 'bulk'), 8);
+    assert.equal(pagePngLevel(levels, 'interactive'), 3);
+    assert.equal(pagePngLevel(levels, 'expired'), 3);
+    assert.equal(pagePngLevel(levels, undefined), 3);
   });
 });
