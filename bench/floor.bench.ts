@@ -3,8 +3,8 @@
 // maplibre-gl from npm, the same style (OSM Liberty with flat extrusions, as pitch-0 frames get it) and the same
 // frames as the browse bench's users ask for, but every source tile, TileJSON, glyph range and sprite is already in
 // the page's memory (maplibre's addProtocol('mem')), no tile server is around it, and each tile is encoded to PNG in
-// the page by the same writer as the service's pages (PNG_WRITER: one whole-frame readPixels, unfiltered rows, the
-// browser's zlib), and kept there. The CPU of the browser's process tree per tile is about the least a service built
+// the page by the same writer as the service's pages (PNG_WRITER: one whole-frame readPixels, unfiltered rows, fflate
+// at a zlib level or the browser's CompressionStream), and kept there. The CPU of the browser's process tree per tile is about the least a service built
 // on this renderer can spend; the service's own figure over it says what everything around the drawing costs
 // (bench/browse.bench.ts prints both). The PNG check line compares the writer with Chromium's own encoder and sharp.
 //
@@ -27,9 +27,16 @@
 //
 //   node --import tsx bench/floor.bench.ts        (or BENCH=floor make bench)
 //
+// Encoders (issue 49): the timed pass runs once per PNG deflate of BENCH_FLOOR_ENCODERS, the same frames each time
+// (the pages' tile caches cleared in between), BENCH_FLOOR_ROUNDS times in turn, and prints each pass and the ratio
+// of the first encoder's floor to the others': "stream" is CompressionStream (zlib level 6, the writer before issue
+// 49), a digit is fflate at that zlib level (3: render.png_compression's default, what the service writes now).
+// BENCH_FLOOR_ENCODER_TABLE=1 adds the table of every alternative on frames of the workload (floor-encoders.ts).
+//
 // Environment: BENCH_BROWSE_DATA (paris | dortmund), BENCH_BROWSE_USERS (the largest count is replayed; "1,4"),
 // BENCH_BROWSE_SEED (1), BENCH_FLOOR_PAGES (pages of the one browser, 2), BENCH_FLOOR_ALPHA=1 (encode RGBA PNGs from
-// canvases with alpha; by default RGB, as the service writes opaque tiles).
+// canvases with alpha; by default RGB, as the service writes opaque tiles), BENCH_FLOOR_ENCODERS ("stream,3"),
+// BENCH_FLOOR_ROUNDS (1), BENCH_FLOOR_ENCODER_TABLE (0), BENCH_FLOOR_TABLE_TILES (tiles in the table's frames, 32).
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -39,7 +46,8 @@ import { pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { CHROMIUM_FLAGS, findChromium } from '../src/render/backends/chromium.js';
-import { FRAME_WAIT, PNG_WRITER } from '../src/render/backends/chromium-page.js';
+import { DEFLATE_MODULE, FRAME_WAIT, PNG_WRITER } from '../src/render/backends/chromium-page.js';
+import { pageAsset } from '../src/render/backends/local-server.js';
 import { glLaunch } from '../src/render/backends/gl-stack.js';
 import { flattenExtrusions } from '../src/render/flat-extrusions.js';
 import { ownerSlot } from '../src/render/peers.js';
@@ -56,6 +64,7 @@ import { openSource } from '../src/sources/open.js';
 import { sourceTileJson } from '../src/sources/tilejson.js';
 import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.js';
 import { areaAt, BROWSE, userWalk, viewTiles } from './k6/browse-scenario.js';
+import { ENCODER_TABLE_PAGE, encoderTable, formatEncoderTable, type EncoderRow, type RawUploads } from './floor-encoders.js';
 import { cpuByKind, cpuTimes, envNumber, fmt, formatCpuSplit, ROOT, stealShare, threadCpu, type CpuSplit } from './lib.js';
 
 /** The service's settings that shape frames: render.tile_buffer, the renderer's largest frame, the tile base. */
@@ -81,6 +90,27 @@ export interface FloorOptions {
    * without alpha. The PNG check after the timed pass encodes one frame both ways.
    */
   alpha: boolean;
+  /** The PNG deflates of the timed passes, in order: see the header. */
+  encoders: FloorEncoder[];
+  /** How many times the passes of every encoder run, in turn. */
+  rounds: number;
+  /** Print the table of every encoding alternative (floor-encoders.ts), on frames of this many tiles. */
+  table: number;
+}
+
+/** A PNG deflate of the page's writer: CompressionStream (level undefined) or fflate at a zlib level. */
+export interface FloorEncoder {
+  name: string;
+  level: number | undefined;
+}
+
+/** "stream" or a zlib level 0-9, as BENCH_FLOOR_ENCODERS lists them. */
+export function parseEncoders(text: string): FloorEncoder[] {
+  return text.split(',').map((t) => t.trim()).filter(Boolean).map((t) => {
+    if (t === 'stream') return { name: 'CompressionStream (zlib 6)', level: undefined };
+    if (/^[0-9]$/.test(t)) return { name: `fflate level ${t}`, level: Number(t) };
+    throw new Error(`BENCH_FLOOR_ENCODERS: "${t}" is neither "stream" nor a zlib level 0-9`);
+  });
 }
 
 /** One frame of the replay: its plan, the page that draws it, and the tiles of it that were asked for. */
@@ -236,6 +266,7 @@ function pageHtml(): string {
 <script type="module">
 import * as ml from './maplibre/maplibre-gl.mjs';
 ${PNG_WRITER}
+${ENCODER_TABLE_PAGE}
 // The service's pages run one MapLibre worker (src/render/backends/chromium.ts, LocalServer workers: 1).
 ml.setWorkerCount(1);
 
@@ -371,19 +402,21 @@ async function render(job, keep) {
   const pixels = new Uint8Array(W * H * 4);
   gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
   const t3r = performance.now();
-  const blobs = await Promise.all(job.tiles.map((r) => pngTile(pixels, W, H, r, !job.alpha)));
+  const blobs = await Promise.all(job.tiles.map((r) => pngTile(pixels, W, H, r, !job.alpha, job.level)));
   const t5 = performance.now();
+  // Frames for the encoder table (floor-encoders.ts) keep a copy of their pixels.
+  if (keep === 'table') keepFrame(pixels, W, H, job.tiles, !job.alpha);
   const out = { settle: t2 - t1, draw: t3 - t2, raster: t3r - t3, encode: t5 - t3r, bytes: blobs.map((b) => b.size), lastError };
   // For the PNG comparison after the timed pass only: the encoded tiles themselves, and the same tiles encoded by
   // Chromium's own PNG encoder (OffscreenCanvas.convertToBlob from 2D canvases of the same kind), with its time.
-  if (keep) {
+  if (keep === true) {
     const bytesOf = (list) => Promise.all(list.map(async (b) => Array.from(new Uint8Array(await b.arrayBuffer()))));
     out.pngs = await bytesOf(blobs);
     const canvas = map.getCanvas();
     const t6 = performance.now();
     // The writer timed again on its own, the frame already read back (the timed pass's encode includes no readback
     // either, but shares the moment with the next frame's work in the other page).
-    await Promise.all(job.tiles.map((r) => pngTile(pixels, W, H, r, !job.alpha)));
+    await Promise.all(job.tiles.map((r) => pngTile(pixels, W, H, r, !job.alpha, job.level)));
     out.sameEncode = performance.now() - t6;
     const t7 = performance.now();
     const other = await Promise.all(job.tiles.map((r) => {
@@ -411,13 +444,14 @@ function clearTiles() {
   counts.missed = [];
 }
 
-window.__floor = { preload, load, render, run, clearTiles, counts: () => counts };
-window.__floorReady = canary();
+window.__floor = { preload, load, render, run, clearTiles, counts: () => counts, encodeKept };
+const deflater = await loadDeflate('${DEFLATE_MODULE}');
+window.__floorReady = Object.assign(canary(), deflater);
 </script></body></html>`;
 }
 
 /** The static server: the page, maplibre's two files and the store for the preload; it counts what it serves. */
-async function staticServer(store: Store): Promise<{ origin: string; served: () => number; close: () => Promise<void> }> {
+async function staticServer(store: Store): Promise<{ origin: string; served: () => number; raw: RawUploads; close: () => Promise<void> }> {
   const dist = path.join(path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/package.json')), 'dist');
   const index: [string, number, number][] = [];
   let at = 0;
@@ -432,10 +466,25 @@ async function staticServer(store: Store): Promise<{ origin: string; served: () 
     '/maplibre/maplibre-gl-worker.mjs': ['text/javascript', readFileSync(path.join(dist, 'maplibre-gl-worker.mjs'))],
     '/store.json': ['application/json', Buffer.from(JSON.stringify({ entries: index, tiles: store.tiles }))],
     '/store.bin': ['application/octet-stream', blob],
+    [`/${DEFLATE_MODULE.slice(2)}`]: ['text/javascript', (await pageAsset(DEFLATE_MODULE.slice(2)))!],
   };
   let served = 0;
+  const raw: RawUploads = { frames: [], nodeCpuMs: 0 };
   const server = http.createServer((req, res) => {
     served++;
+    // The encoder table's "raw pixels to Node" row: frames uploaded as the service's pages upload them.
+    if (req.method === 'POST' && req.url === '/raw') {
+      const c0 = process.cpuUsage();
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        raw.frames.push(Buffer.concat(chunks));
+        const c = process.cpuUsage(c0);
+        raw.nodeCpuMs += (c.user + c.system) / 1000;
+        res.writeHead(204).end();
+      });
+      return;
+    }
     const f = files[new URL(req.url ?? '/', 'http://127.0.0.1').pathname];
     if (!f) return void res.writeHead(404).end();
     res.writeHead(200, { 'Content-Type': f[0], 'Content-Length': f[1].byteLength }).end(f[1]);
@@ -444,6 +493,7 @@ async function staticServer(store: Store): Promise<{ origin: string; served: () 
   return {
     origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     served: () => served,
+    raw,
     close: () => {
       server.closeAllConnections();
       return new Promise((resolve) => server.close(() => resolve()));
@@ -452,8 +502,8 @@ async function staticServer(store: Store): Promise<{ origin: string; served: () 
 }
 
 /** The job a page gets for a frame: the camera and the device-pixel rectangle of every tile to encode. */
-function jobOf(plan: MetatilePlan, alpha: boolean) {
-  return { ...plan.frame, alpha, tiles: cells(plan).map(([x, y]) => tileRect(plan, x, y)) };
+function jobOf(plan: MetatilePlan, alpha: boolean, level?: number) {
+  return { ...plan.frame, alpha, level, tiles: cells(plan).map(([x, y]) => tileRect(plan, x, y)) };
 }
 
 /** The browser's own process (the root of its tree): the chromium executable among this process's children. */
@@ -491,7 +541,25 @@ interface StoreCounts {
   missed: string[];
 }
 
-export interface FloorResult {
+/** One timed pass of the workload with one encoder. */
+export interface FloorPass {
+  encoder: FloorEncoder;
+  round: number;
+  seconds: number;
+  split: CpuSplit;
+  pngBytes: number;
+  phases: { settle: number; draw: number; raster: number; encode: number };
+  timed: StoreCounts;
+  /** Requests the static server answered during the timed pass (none expected). */
+  servedTimed: number;
+  /** CPU seconds of the busiest threads of the browser tree during the timed pass, "process kind/thread name". */
+  threads: [string, number][];
+  /** Share of the machine's CPU time the hypervisor stole during the timed pass. */
+  steal: number;
+}
+
+/** The floor: every pass, and (spread at the top level) the last pass, the last encoder's (the service's). */
+export interface FloorResult extends FloorPass {
   options: FloorOptions;
   renderer: string;
   frames: number;
@@ -499,20 +567,11 @@ export interface FloorResult {
   tiles: number;
   /** Tiles drawn and encoded (a lone tile's 2x2 metatile draws three more). */
   drawn: number;
-  seconds: number;
-  split: CpuSplit;
-  pngBytes: number;
-  phases: { settle: number; draw: number; raster: number; encode: number };
   warmup: StoreCounts;
-  timed: StoreCounts;
   storeBytes: number;
-  /** Requests the static server answered during the timed pass (none expected). */
-  servedTimed: number;
   png: PngCheck | undefined;
-  /** CPU seconds of the busiest threads of the browser tree during the timed pass, "process kind/thread name". */
-  threads: [string, number][];
-  /** Share of the machine's CPU time the hypervisor stole during the timed pass. */
-  steal: number;
+  passes: FloorPass[];
+  table: EncoderRow[] | undefined;
 }
 
 interface PngCheck {
@@ -552,6 +611,47 @@ async function comparePng(r: FrameStats): Promise<PngCheck> {
   return out;
 }
 
+/** One timed pass of the workload's frames with one encoder: its CPU, time and bytes. */
+async function timedPass(pages: Page[], frames: FloorFrame[], o: FloorOptions, e: FloorEncoder, round: number, root: number, server: { served: () => number }): Promise<FloorPass> {
+  const lists = pages.map((_, i) => frames.filter((f) => f.page === i).map((f) => jobOf(f.plan, o.alpha, e.level)));
+  const served0 = server.served();
+  const cpu = cpuByKind(root);
+  const threads0 = threadCpu(root);
+  const steal0 = cpuTimes();
+  const t0 = performance.now();
+  const results = await Promise.all(pages.map((page, i) => page.evaluate(`window.__floor.run(${JSON.stringify(lists[i])})`) as Promise<FrameStats[]>));
+  const seconds = (performance.now() - t0) / 1000;
+  const split = cpu.end();
+  const steal = stealShare(steal0, cpuTimes());
+  const threads = [...threadCpu(root)].map(([k, v]): [string, number] => [k, v - (threads0.get(k) ?? 0)]).sort((a, b) => b[1] - a[1]).slice(0, 8);
+  const servedTimed = server.served() - served0;
+  const timed: StoreCounts = { hits: 0, empty: 0, misses: 0, missed: [] };
+  for (const page of pages) {
+    const c = (await page.evaluate('window.__floor.counts()')) as StoreCounts;
+    timed.hits += c.hits;
+    timed.empty += c.empty;
+    timed.misses += c.misses;
+    timed.missed.push(...c.missed);
+  }
+  const all = results.flat();
+  const mean = (k: 'settle' | 'draw' | 'raster' | 'encode') => all.reduce((n, r) => n + r[k], 0) / Math.max(1, all.length);
+  const bytes = all.flatMap((r) => r.bytes);
+  const errors = [...new Set(all.map((r) => r.lastError).filter(Boolean))];
+  if (errors.length) console.log(`floor: map errors: ${errors.join('; ')}`);
+  return {
+    encoder: e,
+    round,
+    seconds,
+    split,
+    pngBytes: bytes.reduce((a, b) => a + b, 0) / Math.max(1, bytes.length),
+    phases: { settle: mean('settle'), draw: mean('draw'), raster: mean('raster'), encode: mean('encode') },
+    timed,
+    servedTimed,
+    threads,
+    steal,
+  };
+}
+
 /** Runs the floor: one browser, its pages, the warm-up, the timed pass; see the header. */
 export async function runFloor(o: FloorOptions): Promise<FloorResult> {
   const executable = findChromium();
@@ -582,69 +682,47 @@ export async function runFloor(o: FloorOptions): Promise<FloorResult> {
       await page.evaluate(`window.__floor.load(${JSON.stringify(style)})`);
       pages.push(page);
     }
-    // Warm-up: a 2x2 frame at z12 and one at the deepest zoom, just outside the browse area (inside the archive).
+    // Warm-up: a 2x2 frame at z12 and one at the deepest zoom, just outside the browse area (inside the archive),
+    // with every encoder (its code compiled too).
     for (const page of pages) {
       for (const z of [BROWSE.minZoom, BROWSE.maxZoom]) {
         const a = areaAt(BROWSE, z);
         const plan = planMetatile({ z, x: a.x0 - 2, y: a.y0 - 2, base: BASE, scale: 1 }, 2, TILE_BUFFER, MAX_FRAME);
-        await page.evaluate(`window.__floor.render(${JSON.stringify(jobOf(plan, o.alpha))}, false)`);
+        for (const e of o.encoders) await page.evaluate(`window.__floor.render(${JSON.stringify(jobOf(plan, o.alpha, e.level))}, false)`);
       }
     }
     const warmup = (await pages[0].evaluate('window.__floor.counts()')) as StoreCounts;
-    for (const page of pages) await page.evaluate('window.__floor.clearTiles()');
-    const lists = pages.map((_, i) => frames.filter((f) => f.page === i).map((f) => jobOf(f.plan, o.alpha)));
 
-    const served0 = server.served();
-    const cpu = cpuByKind(root);
-    const threads0 = threadCpu(root);
-    const steal0 = cpuTimes();
-    const t0 = performance.now();
-    const results = await Promise.all(pages.map((page, i) => page.evaluate(`window.__floor.run(${JSON.stringify(lists[i])})`) as Promise<FrameStats[]>));
-    const seconds = (performance.now() - t0) / 1000;
-    const split = cpu.end();
-    const steal = stealShare(steal0, cpuTimes());
-    const threads = [...threadCpu(root)].map(([k, v]): [string, number] => [k, v - (threads0.get(k) ?? 0)]).sort((a, b) => b[1] - a[1]).slice(0, 8);
-    const servedTimed = server.served() - served0;
-
-    const timed: StoreCounts = { hits: 0, empty: 0, misses: 0, missed: [] };
-    for (const page of pages) {
-      const c = (await page.evaluate('window.__floor.counts()')) as StoreCounts;
-      timed.hits += c.hits;
-      timed.empty += c.empty;
-      timed.misses += c.misses;
-      timed.missed.push(...c.missed);
+    // The timed passes: every encoder in turn, each round; the same frames each time, from empty tile caches.
+    const passes: FloorPass[] = [];
+    for (let round = 1; round <= o.rounds; round++) {
+      for (const e of o.encoders) {
+        for (const page of pages) await page.evaluate('window.__floor.clearTiles()');
+        passes.push(await timedPass(pages, frames, o, e, round, root, server));
+      }
     }
-    const all = results.flat();
-    const mean = (k: 'settle' | 'draw' | 'raster' | 'encode') => all.reduce((n, r) => n + r[k], 0) / Math.max(1, all.length);
-    const bytes = all.flatMap((r) => r.bytes);
-    const errors = [...new Set(all.map((r) => r.lastError).filter(Boolean))];
-    if (errors.length) console.log(`floor: map errors: ${errors.join('; ')}`);
 
-    // After the timed pass: one frame of several tiles drawn again, its PNGs compared with sharp's.
+    // After the timed passes: one frame of several tiles drawn again, its PNGs (the last encoder's) compared with sharp's.
+    const last = o.encoders[o.encoders.length - 1];
     const sample = frames.find((f) => cells(f.plan).length >= 4) ?? frames[0];
     let png: PngCheck | undefined;
     if (sample) {
-      const r = (await pages[sample.page].evaluate(`window.__floor.render(${JSON.stringify(jobOf(sample.plan, o.alpha))}, true)`)) as FrameStats;
+      const r = (await pages[sample.page].evaluate(`window.__floor.render(${JSON.stringify(jobOf(sample.plan, o.alpha, last.level))}, true)`)) as FrameStats;
       png = await comparePng(r);
     }
-    return {
-      options: o,
-      renderer,
-      frames: frames.length,
-      tiles: asked,
-      drawn,
-      seconds,
-      split,
-      pngBytes: bytes.reduce((a, b) => a + b, 0) / Math.max(1, bytes.length),
-      phases: { settle: mean('settle'), draw: mean('draw'), raster: mean('raster'), encode: mean('encode') },
-      warmup,
-      timed,
-      storeBytes,
-      servedTimed,
-      png,
-      threads,
-      steal,
-    };
+    // The encoder table: the first frames of page 1 up to o.table tiles, drawn again and kept in the page.
+    let table: EncoderRow[] | undefined;
+    if (o.table > 0) {
+      let n = 0;
+      for (const f of frames.filter((x) => x.page === 0)) {
+        if (n >= o.table) break;
+        await pages[0].evaluate(`window.__floor.render(${JSON.stringify(jobOf(f.plan, o.alpha, last.level))}, 'table')`);
+        n += cells(f.plan).length;
+      }
+      table = await encoderTable(pages[0], root, server.raw);
+    }
+    const main = passes[passes.length - 1];
+    return { options: o, renderer, frames: frames.length, tiles: asked, drawn, warmup, storeBytes, png, passes, table, ...main };
   } finally {
     await browser.close().catch(() => {});
     await server.close();
@@ -677,6 +755,29 @@ export function formatFloor(r: FloorResult): string[] {
   if (r.threads.length) {
     lines.push(`  CPU ms per tile by thread (top ${r.threads.length}): ${r.threads.map(([k, s]) => `${k} ${fmt((1000 * s) / r.tiles)}`).join(', ')}`);
   }
+  if (r.passes.length > 1) lines.push(...formatPasses(r));
+  if (r.table) lines.push(...formatEncoderTable(r.table));
+  return lines;
+}
+
+/** Every timed pass on a line, then each encoder's mean floor and the first encoder's over it (the target: 1.15x). */
+function formatPasses(r: FloorResult): string[] {
+  const perTile = (p: FloorPass) => (1000 * p.split.total) / r.tiles;
+  const lines = [`  timed passes (the same ${r.frames} frames each, pages' tile caches emptied before each):`];
+  for (const p of r.passes) {
+    lines.push(
+      `    round ${p.round}, ${p.encoder.name}: CPU per tile ${fmt(perTile(p))} ms (renderer ${fmt((1000 * p.split.renderer) / r.tiles)}, gpu ${fmt((1000 * p.split.gpu) / r.tiles)}, browser ${fmt((1000 * p.split.browser) / r.tiles)}); ` +
+        `encode ${fmt(p.phases.encode)} ms per frame; PNG ${fmt(p.pngBytes / 1000, 1)} KB per tile drawn; wall ${fmt(p.seconds, 1)} s; steal ${fmt(100 * p.steal, 1)} %`,
+    );
+  }
+  const byEncoder = r.options.encoders.map((e) => {
+    const mine = r.passes.filter((p) => p.encoder.name === e.name);
+    return { e, ms: mine.reduce((n, p) => n + perTile(p), 0) / mine.length, kb: mine.reduce((n, p) => n + p.pngBytes, 0) / mine.length / 1000 };
+  });
+  const first = byEncoder[0];
+  for (const b of byEncoder.slice(1)) {
+    lines.push(`  floor with ${first.e.name} / floor with ${b.e.name}: ${fmt(first.ms)} / ${fmt(b.ms)} ms per tile = ${fmt(first.ms / b.ms, 2)}x; bytes ${fmt(b.kb, 1)} / ${fmt(first.kb, 1)} KB per tile = ${fmt(b.kb / first.kb, 3)}`);
+  }
   return lines;
 }
 
@@ -689,6 +790,9 @@ export function floorOptions(): FloorOptions {
     seed: envNumber('BENCH_BROWSE_SEED', 1),
     pages: envNumber('BENCH_FLOOR_PAGES', 2),
     alpha: process.env.BENCH_FLOOR_ALPHA === '1',
+    encoders: parseEncoders(process.env.BENCH_FLOOR_ENCODERS ?? 'stream,3'),
+    rounds: envNumber('BENCH_FLOOR_ROUNDS', 1),
+    table: process.env.BENCH_FLOOR_ENCODER_TABLE === '1' ? envNumber('BENCH_FLOOR_TABLE_TILES', 32) : 0,
   };
 }
 

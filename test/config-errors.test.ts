@@ -199,6 +199,7 @@ const INVALID_VALUES: [string, string][] = [
   ['render.memory_cache_mb', '-1'],
   ['render.disk_cache_mb', '"lots"'],
   ['render.png_compression', '10'],
+  ['render.seed_png_compression', '-1'],
   ['render.jpeg_quality', '0'],
   ['render.webp_quality', '101'],
   ['render.flat_extrusions', '"yes"'],

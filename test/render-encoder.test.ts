@@ -12,7 +12,7 @@ import type { StyleSpecification } from '@maplibre/maplibre-gl-style-spec';
 import { opaqueAt } from '../src/render/style-opacity.js';
 import { waitFor } from './helpers/foundation.js';
 import { buildOmtArchive, decode, PARIS, renderTempDir, renderToml } from './helpers/render.js';
-import { startServer, type TestServer } from './helpers/server.js';
+import { jsonLogLines, startServer, type TestServer } from './helpers/server.js';
 
 /** Half-transparent red over everything, and water a half-transparent blue over it. */
 const GLASS: StyleSpecification = {
@@ -46,7 +46,8 @@ before(async () => {
 id = "glass"
 path = "${glass}"
 `;
-  s = await startServer({ toml, workers: 1 });
+  // JSON log lines at info: the pages' deflate check below reads them.
+  s = await startServer({ toml, workers: 1, env: { LOG_FORMAT: 'json', LOG_LEVEL: 'info' } });
   await waitFor('renderer', async () => ((await (await fetch(`${s.url}/ping`)).json()) as { renderer_enabled: boolean }).renderer_enabled || undefined, 120_000);
 });
 after(async () => {
@@ -76,6 +77,15 @@ describe('tiles encoded in the browser', () => {
       assert.ok(got.length <= reference[ext] * 1.1, sizes.join('; '));
     }
     console.log(tile, sizes.join('; '));
+  });
+
+  test("the renderer's pages loaded their PNG deflate: no page fell back to CompressionStream", async () => {
+    // A tile drawn first, so the pages are open whatever ran before.
+    await get('/styles/osm-liberty/2/1/1.png');
+    const lines = jsonLogLines<{ msg?: string; reason?: string }>(s);
+    assert.ok(lines.length > 0, 'the server logs JSON lines');
+    const fallbacks = lines.filter((l) => /without its deflate module/.test(l.msg ?? ''));
+    assert.deepEqual(fallbacks.map((l) => l.reason), []);
   });
 
   test('a semi-transparent style: RGBA PNG with straight alpha, WebP keeps the alpha, JPEG lies on white', async () => {

@@ -1,6 +1,7 @@
 // How a rendered image is encoded: its format (PNG, JPEG, WebP, AVIF), the quality of a lossy one and whether a
 // WebP or AVIF is lossless; read from a request (`?quality=`, `?lossless=`, and the `Accept` header where the URL
 // leaves the format open with `auto`), and named in the image caches' keys so that each variant is its own entry.
+import type { RenderPriority } from './priority-queue.js';
 import type { Checked, ImageFormat } from './static-params.js';
 
 export interface ImageEncoding {
@@ -93,4 +94,13 @@ export function encodingQuery(e: ImageEncoding): string[] {
   if (e.quality !== undefined) out.push(`quality=${e.quality}`);
   if (e.lossless) out.push('lossless=true');
   return out;
+}
+
+/**
+ * The zlib level the Chromium page deflates a frame's PNG tiles at: `seed_png_compression` for a bulk render
+ * (seeding: written once into an archive or a cache, so bytes weigh more than CPU), `png_compression` for any
+ * other (someone is waiting, or an expired tile is drawn again).
+ */
+export function pagePngLevel(levels: { png_compression: number; seed_png_compression: number }, priority: RenderPriority | undefined): number {
+  return priority === 'bulk' ? levels.seed_png_compression : levels.png_compression;
 }

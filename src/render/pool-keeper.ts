@@ -196,6 +196,8 @@ export class RenderPoolKeeper {
       case 'renderer-recycled':
         this.events.renderersRecycled++;
         return this.log.info(fields, 'renderer recycled');
+      case 'encoder-fallback':
+        return this.log.warn(fields, 'renderer page writes PNGs without its deflate module');
       case 'renderer-start-failed':
         this.events.startFailures++;
         // Not ready until a renderer draws again (drew() flips it back): a load balancer should look elsewhere.

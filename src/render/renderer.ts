@@ -32,6 +32,11 @@ export interface FrameEncoding {
    * an alpha channel. Otherwise they keep it (straight alpha). JPEG is always flattened onto white.
    */
   opaque: boolean;
+  /**
+   * PNG only: the zlib level (0-9) the page deflates at. Interactive tiles and seeded ones may differ (a tile
+   * someone waits for against one written once into an archive); undefined: the browser's own CompressionStream.
+   */
+  level?: number;
   tiles: { left: number; top: number; width: number; height: number }[];
 }
 
@@ -126,9 +131,10 @@ export interface Renderer {
  * - `renderer-replaced`: a whole renderer (browser, or native renderer) broke and is replaced.
  * - `renderer-recycled`: a renderer reached `max_renders` and is replaced (routine).
  * - `renderer-start-failed`: a renderer could not start; the thread waits `backoffMs` before the next try.
+ * - `encoder-fallback`: a Chromium page could not load its PNG deflate and writes PNGs the costlier way (still correct).
  */
 export interface RendererEvent {
-  kind: 'page-replaced' | 'map-replaced' | 'renderer-replaced' | 'renderer-recycled' | 'renderer-start-failed';
+  kind: 'page-replaced' | 'map-replaced' | 'renderer-replaced' | 'renderer-recycled' | 'renderer-start-failed' | 'encoder-fallback';
   reason: string;
   /** Consecutive failures of this thread's renderers (a crash loop), for `renderer-start-failed` and `renderer-replaced`. */
   failures?: number;

@@ -28,7 +28,7 @@ import type { AppFetch } from './resources.js';
 import { SharedRenders, type Rendered } from './shared-renders.js';
 import type { RenderClass } from './render-class.js';
 import { tilePath, type RenderCaller, type RenderOutput, type RenderResult } from './render-result.js';
-import { variantOf } from './image-encoding.js';
+import { pagePngLevel, variantOf } from './image-encoding.js';
 import { CONTENT_TYPES } from './static-params.js';
 import { ExpiredTiles, isFresh, tileExpiredAt, type DirtyTile } from './expired-tiles.js';
 import { expiries } from '../expire/expiries.js';
@@ -183,7 +183,7 @@ export class RenderService {
    * The frame with the renderer asked to encode the given regions itself (`render.tile_encoder = "browser"`): only
    * encoded bytes then leave the browser. A backend that cannot (native) returns pixels and sharp encodes them.
    */
-  private withEncoding(state: AppState, style: LoadedStyle, frame: Frame, out: RenderOutput, tiles: FrameEncoding['tiles']): Frame {
+  private withEncoding(state: AppState, style: LoadedStyle, frame: Frame, out: RenderOutput, tiles: FrameEncoding['tiles'], caller: SharedCaller): Frame {
     const cfg = state.config.render;
     const e = out.encoding;
     // The browser has no AVIF encoder and no lossless WebP switch: those frames come back as pixels for sharp.
@@ -191,7 +191,8 @@ export class RenderService {
     const format = e.format;
     const quality = (e.quality ?? (format === 'jpeg' ? cfg.jpeg_quality : cfg.webp_quality)) / 100;
     // A tile always lies within the world (only a frame's buffer may reach past its edges, where nothing is painted).
-    return { ...frame, encode: { format, quality, opaque: opaqueAt(style.style, frame.zoom), tiles } };
+    const level = format === 'png' ? pagePngLevel(cfg, caller.shared?.priority ?? caller.priority) : undefined;
+    return { ...frame, encode: { format, quality, opaque: opaqueAt(style.style, frame.zoom), level, tiles } };
   }
 
   /**
@@ -429,7 +430,7 @@ export class RenderService {
             // Decided now: a person who joined meanwhile raised the batch out of the re-renders' class. (Seeding
             // keeps its 2x2 metatiles: it asks for the neighbours next.)
             const plan = this.batches.close(batch, cfg.tile_buffer, MAX_FRAME, caller.shared?.priority === 'expired');
-            return this.withEncoding(state, style, plan.frame, out, cells(plan).map(([x, y]) => tileRect(plan, x, y)));
+            return this.withEncoding(state, style, plan.frame, out, cells(plan).map(([x, y]) => tileRect(plan, x, y)), caller);
           };
           const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, shared: caller.shared, onStart: () => budget.start() });
           this.keeper.drew(pool);
@@ -458,7 +459,7 @@ export class RenderService {
     cancel: AbortSignal,
     caller: SharedCaller,
   ): Promise<Rendered> {
-    const frame = this.withEncoding(state, style, plan.frame, out, cells.map(([x, y]) => tileRect(plan, x, y)));
+    const frame = this.withEncoding(state, style, plan.frame, out, cells.map(([x, y]) => tileRect(plan, x, y)), caller);
     const drawn = await this.renderFrame(state, style, out, frame, budget, cancel, caller);
     return this.storeTiles(state, style, drawn, plan, cells, cellKey, out, started, madeAt);
   }

@@ -32,8 +32,16 @@ export const RenderSchema = v.object({
   memory_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0)), 64),
   /** Rendered tiles kept on disk under [cache] dir, shared by all processes; 0 disables the disk cache. */
   disk_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0)), 1024),
-  /** zlib level of rendered PNGs: 3 costs about half the CPU of 6 for a few percent more bytes (docs/rendering.md). */
+  /**
+   * zlib level of rendered PNGs, sharp's and the Chromium page's (fflate there): 3 costs about half the CPU of 6 for a
+   * few percent more bytes (docs/rendering.md, "Encoding").
+   */
   png_compression: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(9)), 3),
+  /**
+   * zlib level of the PNG tiles the Chromium page writes for bulk renders (seeding, which asks with the bulk
+   * priority): an archive is written once and read many times, so bytes weigh more than CPU there.
+   */
+  seed_png_compression: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(9)), 6),
   jpeg_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
   webp_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
   /** AVIF quality when a request gives none (libheif/aom through sharp; its own default is 50). */

@@ -23,10 +23,21 @@ export interface PageOptions {
   maxCanvas: number;
 }
 
+/** Where a page finds the deflate it writes PNGs with (fflate's browser module, served by local-server.ts). */
+export const DEFLATE_MODULE = './encoder/fflate.mjs';
+
 /**
- * The page's PNG writer (plain JavaScript for a page): `pngTile(pixels, W, H, rect, opaque)` turns a region of a
- * readPixels frame into a PNG Blob, `pngOf(rows, width, height, opaque)` unfiltered rows. The floor bench
+ * The page's PNG writer (plain JavaScript for a page): `pngTile(pixels, W, H, rect, opaque, level)` turns a region
+ * of a readPixels frame into a PNG Blob, `pngOf(rows, width, height, opaque, level)` unfiltered rows;
+ * `loadDeflate(url)` loads the low-level deflate once, before the first frame. The floor bench
  * (bench/floor.bench.ts) puts the same text in its page, so both encode alike.
+ *
+ * Why fflate at a zlib level rather than the browser's CompressionStream: CompressionStream always deflates at
+ * zlib's level 6, and on map tiles that costs about twice level 3 for 1-2 % fewer bytes (docs/rendering.md,
+ * "Encoding"). fflate is a small deflate in plain JavaScript that takes a level. Rows stay unfiltered: the "up"
+ * filter that suits shaded relief made map tiles 20-30 % larger (flat fills repeat the row above exactly, which
+ * deflate finds as matches one row back; filtered, they become runs of zeros broken by every anti-aliased edge).
+ * A page whose module does not load (level undefined, or loadDeflate failed) deflates with CompressionStream.
  */
 export const PNG_WRITER = `const CRC_TABLE = (() => {
   const t = new Uint32Array(256);
@@ -53,13 +64,39 @@ function pngChunk(type, data) {
 const PNG_SIGNATURE = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]);
 
 let tileRows = null;
+// fflate's zlibSync once loadDeflate has loaded it; until then, or when it could not be, CompressionStream.
+let levelDeflate = null;
+let deflateProblem = '';
+
+async function loadDeflate(url) {
+  try {
+    const m = await import(url);
+    if (typeof m.zlibSync !== 'function') throw new Error('the module has no zlibSync');
+    levelDeflate = m.zlibSync;
+  } catch (e) {
+    deflateProblem = String(e && e.message || e);
+  }
+  return pngDeflater();
+}
+
+// Which deflate the writer uses, for the renderer to report: 'fflate', or 'stream' with the reason.
+function pngDeflater() {
+  return levelDeflate ? { deflate: 'fflate', problem: '' } : { deflate: 'stream', problem: deflateProblem };
+}
+
+async function zlibOf(rows, level) {
+  if (levelDeflate && level !== undefined && level !== null) return levelDeflate(rows, { level });
+  return new Uint8Array(await new Response(new Blob([rows]).stream().pipeThrough(new CompressionStream('deflate'))).arrayBuffer());
+}
 
 // One tile of a frame read back by readPixels (rows bottom to top, premultiplied alpha) as a PNG: rows top to bottom,
-// each with filter byte 0, RGB for an opaque style, else RGBA with alpha undone.
-async function pngTile(px, W, H, r, opaque) {
+// each with filter byte 0, RGB for an opaque style, else RGBA with alpha undone; deflated at zlib level "level" (0-9) by
+// fflate, or by CompressionStream (its level 6) when level is undefined or fflate did not load.
+async function pngTile(px, W, H, r, opaque, level) {
   const ch = opaque ? 3 : 4;
   const stride = r.width * ch + 1;
-  // The rows are copied into a Blob before the first await below, so every tile can build them in one buffer.
+  // The rows are deflated (fflate) or copied into a Blob (CompressionStream) before the first await below, so every
+  // tile can build them in one buffer.
   if (!tileRows || tileRows.length < stride * r.height) tileRows = new Uint8Array(stride * r.height);
   const rows = tileRows.subarray(0, stride * r.height);
   for (let y = 0; y < r.height; y++) {
@@ -90,12 +127,12 @@ async function pngTile(px, W, H, r, opaque) {
       }
     }
   }
-  return pngOf(rows, r.width, r.height, opaque);
+  return pngOf(rows, r.width, r.height, opaque, level);
 }
 
-// A PNG of unfiltered rows (each led by filter byte 0), 8-bit RGB or RGBA, deflated by the browser's zlib.
-async function pngOf(rows, width, height, opaque) {
-  const zlib = new Uint8Array(await new Response(new Blob([rows]).stream().pipeThrough(new CompressionStream('deflate'))).arrayBuffer());
+// A PNG of unfiltered rows (each led by filter byte 0), 8-bit RGB or RGBA.
+async function pngOf(rows, width, height, opaque, level) {
+  const zlib = await zlibOf(rows, level);
   const ihdr = new Uint8Array(13);
   const view = new DataView(ihdr.buffer);
   view.setUint32(0, width);
@@ -356,9 +393,9 @@ async function checkReadback(gl, pixels) {
 // seventh of its raw pixels). JPEG and WebP come from the browser's own encoders: each tile is copied out of the
 // map's canvas into a 2D canvas (the copy honours the canvas's premultiplied alpha, the encoder writes straight
 // alpha; an opaque style's tiles go through a canvas without alpha, JPEG onto white as the service flattens it).
-// PNG does not: Chromium's PNG encoder wrote 12-37 % more bytes than the service's own PNGs of the same pixels, so
+// PNG does not: Chromium's PNG encoder wrote 12-65 % more bytes than the service's own PNGs of the same pixels, so
 // PNG tiles are made from one readback of the frame as the service made them (rows unfiltered, RGB when the style
-// is opaque, straight alpha otherwise), compressed by the browser's zlib (CompressionStream).
+// is opaque, straight alpha otherwise), deflated at the frame's zlib level by fflate (PNG_WRITER).
 let framePixels = null;
 
 async function encodeTiles(job, gl, W, H, times) {
@@ -373,7 +410,7 @@ async function encodeTiles(job, gl, W, H, times) {
     gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
     await checkReadback(gl, pixels);
     t4 = performance.now();
-    blobs = await Promise.all(e.tiles.map((r) => pngTile(pixels, W, H, r, e.opaque)));
+    blobs = await Promise.all(e.tiles.map((r) => pngTile(pixels, W, H, r, e.opaque, e.level)));
   } else {
     // One row of the frame read back: the same lost-context check as a whole readback, at a fraction of its cost.
     const row = new Uint8Array(W * 4);
@@ -405,6 +442,8 @@ async function encodeTiles(job, gl, W, H, times) {
 
 ${PNG_WRITER}
 window.__tsts = { load, render };
-window.__tstsReady = canary();
+// The deflate is loaded before the page says it is ready, so no frame is written by the fallback for want of waiting.
+const deflater = await loadDeflate('${DEFLATE_MODULE}');
+window.__tstsReady = Object.assign(canary(), deflater);
 </script></body></html>`;
 }

@@ -83,14 +83,16 @@ const PAGE_OPEN_MS = 30_000;
  * renderer string must match it: Chromium falls back to SwiftShader on its own when a driver fails); rejects
  * saying why not.
  */
-async function openPage(browser: Browser, server: LocalServer, renderer: RegExp): Promise<Page> {
+async function openPage(browser: Browser, server: LocalServer, renderer: RegExp, onEvent: RendererEventSink): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 512, height: 512 }, deviceScaleFactor: 1 });
   try {
     await page.goto(server.pageUrl(), { timeout: PAGE_OPEN_MS });
     await page.waitForFunction('window.__tstsReady !== undefined', undefined, { timeout: PAGE_OPEN_MS });
-    const canary = (await page.evaluate('window.__tstsReady')) as { ok: boolean; detail: string; renderer: string };
+    const canary = (await page.evaluate('window.__tstsReady')) as { ok: boolean; detail: string; renderer: string; deflate: string; problem: string };
     if (!canary.ok) throw new Error(`the page's WebGL canary frame failed: ${canary.detail}`);
     if (!renderer.test(canary.renderer)) throw new Error(`WebGL runs on ${canary.renderer || 'an unknown renderer'}, not the GL stack asked for`);
+    // The page still writes correct PNGs without its deflate module (CompressionStream), only at a higher CPU cost.
+    if (canary.deflate !== 'fflate') onEvent({ kind: 'encoder-fallback', reason: `the page's PNG deflate did not load (${canary.problem || 'unknown'}): PNG tiles are deflated by CompressionStream` });
     return page;
   } catch (err) {
     await page.close().catch(() => {});
@@ -142,7 +144,7 @@ export class ChromiumRenderer implements Renderer {
         handleSIGHUP: false,
       });
       const slots: Slot[] = [];
-      for (let i = 0; i < o.pages; i++) slots.push({ page: await openPage(browser, server, launch.renderer), busy: false, styleKey: undefined, broken: undefined });
+      for (let i = 0; i < o.pages; i++) slots.push({ page: await openPage(browser, server, launch.renderer, o.onEvent ?? (() => {})), busy: false, styleKey: undefined, broken: undefined });
       return new ChromiumRenderer(browser, server, slots, maxFrame, o.flatExtrusions ?? true, o.marker, o.onEvent ?? (() => {}), launch.renderer);
     } catch (err) {
       await browser?.close().catch(() => {});
@@ -171,7 +173,7 @@ export class ChromiumRenderer implements Renderer {
     const old = slot.page;
     void Promise.race([old.close().catch(() => {}), delay(5_000)]);
     try {
-      slot.page = await openPage(this.browser, this.server, this.rendererPattern);
+      slot.page = await openPage(this.browser, this.server, this.rendererPattern, this.onEvent);
     } catch (err) {
       this.broken ??= `a failed page could not be replaced (${reason}): ${(err as Error).message.split('\n')[0]}`;
       throw new RenderError('crash', `renderer unusable: ${this.broken}`);

@@ -34,17 +34,27 @@ export function styleQuery(style: StyleRef, flat: boolean): string {
 }
 /** Bytes of a page's expired-tiles question at most. */
 const QUESTION_MAX = 4 << 20;
-/** maplibre-gl files the page may load; nothing else of node_modules is reachable. */
-const ASSETS = new Set(['maplibre-gl.mjs', 'maplibre-gl-worker.mjs']);
+/**
+ * Files of npm packages the page may load, by the path it asks for: maplibre-gl, and the deflate of its PNG writer
+ * (chromium-page.ts, DEFLATE_MODULE: fflate's browser build, one self-contained ES module). Nothing else of
+ * node_modules is reachable.
+ */
+const ASSETS: Record<string, { pkg: string; file: string }> = {
+  'maplibre/maplibre-gl.mjs': { pkg: 'maplibre-gl', file: 'dist/maplibre-gl.mjs' },
+  'maplibre/maplibre-gl-worker.mjs': { pkg: 'maplibre-gl', file: 'dist/maplibre-gl-worker.mjs' },
+  'encoder/fflate.mjs': { pkg: 'fflate', file: 'esm/browser.js' },
+};
 
-let assetDir: string | undefined;
 const assetCache = new Map<string, Promise<Buffer>>();
 
-function asset(name: string): Promise<Buffer> {
-  assetDir ??= path.join(path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/package.json')), 'dist');
+/** The bytes of a page asset (read once per process). Exported for the floor bench, which serves the same files. */
+export function pageAsset(name: string): Promise<Buffer> | undefined {
+  const a = ASSETS[name];
+  if (!a) return undefined;
   let p = assetCache.get(name);
   if (!p) {
-    p = readFile(path.join(assetDir, name));
+    const packageJson = createRequire(import.meta.url).resolve(`${a.pkg}/package.json`);
+    p = readFile(path.join(path.dirname(packageJson), a.file));
     assetCache.set(name, p);
   }
   return p;
@@ -154,12 +164,8 @@ export class LocalServer {
       if (rest === 'page.html') {
         return void res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' }).end(pageHtml(this.page));
       }
-      if (rest.startsWith('maplibre/')) {
-        const name = rest.slice(9);
-        if (!ASSETS.has(name)) return void res.writeHead(404).end();
-        const body = await asset(name);
-        return void res.writeHead(200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': IMMUTABLE }).end(body);
-      }
+      const file = pageAsset(rest);
+      if (file) return void res.writeHead(200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': IMMUTABLE }).end(await file);
       const m = /^r\/[^/]+(\/.*)$/.exec(rest);
       if (m) return await this.resource(m[1] + url.search, `${this.origin}/${rest.slice(0, rest.length - m[1].length)}`, res);
       res.writeHead(404).end();
