@@ -56,6 +56,8 @@ export interface RenderCall {
   shared?: RenderClass;
   /** Called when a renderer begins the frame (after any browser start, page replacement or style load): the frame's time limit starts then. */
   onStart?: () => void;
+  /** The frame's time limit when not render.timeout_ms (a bulk frame of many tiles gets more: service.ts). */
+  timeoutMs?: number;
 }
 
 /** A task as the pool builds it; the port is added per run. */
@@ -273,7 +275,8 @@ export class RenderPool {
   private async renderOnce(style: StyleRef, frame: Frame, call: RenderCall): Promise<RenderedFrame> {
     if (call.cancel?.aborted) throw new RenderError('cancelled', 'no one waits for this render any more');
     let out: RenderedFrame | undefined;
-    await this.run({ kind: 'render', style, frame, timeoutMs: this.o.timeoutMs }, this.o.timeoutMs, (f) => (out = f), call.cancel, call.onStart);
+    const ms = call.timeoutMs ?? this.o.timeoutMs;
+    await this.run({ kind: 'render', style, frame, timeoutMs: ms }, ms, (f) => (out = f), call.cancel, call.onStart);
     if (!out) throw new RenderError('failed', 'the render thread reported success without a frame');
     return out;
   }

@@ -45,6 +45,11 @@ type SharedCaller = RenderCaller & { shared?: RenderClass };
 
 /** Adaptive metatiles: how long a new batch waits for the rest of a view's requests before asking for a renderer. */
 const GATHER_MS = 8;
+/**
+ * Bulk batches gather longer: nobody waits for them, and a seed's or an expiry's tiles reach the batch after cache
+ * and lock look-ups of their own (a Redis round trip each); a fuller frame parses its source tiles for more tiles.
+ */
+const BULK_GATHER_MS = 50;
 
 /**
  * A bulk frame that failed for one of these is drawn again as smaller ones (8 -> 4 -> 2 -> 1): a stack that cannot
@@ -78,7 +83,11 @@ export class RenderService {
   /** Images of static maps' icon markers (sprite, files, allowed hosts), fetched and cached per process. */
   readonly markerIcons = new MarkerIcons(() => this.app);
   /** Expired tiles: re-renders under way, and eager mode's variants and dirty queue (expired-tiles.ts). */
-  private readonly expired = new ExpiredTiles((tile) => this.redrawDirty(tile));
+  /** Eager re-renders in flight: a bulk frame's tiles, so that they meet in one bulk batch. */
+  private readonly expired = new ExpiredTiles(
+    (tile) => this.redrawDirty(tile),
+    () => Math.max(2, (this.lastState?.config.render.bulk_metatile ?? 1) ** 2),
+  );
   private readonly onExpiry = (batch: ExpiryBatch) => {
     const cfg = this.lastState?.config.render;
     if (cfg?.rerender_expired === 'eager') this.expired.expired(this.lastState!, batch, cfg.rerender_max_zoom, cfg.dirty_queue_size);
@@ -476,7 +485,7 @@ export class RenderService {
     const madeAt = Date.now();
     try {
       // A view's requests arrive within a few milliseconds of each other: let them join before asking for a renderer.
-      await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
+      await new Promise((resolve) => setTimeout(resolve, bulk ? BULK_GATHER_MS : GATHER_MS));
       // Worker processes share the disk cache: when another one is drawing in this block, take its tiles if they
       // are all the batch wants.
       let release = await cache.claim(batch.blockKey, cfg.timeout_ms * 2);
@@ -496,8 +505,11 @@ export class RenderService {
         }
         release = (await cache.claim(batch.blockKey, cfg.timeout_ms * 2)) ?? (async () => {});
       }
+      // A bulk frame's time limit is render.timeout_ms per 2x2 metatile's worth of its block: nobody waits for it, and
+      // an 8x8 frame costs about 16 2x2 ones (on a loaded 2-core machine 8x8 frames passed the 30 s of one).
+      const timeoutMs = bulk ? cfg.timeout_ms * Math.max(1, batch.edge ** 2 / 4) : cfg.timeout_ms;
       try {
-        return await withinBudget(cfg.timeout_ms, signal, async (budget, cancel) => {
+        return await withinBudget(timeoutMs, signal, async (budget, cancel) => {
           const pool = await this.keeper.ready();
           const frameOf = () => {
             // Decided now: a person who joined meanwhile raised the batch out of the re-renders' class. (Seeding
@@ -505,10 +517,13 @@ export class RenderService {
             const plan = batches.close(batch, cfg.tile_buffer, bulk?.maxFrame ?? MAX_FRAME, caller.shared?.priority === 'expired');
             return this.withEncoding(state, style, plan.frame, out, cells(plan).map(([x, y]) => tileRect(plan, x, y)));
           };
-          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, shared: caller.shared, onStart: () => budget.start() });
+          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, shared: caller.shared, onStart: () => budget.start(), timeoutMs });
           this.keeper.drew(pool);
           const plan = batch.plan!;
-          if (bulk) renderMetrics.countBulkFrame(style.id, bulk.smaller ? 'smaller' : 'drawn', cells(plan).length);
+          if (bulk) {
+            renderMetrics.countBulkFrame(style.id, bulk.smaller ? 'smaller' : 'drawn', cells(plan).length);
+            this.log.debug({ style: style.id, frame: `${plan.cols}x${plan.rows}`, z: batch.tile.z, x: plan.x0, y: plan.y0, class: caller.shared?.priority }, 'bulk frame');
+          }
           return this.storeTiles(state, style, { raw: f, tiles: f.tiles, timing: { ...f.timings } }, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), out, started, madeAt);
         });
       } catch (err) {
