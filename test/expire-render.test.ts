@@ -367,14 +367,16 @@ ${render}
 
   test('background re-renders of an expired block are drawn in large frames; a person\'s missing tile there is drawn in a frame of its own', async () => {
     await renderConfig('metatile = "auto"\nrerender_expired = "eager"\nrerender_max_zoom = 12\nmemory_cache_mb = 61');
-    // The 8x8 block x 8-15, y 16-23 at z6 (render.bulk_metatile's default), all drawn for people but one tile.
+    // The 8x8 block x 8-15, y 16-23 at z6 (render.bulk_metatile's default), all drawn for people but the last row's
+    // east half (so no person's frame covered it).
     const block = Array.from({ length: 64 }, (_, i) => [8 + (i % 8), 16 + Math.floor(i / 8)] as const);
+    const unseen = ([x, y]: readonly [number, number]) => x >= 12 && y === 23;
     const missing = '/styles/areas/6/15/23.png';
     await setColour('#ff0000');
     await expire(['0/0/0']);
     for (let q = 0; q < 4; q++) {
       // A person's view at a time: a 4x4 quarter of the block.
-      const quarter = block.filter(([x, y]) => Math.floor((x - 8) / 4) === q % 2 && Math.floor((y - 16) / 4) === Math.floor(q / 2) && !(x === 15 && y === 23));
+      const quarter = block.filter((t) => Math.floor((t[0] - 8) / 4) === q % 2 && Math.floor((t[1] - 16) / 4) === Math.floor(q / 2) && !unseen(t));
       await Promise.all(quarter.map(([x, y]) => get(`/styles/areas/6/${x}/${y}.png`)));
     }
     await idle();
@@ -389,7 +391,7 @@ ${render}
     const timing = person.headers.get('server-timing') ?? '';
     const drawnWith = Number(/tiles;desc="(\d+)"/.exec(timing)?.[1]);
     assert.ok(drawnWith >= 1 && drawnWith <= 4, `the person's tile came from a person's frame (a lone tile's 2x2 metatile), not a bulk one: ${timing}`);
-    await waitFor('the re-renders stored', async () => (tiles(await metrics()) - tiles(m0) >= 56 ? true : undefined), 120_000);
+    await waitFor('the re-renders stored', async () => (tiles(await metrics()) - tiles(m0) >= 50 ? true : undefined), 120_000);
     await idle();
     const m1 = await metrics();
     const perFrame = (tiles(m1) - tiles(m0)) / Math.max(1, frames(m1) - frames(m0));

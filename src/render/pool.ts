@@ -58,6 +58,8 @@ export interface RenderCall {
   onStart?: () => void;
   /** The frame's time limit when not render.timeout_ms (a bulk frame of many tiles gets more: service.ts). */
   timeoutMs?: number;
+  /** The longest wait for a renderer when not render.queue_timeout_ms (a bulk frame waits behind bulk frames). */
+  queueTimeoutMs?: number;
 }
 
 /** A task as the pool builds it; the port is added per run. */
@@ -170,7 +172,7 @@ export class RenderPool {
    * waits (service.ts, adaptive metatiles).
    */
   async render(style: StyleRef, frameOf: Frame | (() => Frame), call: RenderCall = {}): Promise<RenderedFrame> {
-    await this.admit(call.cancel, call.client ?? '', call.shared?.priority ?? call.priority ?? 'interactive', call.shared);
+    await this.admit(call.cancel, call.client ?? '', call.shared?.priority ?? call.priority ?? 'interactive', call.shared, call.queueTimeoutMs ?? this.o.queueTimeoutMs);
     let frame: Frame;
     try {
       frame = typeof frameOf === 'function' ? frameOf() : frameOf;
@@ -204,7 +206,7 @@ export class RenderPool {
   }
 
   /** Waits for a free renderer, within the queue's bounds in length and time; moves up a class when `shared` is raised meanwhile. */
-  private admit(cancel: AbortSignal | undefined, client: string, priority: RenderPriority, shared?: RenderClass): Promise<void> {
+  private admit(cancel: AbortSignal | undefined, client: string, priority: RenderPriority, shared: RenderClass | undefined, queueTimeoutMs: number): Promise<void> {
     if (this.closed) return Promise.reject(new RenderError('unavailable', 'the renderer is shutting down'));
     if (cancel?.aborted) return Promise.reject(new RenderError('cancelled', 'no one waits for this render any more'));
     if (this.waiting.mayStart(priority, this.running, this.capacity)) {
@@ -235,8 +237,8 @@ export class RenderPool {
       };
       const timer = setTimeout(() => {
         this.counts.expired++;
-        waiter.fail(new RenderError('queue_timeout', `no renderer was free within ${this.o.queueTimeoutMs} ms (render.queue_timeout_ms)`));
-      }, this.o.queueTimeoutMs);
+        waiter.fail(new RenderError('queue_timeout', `no renderer was free within ${queueTimeoutMs} ms (render.queue_timeout_ms)`));
+      }, queueTimeoutMs);
       const onCancel = () => {
         this.counts.dropped++;
         waiter.fail(new RenderError('cancelled', 'no one waits for this render any more'));

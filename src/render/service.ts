@@ -506,8 +506,10 @@ export class RenderService {
         release = (await cache.claim(batch.blockKey, cfg.timeout_ms * 2)) ?? (async () => {});
       }
       // A bulk frame's time limit is render.timeout_ms per 2x2 metatile's worth of its block: nobody waits for it, and
-      // an 8x8 frame costs about 16 2x2 ones (on a loaded 2-core machine 8x8 frames passed the 30 s of one).
-      const timeoutMs = bulk ? cfg.timeout_ms * Math.max(1, batch.edge ** 2 / 4) : cfg.timeout_ms;
+      // an 8x8 frame costs about 16 2x2 ones (on a loaded 2-core machine 8x8 frames passed the 30 s of one). Its wait
+      // for a renderer likewise: it waits behind bulk frames (a 10 s wait behind one made a seed's tiles 503s).
+      const scale = bulk ? Math.max(1, batch.edge ** 2 / 4) : 1;
+      const timeoutMs = cfg.timeout_ms * scale;
       try {
         return await withinBudget(timeoutMs, signal, async (budget, cancel) => {
           const pool = await this.keeper.ready();
@@ -517,7 +519,7 @@ export class RenderService {
             const plan = batches.close(batch, cfg.tile_buffer, bulk?.maxFrame ?? MAX_FRAME, caller.shared?.priority === 'expired');
             return this.withEncoding(state, style, plan.frame, out, cells(plan).map(([x, y]) => tileRect(plan, x, y)));
           };
-          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, shared: caller.shared, onStart: () => budget.start(), timeoutMs });
+          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, shared: caller.shared, onStart: () => budget.start(), timeoutMs, queueTimeoutMs: cfg.queue_timeout_ms * scale });
           this.keeper.drew(pool);
           const plan = batch.plan!;
           if (bulk) {
