@@ -143,7 +143,8 @@ describe('[render] (properties)', () => {
         }
         forms.hit(Object.keys(given).length === 0 ? 'empty' : dotted ? 'dotted' : 'table');
       }),
-      { numRuns: 400 },
+      // Enough runs that each of the section's keys is written at least 50 times.
+      { numRuns: 480 },
     );
     forms.assertEach(KEYS, 50);
     forms.assertEach(['empty', 'dotted', 'table', 'timeout_ms-written', 'max_pixels-written'], 3);
