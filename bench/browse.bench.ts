@@ -30,6 +30,7 @@ import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.js';
 import { floorOptions, formatFloor, runFloor, type FloorResult } from './floor.bench.js';
@@ -58,7 +59,7 @@ const DENSE = DATA.tiles;
  * The city archive: every tile of the browse area (and two tiles around it, which metatile buffers reach) at z12-14.
  * Tiles are stored once per zoom and referenced by every position (the MBTiles `map`/`images` layout).
  */
-function writeCityArchive(file: string): number {
+export function writeCityArchive(file: string): number {
   const db = new Database(file);
   db.exec(`CREATE TABLE metadata (name TEXT, value TEXT);
     CREATE TABLE images (tile_id TEXT PRIMARY KEY, tile_data BLOB);
@@ -112,7 +113,7 @@ function get(agent: http.Agent, url: string): Promise<Answer> {
   });
 }
 
-interface RunResult {
+export interface RunResult {
   users: number;
   fills: number[];
   tiles: number[];
@@ -204,7 +205,8 @@ ${(process.env.BENCH_RENDER_EXTRA ?? '').replace(/;/g, '\n')}
   return { child, base, dir };
 }
 
-async function run(users: number, cityFile: string): Promise<RunResult> {
+/** One browse run of `users` people on a fresh server over the city archive (bench/seed.bench.ts runs it too). */
+export async function run(users: number, cityFile: string): Promise<RunResult> {
   const { child, base, dir } = await startCity(cityFile);
   const pid = child.proc.pid!;
   const out: RunResult = { users, fills: [], tiles: [], distinct: 0, errors: 0, statuses: {}, seconds: 0, cpu: 0, peak: 0, renders: [], split: undefined };
@@ -341,4 +343,5 @@ async function main(): Promise<void> {
   rmSync(work, { recursive: true, force: true });
 }
 
-await main();
+// Run directly (not imported by bench/seed.bench.ts).
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) await main();

@@ -420,6 +420,16 @@ export function cpuTimes(): { total: number; steal: number } {
   return { total: f.slice(0, 8).reduce((a, b) => a + b, 0), steal: f[7] ?? 0 };
 }
 
+/**
+ * Busy CPU seconds of the whole machine so far, from /proc/stat: user, nice, system, irq and softirq of every core
+ * (not idle, iowait or steal). Counts processes whatever became of their parents: Chromium's are not all reaped by
+ * theirs, so a process tree's rusage misses some; on a shared machine it counts the neighbours too.
+ */
+export function machineBusySeconds(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return (f[0] + f[1] + f[2] + (f[5] ?? 0) + (f[6] ?? 0)) / CLK;
+}
+
 /** Share of the machine's CPU time the hypervisor took between two readings (a noisy neighbour's mark). */
 export const stealShare = (a: { total: number; steal: number }, b: { total: number; steal: number }) => (b.steal - a.steal) / Math.max(1, b.total - a.total);
 

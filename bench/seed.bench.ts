@@ -12,14 +12,26 @@
 // bench/peer on first use) serves the MVT PMTiles and the raster MBTiles, and a sample of their tiles is
 // fetched from it and from tileserver-ts serving the same files; the bench prints how many were byte-equal
 // (after undoing any Content-Encoding). BENCH_SEED_PEER=off leaves this step out.
+//
+// Then the city (BENCH_SEED_CITY: "on", "only" for this part alone, "off"): the browse bench's city archive
+// (bench/browse-data.ts, BENCH_BROWSE_DATA) seeded with OSM Liberty over a square at the centre of the browse area
+// (BENCH_SEED_CITY_EDGE tiles on an edge at z12, default 2) at BENCH_SEED_CITY_ZOOMS (default 12-16), once per bulk
+// frame size (BENCH_SEED_FRAMES, render.bulk_metatile, default "2,4,8"), then the browse bench's 4-user run on a
+// fresh server over the same archive. Per frame size: tiles written, tiles written per second, the whole machine's
+// busy CPU (/proc/stat) per tile written, the seed's process tree's CPU per tile by kind of process, the peak RSS of
+// the browser's processes per browser; beside it the browse run's CPU per distinct tile, measured both ways, and
+// the ratio. On a shared machine the machine's CPU counts the neighbours too: compare within one run.
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { bboxCoverage, tilesOf } from '../src/seed/coverage.js';
-import { ChildServer, ensurePeer, envNumber, fmt, freePort, groupCpuSeconds, PEER_MAIN, PEER_VERSION, ROOT, table } from './lib.js';
+import { unmercator } from '../src/render/camera.js';
+import { run as browseRun, writeCityArchive } from './browse.bench.js';
+import { areaAt, BROWSE } from './k6/browse-scenario.js';
+import { ChildServer, cpuByKind, ensurePeer, envNumber, fmt, freePort, groupCpuSeconds, machineBusySeconds, PEER_MAIN, PEER_VERSION, processTree, ROOT, table, type CpuSplit } from './lib.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 const CONFIG = path.join(ROOT, 'config/default.toml');
@@ -167,18 +179,154 @@ const runs: Run[] = [
   { name: `raster, osm-liberty, Europe z0-${RASTER_ZOOM}`, args: ['--style', 'osm-liberty', '--bbox', EUROPE, '--zoom', `0-${RASTER_ZOOM}`], out: 'liberty.mbtiles' },
 ];
 
-const rows = [['run', 'tiles written', 'process seconds', 'tiles fetched/s (written + empty)', 'CPU s / 100 written']];
-for (const run of runs) {
-  const o = await seed(run);
-  rows.push([run.name, fmt(o.tiles), fmt(o.seconds, 1), fmt(o.tilesPerS, 1), o.cpuPer100 === undefined ? '-' : fmt(o.cpuPer100, 2)]);
-  process.stdout.write(`${run.name}: ${fmt(o.tiles)} tiles written in ${fmt(o.seconds, 1)} s; ${fmt(o.tilesPerS, 1)} tiles fetched/s (written + empty, fetch phase)\n`);
-}
-process.stdout.write(`\n${table(rows)}\n`);
-
-if (PEER_CHECK) {
-  try {
-    await peerCheck();
-  } finally {
-    rmSync(KEPT, { recursive: true, force: true });
+async function archiveRuns(): Promise<void> {
+  const rows = [['run', 'tiles written', 'process seconds', 'tiles fetched/s (written + empty)', 'CPU s / 100 written']];
+  for (const run of runs) {
+    const o = await seed(run);
+    rows.push([run.name, fmt(o.tiles), fmt(o.seconds, 1), fmt(o.tilesPerS, 1), o.cpuPer100 === undefined ? '-' : fmt(o.cpuPer100, 2)]);
+    process.stdout.write(`${run.name}: ${fmt(o.tiles)} tiles written in ${fmt(o.seconds, 1)} s; ${fmt(o.tilesPerS, 1)} tiles fetched/s (written + empty, fetch phase)\n`);
   }
-} else rmSync(KEPT, { recursive: true, force: true });
+  process.stdout.write(`\n${table(rows)}\n`);
+  if (PEER_CHECK) {
+    try {
+      await peerCheck();
+    } finally {
+      rmSync(KEPT, { recursive: true, force: true });
+    }
+  } else rmSync(KEPT, { recursive: true, force: true });
+}
+
+const CITY = (process.env.BENCH_SEED_CITY ?? 'on').toLowerCase();
+const CITY_EDGE = envNumber('BENCH_SEED_CITY_EDGE', 2);
+const CITY_ZOOMS = process.env.BENCH_SEED_CITY_ZOOMS ?? '12-16';
+const FRAMES = (process.env.BENCH_SEED_FRAMES ?? '2,4,8').split(',').map(Number);
+
+/** The seeded square: CITY_EDGE tiles on an edge at z12, at the centre of the browse area; west, south, east, north. */
+function cityBox(): string {
+  const a = areaAt(BROWSE, 12);
+  const x0 = a.x0 + Math.floor((a.size - CITY_EDGE) / 2);
+  const y0 = a.y0 + Math.floor((a.size - CITY_EDGE) / 2);
+  // A hair inside the square, so tiles that only touch its edges are not counted.
+  const e = 1e-6;
+  const [w, n] = unmercator(x0 / 4096 + e, y0 / 4096 + e);
+  const [east, s] = unmercator((x0 + CITY_EDGE) / 4096 - e, (y0 + CITY_EDGE) / 4096 - e);
+  return [w, s, east, n].map((v) => v.toFixed(7)).join(',');
+}
+
+interface CitySeed {
+  frame: number;
+  written: number;
+  tilesPerS: number;
+  /** Busy CPU seconds of the whole machine over the seed (/proc/stat). */
+  machine: number;
+  split: CpuSplit;
+  /** Peak RSS of the browser's processes, per browser (bytes). */
+  peakPerBrowser: number;
+}
+
+/** RSS (bytes) of the Chromium processes under `root`, and how many browsers they are. */
+function browserRss(root: number): { rss: number; browsers: number } {
+  let rss = 0;
+  let browsers = 0;
+  for (const [pid, st] of processTree(root)) {
+    let cmd = '';
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!/chrom|headless_shell/.test(cmd.split(/[\0 ]/)[0] ?? '')) continue;
+    if (!/--type=/.test(cmd)) browsers++;
+    rss += Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[21]) * 4096;
+  }
+  return { rss, browsers };
+}
+
+/** One seed of the city at one bulk frame size, in a fresh scratch directory. */
+function citySeed(cityFile: string, frame: number): Promise<CitySeed> {
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'tsts-seed-city-'));
+  const config = path.join(scratch, 'config.toml');
+  writeFileSync(
+    config,
+    `fonts = "${path.join(ROOT, 'fixtures/fonts')}"\n[[sources]]\nid = "openmaptiles"\ntype = "mbtiles"\npath = "${cityFile}"\n[[sources]]\nid = "natural_earth"\ntype = "pmtiles"\npath = "${path.join(ROOT, 'fixtures/raster/natural-earth-png-z0-1.pmtiles')}"\n` +
+      `[[styles]]\nid = "osm-liberty"\npath = "${path.join(ROOT, 'fixtures/styles/osm-liberty/style.json')}"\n[cache]\ndir = "${scratch}"\n[render]\nbulk_metatile = ${frame}\n`,
+  );
+  const child = spawn(process.execPath, [CLI, 'seed', '--config', config, '--style', 'osm-liberty', '--bbox', cityBox(), '--zoom', CITY_ZOOMS, '--out', path.join(scratch, 'city.mbtiles')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, TMPDIR: scratch, LOG_LEVEL: 'warn' },
+  });
+  const busy0 = machineBusySeconds();
+  const byKind = cpuByKind(child.pid!);
+  let peak = 0;
+  const sampler = setInterval(() => {
+    const m = browserRss(child.pid!);
+    if (m.browsers) peak = Math.max(peak, m.rss / m.browsers);
+  }, 500);
+  let stdout = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => {
+      clearInterval(sampler);
+      const split = byKind.end();
+      const machine = machineBusySeconds() - busy0;
+      rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+      const last = stdout.trim().split('\n').at(-1);
+      if (code !== 0 || !last) return reject(new Error(`city seed at ${frame}x${frame}: exited ${code}\n${stdout}`));
+      const line = JSON.parse(last) as { written: number; tiles_per_s: number };
+      resolve({ frame, written: line.written, tilesPerS: line.tiles_per_s, machine, split, peakPerBrowser: peak });
+    });
+    child.once('error', reject);
+  });
+}
+
+const perTile = (seconds: number, tiles: number) => fmt((1000 * seconds) / Math.max(1, tiles));
+
+async function cityRuns(): Promise<void> {
+  const work = mkdtempSync(path.join(os.tmpdir(), 'tsts-seed-city-data-'));
+  try {
+    const cityFile = path.join(work, 'city.mbtiles');
+    writeCityArchive(cityFile);
+    process.stdout.write(`\ncity: OSM Liberty over the browse city archive, ${CITY_EDGE}x${CITY_EDGE} tiles at z12 (bbox ${cityBox()}), zooms ${CITY_ZOOMS}; frame sizes ${FRAMES.join(', ')}\n`);
+    const seeds: CitySeed[] = [];
+    for (const f of FRAMES) {
+      const s = await citySeed(cityFile, f);
+      seeds.push(s);
+      process.stdout.write(`city seed ${f}x${f}: ${fmt(s.written)} tiles written, ${fmt(s.tilesPerS, 2)} tiles/s, ${perTile(s.machine, s.written)} ms machine CPU per tile\n`);
+    }
+    const busy0 = machineBusySeconds();
+    const browse = await browseRun(4, cityFile);
+    const browseMachine = machineBusySeconds() - busy0;
+    const browseTree = (1000 * browse.cpu) / Math.max(1, browse.distinct);
+    const browseMs = (1000 * browseMachine) / Math.max(1, browse.distinct);
+    process.stdout.write(`browse, 4 users: ${browse.distinct} distinct tiles; ${fmt(browseTree)} ms of server CPU per distinct tile (its process tree), ${fmt(browseMs)} ms of the machine's\n`);
+    const rows = [['frame', 'tiles written', 'tiles/s', 'machine CPU ms/tile', 'renderer', 'gpu', 'browser', 'node', 'other', 'tree ms/tile', 'peak RSS MB/browser', 'browse machine ms/tile', 'ratio (machine)', 'browse tree ms/tile', 'ratio (tree)']];
+    for (const s of seeds) {
+      const k = (v: number) => perTile(v, s.written);
+      const other = s.split.network + s.split.other;
+      rows.push([
+        `${s.frame}x${s.frame}`,
+        fmt(s.written),
+        fmt(s.tilesPerS, 2),
+        k(s.machine),
+        k(s.split.renderer),
+        k(s.split.gpu),
+        k(s.split.browser),
+        k(s.split.node),
+        k(other),
+        k(s.split.total),
+        fmt(s.peakPerBrowser / 1e6),
+        fmt(browseMs),
+        `${fmt(browseMachine / browse.distinct / (s.machine / Math.max(1, s.written)), 2)}x`,
+        fmt(browseTree),
+        `${fmt(browse.cpu / browse.distinct / (s.split.total / Math.max(1, s.written)), 2)}x`,
+      ]);
+    }
+    process.stdout.write(`\n${table(rows)}\n(CPU ms per tile written; the split is the seed's process tree by kind; ratio: the browse's CPU per distinct tile over the seed's per tile written, the target 3x)\n`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+if (CITY !== 'only') await archiveRuns();
+else rmSync(KEPT, { recursive: true, force: true });
+if (CITY !== 'off') await cityRuns();

@@ -196,6 +196,8 @@ const INVALID_VALUES: [string, string][] = [
   ['render.max_renders', '0'],
   ['render.metatile', '3'],
   ['render.tile_buffer', '257'],
+  ['render.bulk_metatile', '16'],
+  ['render.bulk_max_frame', '8193'],
   ['render.memory_cache_mb', '-1'],
   ['render.disk_cache_mb', '"lots"'],
   ['render.png_compression', '10'],

@@ -51,6 +51,8 @@ const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   max_renders: { kind: { int: [1, Number.MAX_SAFE_INTEGER] }, default: 2000 },
   metatile: { kind: { oneOf: ['auto', 1, 2, 4] }, default: 'auto' },
   tile_buffer: { kind: { int: [0, 256] }, default: 32 },
+  bulk_metatile: { kind: { oneOf: [1, 2, 4, 8] }, default: 8 },
+  bulk_max_frame: { kind: { int: [256, 8192] }, default: 8192 },
   memory_cache_mb: { kind: { num: [0, Number.MAX_SAFE_INTEGER] }, default: 64 },
   disk_cache_mb: { kind: { num: [0, Number.MAX_SAFE_INTEGER] }, default: 1024 },
   png_compression: { kind: { int: [0, 9] }, default: 3 },
@@ -142,7 +144,8 @@ describe('[render] (properties)', () => {
         }
         forms.hit(Object.keys(given).length === 0 ? 'empty' : dotted ? 'dotted' : 'table');
       }),
-      { numRuns: 400 },
+      // Enough runs that each of the section's keys is written at least 50 times.
+      { numRuns: 480 },
     );
     forms.assertEach(KEYS, 50);
     forms.assertEach(['empty', 'dotted', 'table', 'timeout_ms-written', 'max_pixels-written'], 3);

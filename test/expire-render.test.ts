@@ -365,6 +365,43 @@ ${render}
     assert.equal(blue.headers.get('cache-status'), null);
   });
 
+  test('background re-renders of an expired block are drawn in large frames; a person\'s missing tile there is drawn in a frame of its own', async () => {
+    await renderConfig('metatile = "auto"\nrerender_expired = "eager"\nrerender_max_zoom = 12\nmemory_cache_mb = 61');
+    // The 8x8 block x 8-15, y 16-23 at z6 (render.bulk_metatile's default), all drawn for people but the last row's
+    // east half (so no person's frame covered it).
+    const block = Array.from({ length: 64 }, (_, i) => [8 + (i % 8), 16 + Math.floor(i / 8)] as const);
+    const unseen = ([x, y]: readonly [number, number]) => x >= 12 && y === 23;
+    const missing = '/styles/areas/6/15/23.png';
+    await setColour('#ff0000');
+    await expire(['0/0/0']);
+    for (let q = 0; q < 4; q++) {
+      // A person's view at a time: a 4x4 quarter of the block.
+      const quarter = block.filter((t) => Math.floor((t[0] - 8) / 4) === q % 2 && Math.floor((t[1] - 16) / 4) === Math.floor(q / 2) && !unseen(t));
+      await Promise.all(quarter.map(([x, y]) => get(`/styles/areas/6/${x}/${y}.png`)));
+    }
+    await idle();
+    const frames = (m: Awaited<ReturnType<typeof metrics>>) => (m.value('render_bulk_frames_total', { style: 'areas', result: 'drawn' }) ?? 0) + (m.value('render_bulk_frames_total', { style: 'areas', result: 'smaller' }) ?? 0);
+    const tiles = (m: Awaited<ReturnType<typeof metrics>>) => m.value('render_bulk_tiles_total', { style: 'areas' }) ?? 0;
+    const m0 = await metrics();
+    await setColour('#0000ff');
+    await expire(block.map(([x, y]) => `6/${x}/${y}`));
+    // Asked for while the re-renders gather: a person's tile is never drawn in (or waits for) their large frame.
+    const person = await fetch(server.url + missing);
+    assert.equal(person.status, 200);
+    const timing = person.headers.get('server-timing') ?? '';
+    const drawnWith = Number(/tiles;desc="(\d+)"/.exec(timing)?.[1]);
+    assert.ok(drawnWith >= 1 && drawnWith <= 4, `the person's tile came from a person's frame (a lone tile's 2x2 metatile), not a bulk one: ${timing}`);
+    await waitFor('the re-renders stored', async () => (tiles(await metrics()) - tiles(m0) >= 50 ? true : undefined), 120_000);
+    await idle();
+    const m1 = await metrics();
+    const perFrame = (tiles(m1) - tiles(m0)) / Math.max(1, frames(m1) - frames(m0));
+    // A person's frame is at most a 4x4 block: more tiles per frame than that is a bulk frame at work.
+    assert.ok(perFrame > 16, `${tiles(m1) - tiles(m0)} tiles in ${frames(m1) - frames(m0)} bulk frames`);
+    const redrawn = await get('/styles/areas/6/8/16.png');
+    assert.ok(!isStale(redrawn) && near(redrawn.colour, BLUE), `${redrawn.colour}`);
+    await renderConfig('');
+  });
+
   test('an expiry loads no style in the renderers: they reload only the source tiles it reached', async () => {
     const loads = async () => (await metrics()).value('render_style_loads_total', { style: 'areas' }) ?? 0;
     // Static maps are drawn while the request waits. Distinct views until every renderer holds the style: four

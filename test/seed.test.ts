@@ -31,7 +31,10 @@ const EXPECTED_PER_ZOOM = [1, 1, 1, 1, 1, 1, 4, 9, 25];
 const TOTAL = EXPECTED_PER_ZOOM.reduce((a, b) => a + b, 0);
 
 const work = tempDir('tsts-seed-');
-/** The world source with its own render cache directory (and a shared cache when given), each tile drawn alone. */
+/**
+ * The world source with its own render cache directory (and a shared cache when given), each tile drawn alone
+ * (seeds draw in bulk frames, bulk_metatile; test/seed-frames.test.ts compares those with the live route).
+ */
 const worldToml = (cacheDir: string, extra = '') => `[[sources]]
 id = "world"
 type = "pmtiles"
@@ -39,6 +42,7 @@ path = "${WORLD}"
 [render]
 pool_size = 1
 metatile = 1
+bulk_metatile = 1
 [cache]
 dir = "${cacheDir}"
 ${extra}`;

@@ -50,8 +50,6 @@ export interface DirtyTile {
 /** How the service re-renders one dirty tile (eager mode): resolves once it is done or found not worth doing. */
 export type Redraw = (tile: DirtyTile) => Promise<void>;
 
-/** Eager re-renders run at most this many at once per process; each takes its place in the render queue's `expired` class. */
-const EAGER_CONCURRENCY = 2;
 
 export class ExpiredTiles {
   /** Tile keys with a re-render under way in this process: a second request for the same stale tile starts none. */
@@ -64,7 +62,14 @@ export class ExpiredTiles {
   /** Dirty tiles dropped because the queue was full, since the process started. */
   drops = 0;
 
-  constructor(private readonly redraw: Redraw) {}
+  /**
+   * `concurrency`: eager re-renders run at most this many at once per process (the service: a bulk frame's tiles,
+   * which then meet in one frame); each takes its place in the render queue's `expired` class.
+   */
+  constructor(
+    private readonly redraw: Redraw,
+    private readonly concurrency: () => number = () => 2,
+  ) {}
 
   /** Dirty tiles waiting for an eager re-render. */
   get dirtyLength(): number {
@@ -138,7 +143,7 @@ export class ExpiredTiles {
   }
 
   private drain(): void {
-    while (this.running < EAGER_CONCURRENCY && this.dirty.length) {
+    while (this.running < this.concurrency() && this.dirty.length) {
       const tile = this.dirty.shift()!;
       // Out of the set once started: an expiry arriving during this redraw queues the tile again.
       this.dirtyKeys.delete(`${variantId(tile.variant)}|${tile.z}/${tile.x}/${tile.y}`);

@@ -18,7 +18,15 @@ export interface RenderFailure {
 /** What became of a background re-render of an expired tile: stored fresh, failed, or not begun (load above render.stale_threshold). */
 export type RerenderResult = 'done' | 'failed' | 'skipped';
 
+/**
+ * A frame of bulk work (seeding, background re-renders): `drawn`; `smaller`, drawn in a block smaller than
+ * render.bulk_metatile because the whole block passed the frame limit; `failed`, its tiles then asked for in
+ * smaller frames.
+ */
+export type BulkFrameResult = 'drawn' | 'smaller' | 'failed';
+
 interface Events {
+  bulkFrame: [{ style: string; result: BulkFrameResult; tiles: number }];
   duration: [RenderDuration];
   error: [RenderFailure];
   /** An expired tile answered from its old image. */
@@ -51,6 +59,10 @@ export class RenderMetrics extends EventEmitter<Events> {
 
   countDirtyDrop(): void {
     this.emit('dirtyDrop');
+  }
+
+  countBulkFrame(style: string, result: BulkFrameResult, tiles: number): void {
+    this.emit('bulkFrame', { style, result, tiles });
   }
 
   countStyleLoad(style: string): void {

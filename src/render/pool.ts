@@ -56,6 +56,10 @@ export interface RenderCall {
   shared?: RenderClass;
   /** Called when a renderer begins the frame (after any browser start, page replacement or style load): the frame's time limit starts then. */
   onStart?: () => void;
+  /** The frame's time limit when not render.timeout_ms (a bulk frame of many tiles gets more: service.ts). */
+  timeoutMs?: number;
+  /** The longest wait for a renderer when not render.queue_timeout_ms (a bulk frame waits behind bulk frames). */
+  queueTimeoutMs?: number;
 }
 
 /** A task as the pool builds it; the port is added per run. */
@@ -168,7 +172,7 @@ export class RenderPool {
    * waits (service.ts, adaptive metatiles).
    */
   async render(style: StyleRef, frameOf: Frame | (() => Frame), call: RenderCall = {}): Promise<RenderedFrame> {
-    await this.admit(call.cancel, call.client ?? '', call.shared?.priority ?? call.priority ?? 'interactive', call.shared);
+    await this.admit(call.cancel, call.client ?? '', call.shared?.priority ?? call.priority ?? 'interactive', call.shared, call.queueTimeoutMs ?? this.o.queueTimeoutMs);
     let frame: Frame;
     try {
       frame = typeof frameOf === 'function' ? frameOf() : frameOf;
@@ -202,7 +206,7 @@ export class RenderPool {
   }
 
   /** Waits for a free renderer, within the queue's bounds in length and time; moves up a class when `shared` is raised meanwhile. */
-  private admit(cancel: AbortSignal | undefined, client: string, priority: RenderPriority, shared?: RenderClass): Promise<void> {
+  private admit(cancel: AbortSignal | undefined, client: string, priority: RenderPriority, shared: RenderClass | undefined, queueTimeoutMs: number): Promise<void> {
     if (this.closed) return Promise.reject(new RenderError('unavailable', 'the renderer is shutting down'));
     if (cancel?.aborted) return Promise.reject(new RenderError('cancelled', 'no one waits for this render any more'));
     if (this.waiting.mayStart(priority, this.running, this.capacity)) {
@@ -233,8 +237,8 @@ export class RenderPool {
       };
       const timer = setTimeout(() => {
         this.counts.expired++;
-        waiter.fail(new RenderError('queue_timeout', `no renderer was free within ${this.o.queueTimeoutMs} ms (render.queue_timeout_ms)`));
-      }, this.o.queueTimeoutMs);
+        waiter.fail(new RenderError('queue_timeout', `no renderer was free within ${queueTimeoutMs} ms (render.queue_timeout_ms)`));
+      }, queueTimeoutMs);
       const onCancel = () => {
         this.counts.dropped++;
         waiter.fail(new RenderError('cancelled', 'no one waits for this render any more'));
@@ -273,7 +277,8 @@ export class RenderPool {
   private async renderOnce(style: StyleRef, frame: Frame, call: RenderCall): Promise<RenderedFrame> {
     if (call.cancel?.aborted) throw new RenderError('cancelled', 'no one waits for this render any more');
     let out: RenderedFrame | undefined;
-    await this.run({ kind: 'render', style, frame, timeoutMs: this.o.timeoutMs }, this.o.timeoutMs, (f) => (out = f), call.cancel, call.onStart);
+    const ms = call.timeoutMs ?? this.o.timeoutMs;
+    await this.run({ kind: 'render', style, frame, timeoutMs: ms }, ms, (f) => (out = f), call.cancel, call.onStart);
     if (!out) throw new RenderError('failed', 'the render thread reported success without a frame');
     return out;
   }

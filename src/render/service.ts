@@ -36,6 +36,7 @@ import type { ExpiryBatch } from '../expire/batch.js';
 import type { ImageFormat } from './static-params.js';
 import { opaqueAt } from './style-opacity.js';
 import { hasOverlays, overlaySvg, type Overlays } from './svg.js';
+import { GL_FRAME_LIMIT } from './backends/gl-stack.js';
 import { batchEdge, planMetatile, tileRect, type MetatilePlan, type TileRequest } from './tile-render.js';
 import { cells, TileBatches, type TileBatch } from './tile-batches.js';
 
@@ -44,6 +45,21 @@ type SharedCaller = RenderCaller & { shared?: RenderClass };
 
 /** Adaptive metatiles: how long a new batch waits for the rest of a view's requests before asking for a renderer. */
 const GATHER_MS = 8;
+/**
+ * Bulk batches gather longer: nobody waits for them, and a seed's or an expiry's tiles reach the batch after cache
+ * and lock look-ups of their own (a Redis round trip each); a fuller frame parses its source tiles for more tiles.
+ */
+const BULK_GATHER_MS = 50;
+
+/**
+ * A bulk frame that failed for one of these is drawn again as smaller ones (8 -> 4 -> 2 -> 1): a stack that cannot
+ * draw the large frame (memory, a lost context, a frame past the time limit) still seeds. A full queue, a client
+ * gone or a broken style would fail the smaller frames alike.
+ */
+const SMALLER_AFTER: ReadonlySet<RenderError['reason']> = new Set(['failed', 'crash', 'timeout']);
+
+/** Bulk work: a seed's tiles and background re-renders of expired tiles (render.bulk_metatile). */
+const isBulk = (caller: RenderCaller) => caller.priority === 'bulk' || caller.priority === 'expired';
 
 export class RenderService {
   /** The render pool across reloads (pool-keeper.ts). */
@@ -54,13 +70,24 @@ export class RenderService {
   private readonly inflight = new SharedRenders();
   /** Adaptive metatiles: open batches per block and the tiles of batches being drawn (tile-batches.ts). */
   private readonly batches = new TileBatches();
+  /**
+   * Bulk work's batches, in blocks of render.bulk_metatile: apart from a person's, so that a person's tile never
+   * joins a large frame still waiting (it opens its own batch, drawn first: interactive renders come first).
+   */
+  private readonly bulkBatches = new TileBatches();
+  /** Bulk blocks drawn smaller than asked (the frame limit), already logged: once per process and size. */
+  private readonly bulkLimitLogged = new Set<string>();
   /** The other worker processes, when this one is part of a cluster (tiles are drawn by their block's owner). */
   private peers: RenderPeers | undefined;
   private app: AppFetch | undefined;
   /** Images of static maps' icon markers (sprite, files, allowed hosts), fetched and cached per process. */
   readonly markerIcons = new MarkerIcons(() => this.app);
   /** Expired tiles: re-renders under way, and eager mode's variants and dirty queue (expired-tiles.ts). */
-  private readonly expired = new ExpiredTiles((tile) => this.redrawDirty(tile));
+  /** Eager re-renders in flight: a bulk frame's tiles, so that they meet in one bulk batch. */
+  private readonly expired = new ExpiredTiles(
+    (tile) => this.redrawDirty(tile),
+    () => Math.max(2, (this.lastState?.config.render.bulk_metatile ?? 1) ** 2),
+  );
   private readonly onExpiry = (batch: ExpiryBatch) => {
     const cfg = this.lastState?.config.render;
     if (cfg?.rerender_expired === 'eager') this.expired.expired(this.lastState!, batch, cfg.rerender_max_zoom, cfg.dirty_queue_size);
@@ -323,7 +350,9 @@ export class RenderService {
     const cfg = state.config.render;
     const format = out.encoding.format;
     const variant = variantOf(out.encoding);
-    if (cfg.metatile === 'auto') return this.batchedTile(state, style, t, out, base, key, caller);
+    // Seeding always draws in bulk batches; a re-render too with adaptive metatiles (with a fixed one it redraws that
+    // metatile whole, sharing its key with the people who ask for its tiles meanwhile).
+    if (cfg.metatile === 'auto' || caller.priority === 'bulk') return this.batchedTile(state, style, t, out, base, key, caller);
     const plan = planMetatile(t, cfg.metatile, cfg.tile_buffer, MAX_FRAME);
     const metaKey = `${base}/${t.z}/${plan.x0}/${plan.y0}/${plan.size}.${variant}`;
     const n = 2 ** t.z;
@@ -369,16 +398,58 @@ export class RenderService {
    * the batch already drawing it, or the block's open batch, or opens one.
    */
   private async batchedTile(state: AppState, style: LoadedStyle, t: TileRequest, out: RenderOutput, base: string, key: string, caller: RenderCaller): Promise<RenderResult> {
+    if (!isBulk(caller)) return this.batchOnce(state, style, t, out, base, key, caller, undefined);
+    const cfg = state.config.render;
+    let largest = cfg.bulk_metatile;
+    for (;;) {
+      try {
+        return await this.batchOnce(state, style, t, out, base, key, caller, largest);
+      } catch (err) {
+        // The waiters of a failed bulk frame each ask again in half its block: they meet in the same smaller batch.
+        if (largest === 1 || !(err instanceof RenderError) || !SMALLER_AFTER.has(err.reason)) throw err;
+        largest /= 2;
+      }
+    }
+  }
+
+  /** Bulk work's block edge for a tile: render.bulk_metatile or less, within the bulk frame limit (logged once when less). */
+  private bulkEdgeOf(state: AppState, style: LoadedStyle, t: TileRequest, largest: number): { edge: number; limit: number; smaller: boolean } {
+    const cfg = state.config.render;
+    const limit = Math.min(cfg.bulk_max_frame, GL_FRAME_LIMIT);
+    const edge = batchEdge(t, cfg.tile_buffer, limit, largest);
+    const smaller = edge < Math.min(largest, 2 ** t.z);
+    const seen = `${largest}/${edge}/${t.base}@${t.scale}`;
+    if (smaller && !this.bulkLimitLogged.has(seen)) {
+      this.bulkLimitLogged.add(seen);
+      const px = (largest * t.base + 2 * cfg.tile_buffer) * t.scale;
+      this.log.info({ style: style.id, asked: `${largest}x${largest}`, drawn: `${edge}x${edge}`, tile: `${t.base}@${t.scale}x`, frame_px: px, limit_px: limit }, 'bulk frames of this tile size pass the frame limit: drawn in smaller blocks');
+    }
+    return { edge, limit, smaller };
+  }
+
+  /**
+   * One try at a batched tile: joins the batch already drawing it, or the block's open batch, or opens one.
+   * `bulkLargest`: bulk work's largest block edge (bulk batches); undefined: a person's tile (4x4 blocks).
+   */
+  private async batchOnce(state: AppState, style: LoadedStyle, t: TileRequest, out: RenderOutput, base: string, key: string, caller: RenderCaller, bulkLargest: number | undefined): Promise<RenderResult> {
     const cfg = state.config.render;
     const ext = variantOf(out.encoding);
     const cellKey = (x: number, y: number) => `${base}/${t.z}/${x}/${y}.${ext}`;
-    const drawing = this.batches.coverOf(key);
+    // Bulk work takes a tile from any batch drawing it; a person only from a person's batch (never a large frame).
+    const drawing = [this.batches.coverOf(key), bulkLargest === undefined ? undefined : this.bulkBatches.coverOf(key)].find((k) => k !== undefined && this.inflight.has(k));
     let batchKey: string;
     let work: (signal: AbortSignal, cls: RenderClass) => Promise<Rendered>;
-    if (drawing !== undefined && this.inflight.has(drawing)) {
+    if (drawing !== undefined) {
       batchKey = drawing;
       // Joining a render in progress: its work function is never called.
       work = () => Promise.reject(new RenderError('failed', 'the batch drawing this tile ended before it was joined'));
+    } else if (bulkLargest !== undefined) {
+      const { edge, limit, smaller } = this.bulkEdgeOf(state, style, t, bulkLargest);
+      const bx = Math.floor(t.x / edge) * edge;
+      const by = Math.floor(t.y / edge) * edge;
+      const batch = this.bulkBatches.join(`${base}/${t.z}/bulk${edge}/${bx}/${by}.${ext}`, t, edge, cellKey);
+      batchKey = batch.key;
+      work = (signal, cls) => this.renderBatch(state, style, batch, out, signal, { ...caller, shared: cls }, { batches: this.bulkBatches, maxFrame: limit, smaller });
     } else {
       const edge = batchEdge(t, cfg.tile_buffer, MAX_FRAME);
       const bx = Math.floor(t.x / edge) * edge;
@@ -393,8 +464,20 @@ export class RenderService {
     return { image, from: rendered.timing.wait !== undefined ? 'disk' : 'render', timing: rendered.timing };
   }
 
-  /** Draws a batch once a renderer is free; its frame is decided then (TileBatches.close). */
-  private async renderBatch(state: AppState, style: LoadedStyle, batch: TileBatch, out: RenderOutput, signal: AbortSignal, caller: SharedCaller): Promise<Rendered> {
+  /**
+   * Draws a batch once a renderer is free; its frame is decided then (TileBatches.close). `bulk`: a bulk batch, with
+   * its own batches, frame limit, and whether its block is smaller than asked (counted).
+   */
+  private async renderBatch(
+    state: AppState,
+    style: LoadedStyle,
+    batch: TileBatch,
+    out: RenderOutput,
+    signal: AbortSignal,
+    caller: SharedCaller,
+    bulk?: { batches: TileBatches; maxFrame: number; smaller: boolean },
+  ): Promise<Rendered> {
+    const batches = bulk?.batches ?? this.batches;
     const cache = this.cache!;
     const cfg = state.config.render;
     const format = out.encoding.format;
@@ -403,7 +486,7 @@ export class RenderService {
     const madeAt = Date.now();
     try {
       // A view's requests arrive within a few milliseconds of each other: let them join before asking for a renderer.
-      await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
+      await new Promise((resolve) => setTimeout(resolve, bulk ? BULK_GATHER_MS : GATHER_MS));
       // Worker processes share the disk cache: when another one is drawing in this block, take its tiles if they
       // are all the batch wants.
       let release = await cache.claim(batch.blockKey, cfg.timeout_ms * 2);
@@ -418,31 +501,47 @@ export class RenderService {
           else all = false;
         }
         if (all && !batch.plan) {
-          this.batches.finish(batch);
+          batches.finish(batch);
           return { images: found, timing: { wait: performance.now() - started } };
         }
         release = (await cache.claim(batch.blockKey, cfg.timeout_ms * 2)) ?? (async () => {});
       }
+      // A bulk frame's time limit is render.timeout_ms per 2x2 metatile's worth of its block: nobody waits for it, and
+      // an 8x8 frame costs about 16 2x2 ones (on a loaded 2-core machine 8x8 frames passed the 30 s of one). Its wait
+      // for a renderer likewise: it waits behind bulk frames (a 10 s wait behind one made a seed's tiles 503s).
+      const scale = bulk ? Math.max(1, batch.edge ** 2 / 4) : 1;
+      const timeoutMs = cfg.timeout_ms * scale;
       try {
-        return await withinBudget(cfg.timeout_ms, signal, async (budget, cancel) => {
+        return await withinBudget(timeoutMs, signal, async (budget, cancel) => {
           const pool = await this.keeper.ready();
           const frameOf = () => {
-            // Decided now: a person who joined meanwhile raised the batch out of the re-renders' class. (Seeding
-            // keeps its 2x2 metatiles: it asks for the neighbours next.)
-            const plan = this.batches.close(batch, cfg.tile_buffer, MAX_FRAME, caller.shared?.priority === 'expired');
+            // Decided now: a person who joined meanwhile raised the batch out of the re-renders' class. (A bulk
+            // batch, seeding's or a background re-render's, keeps its whole block: its neighbours are asked next.)
+            const plan = batches.close(batch, cfg.tile_buffer, bulk?.maxFrame ?? MAX_FRAME, caller.shared?.priority === 'expired');
             return this.withEncoding(state, style, plan.frame, out, cells(plan).map(([x, y]) => tileRect(plan, x, y)), caller);
           };
-          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, shared: caller.shared, onStart: () => budget.start() });
+          const f = await pool.render(this.styleRefOf(state, style, out), frameOf, { cancel, client: caller.client, shared: caller.shared, onStart: () => budget.start(), timeoutMs, queueTimeoutMs: cfg.queue_timeout_ms * scale });
           this.keeper.drew(pool);
           const plan = batch.plan!;
+          if (bulk) {
+            renderMetrics.countBulkFrame(style.id, bulk.smaller ? 'smaller' : 'drawn', cells(plan).length);
+            this.log.debug({ style: style.id, frame: `${plan.cols}x${plan.rows}`, z: batch.tile.z, x: plan.x0, y: plan.y0, class: caller.shared?.priority }, 'bulk frame');
+          }
           return this.storeTiles(state, style, { raw: f, tiles: f.tiles, timing: { ...f.timings } }, plan, cells(plan), ([x, y]) => batch.cellKey(x, y), out, started, madeAt);
         });
+      } catch (err) {
+        // Said once per frame here; each of its waiters asks again in a smaller block (batchedTile).
+        if (bulk && batch.plan && batch.edge > 1 && err instanceof RenderError && SMALLER_AFTER.has(err.reason)) {
+          renderMetrics.countBulkFrame(style.id, 'failed', cells(batch.plan).length);
+          this.log.warn({ style: style.id, frame: `${batch.plan.cols}x${batch.plan.rows}`, z: batch.tile.z, x: batch.plan.x0, y: batch.plan.y0, err: err.message }, 'bulk frame failed: its tiles are drawn in smaller frames');
+        }
+        throw err;
       } finally {
         await release();
       }
     } finally {
       // Drawn, failed or dropped, the batch is over: a tile asked for later starts a new one.
-      this.batches.finish(batch);
+      batches.finish(batch);
     }
   }
 

@@ -53,10 +53,11 @@ export function planMetatile(t: TileRequest, metatile: number, buffer: number, m
  * Adaptive metatiles (render.metatile = "auto"): the tiles asked for at once are drawn together. Tiles are grouped
  * by `batchEdge` x `batchEdge` block; within a block the frame covers the bounding box of the tiles asked for by
  * the time a renderer is free (a lone tile's 2x2 metatile, up to the whole block for a view; tile-batches.ts).
- * The block edge is the largest of 4 and 2 (1 at z0) whose frame fits `maxFrame` at the tile's scale.
+ * The block edge is the largest of `largest` (4 for a person's tiles; render.bulk_metatile for bulk work), halved
+ * as often as needed (1 at z0), whose frame fits `maxFrame` at the tile's scale.
  */
-export function batchEdge(t: TileRequest, buffer: number, maxFrame: number): number {
-  let edge = Math.min(4, 2 ** t.z);
+export function batchEdge(t: TileRequest, buffer: number, maxFrame: number, largest = 4): number {
+  let edge = Math.min(largest, 2 ** t.z);
   while (edge > 1 && (edge * t.base + 2 * buffer) * t.scale > maxFrame) edge /= 2;
   return edge;
 }

@@ -1,6 +1,8 @@
 // Which tiles a seed covers: every tile of a zoom range that meets a bounding box, or that meets the geometries
 // of a GeoJSON file (points, lines, polygons; a polygon's holes excluded). Tiles are listed zoom by zoom, rows
-// north to south, so a run (and its progress) moves through the area in an order a person can follow.
+// north to south, so a run (and its progress) moves through the area in an order a person can follow; a style's
+// seed lists them frame by frame (every tile of one bulk block, then the next), so the tiles of a frame are asked
+// for together and drawn in one frame, whose source tiles the page then parses once.
 import { readFileSync } from 'node:fs';
 import { GeoAreaError, geojsonArea, tileMeetsShapes, tileRange, type GeoArea } from '../tiles/geo-area.js';
 import type { TileCoord } from '../tiles/coords.js';
@@ -25,20 +27,28 @@ export function geojsonCoverage(file: string): Coverage {
   return geojsonArea(doc, `--geojson: ${file}`);
 }
 
-/** Every tile of zoom z in the area, rows north to south. */
-export function* tilesAt(c: Coverage, z: number): Generator<TileCoord> {
+/**
+ * Every tile of zoom z in the area: by blocks of `frame` x `frame` tiles aligned as the render service aligns its
+ * bulk blocks, blocks in rows north to south, and rows north to south within a block (frame 1: plain rows).
+ */
+export function* tilesAt(c: Coverage, z: number, frame = 1): Generator<TileCoord> {
   const { x0, x1, y0, y1 } = tileRange(c.bbox, z);
-  for (let y = y0; y <= y1; y++) {
-    for (let x = x0; x <= x1; x++) {
-      if (c.shapes && !tileMeetsShapes(c.shapes, z, x, y)) continue;
-      yield { z, x, y };
+  const f = Math.max(1, Math.min(frame, 2 ** z));
+  for (let by = Math.floor(y0 / f) * f; by <= y1; by += f) {
+    for (let bx = Math.floor(x0 / f) * f; bx <= x1; bx += f) {
+      for (let y = Math.max(by, y0); y <= Math.min(by + f - 1, y1); y++) {
+        for (let x = Math.max(bx, x0); x <= Math.min(bx + f - 1, x1); x++) {
+          if (c.shapes && !tileMeetsShapes(c.shapes, z, x, y)) continue;
+          yield { z, x, y };
+        }
+      }
     }
   }
 }
 
-/** Every tile of the zoom range, zoom by zoom. */
-export function* tilesOf(c: Coverage, minZoom: number, maxZoom: number): Generator<TileCoord> {
-  for (let z = minZoom; z <= maxZoom; z++) yield* tilesAt(c, z);
+/** Every tile of the zoom range, zoom by zoom (in frames of `frame` tiles: tilesAt). */
+export function* tilesOf(c: Coverage, minZoom: number, maxZoom: number, frame = 1): Generator<TileCoord> {
+  for (let z = minZoom; z <= maxZoom; z++) yield* tilesAt(c, z, frame);
 }
 
 /** How many tiles each zoom has in the area (what --dry-run prints). */

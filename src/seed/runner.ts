@@ -29,8 +29,12 @@ export interface SeedIo {
   columns?: number;
 }
 
-/** Tiles asked at once unless --concurrency says otherwise: enough for the render batches to fill their blocks. */
+/**
+ * Tiles asked at once unless --concurrency says otherwise: enough for the render batches to fill their blocks; for a
+ * style, the tiles of two bulk frames (render.bulk_metatile), so one frame gathers its tiles while one is drawn.
+ */
 const DEFAULT_CONCURRENCY = 8;
+const defaultConcurrency = (frame: number) => Math.max(DEFAULT_CONCURRENCY, 2 * frame * frame);
 /** A 503 (render queue full, renderer restarting) is asked again after its Retry-After, this many times. */
 const RETRIES = 4;
 const SHARED_CONNECT_MS = 10_000;
@@ -164,7 +168,9 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
     const progress = new ProgressReporter(counts, io.tty ? io.stderr : io.stdout, io.tty, io.columns);
     const errorsShown = new Set<string>();
     progress.start();
-    const tiles = tilesOf(coverage, req.minZoom, req.maxZoom);
+    // A style's tiles frame by frame (coverage.ts); a source's have no frames.
+    const frame = req.target.kind === 'style' ? loaded.config.render.bulk_metatile : 1;
+    const tiles = tilesOf(coverage, req.minZoom, req.maxZoom, frame);
     const worker = async () => {
       while (!stopSignal) {
         const next = tiles.next();
@@ -197,7 +203,7 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
         counts.done++;
       }
     };
-    await Promise.all(Array.from({ length: req.concurrency ?? DEFAULT_CONCURRENCY }, worker));
+    await Promise.all(Array.from({ length: req.concurrency ?? defaultConcurrency(frame) }, worker));
     if (journal && req.out !== undefined) {
       const finishing = journal;
       journal = undefined;

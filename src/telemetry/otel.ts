@@ -139,6 +139,11 @@ export class OtelPipeline {
     this.instruments?.styleLoads.add(1, { style });
   }
 
+  bulkFrame(style: string, result: string, tiles: number): void {
+    this.instruments?.bulkFrames.add(1, { style, result });
+    if (result !== 'failed') this.instruments?.bulkTiles.add(tiles, { style });
+  }
+
   dirtyDrop(): void {
     this.instruments?.dirtyDrops.add(1);
   }
@@ -226,6 +231,8 @@ function createInstruments(provider: MeterProvider, load: () => RenderLoad) {
     freshnessLag: seconds('render_freshness_lag_seconds', "Time from a tile's expiry to its fresh image stored by a re-render", LAG_SECONDS),
     dirtyDrops: counter('render_dirty_queue_drops_total', 'Expired tiles the eager dirty queue had no room for'),
     styleLoads: counter('render_style_loads_total', 'Styles loaded into a renderer for a render, by style'),
+    bulkFrames: counter('render_bulk_frames_total', 'Frames of bulk work (seeding, background re-renders), by style and result'),
+    bulkTiles: counter('render_bulk_tiles_total', 'Tiles cut from the bulk frames drawn, by style'),
     sharedHits: counter('shared_cache_hits_total', 'Lookups answered by the shared (fleet) cache, by kind'),
     sharedMisses: counter('shared_cache_misses_total', 'Lookups the shared (fleet) cache could not answer, by kind'),
     sharedErrors: counter('shared_cache_errors_total', 'Shared-cache commands that failed or timed out, by operation'),

@@ -35,6 +35,8 @@ export class PromMetrics {
   private readonly freshnessLag: Histogram<'style'>;
   private readonly dirtyDrops: Counter;
   private readonly styleLoads: Counter<'style'>;
+  private readonly bulkFrames: Counter<'style' | 'result'>;
+  private readonly bulkTiles: Counter<'style'>;
   private readonly sharedHits: Counter<'kind'>;
   private readonly sharedMisses: Counter<'kind'>;
   private readonly sharedErrors: Counter<'op'>;
@@ -64,6 +66,8 @@ export class PromMetrics {
     this.rerenders = new Counter({ name: 'render_rerenders_total', help: 'Background re-renders of expired tiles, by style and result (done, failed, skipped: load above render.stale_threshold)', labelNames: ['style', 'result'], registers });
     this.freshnessLag = new Histogram({ name: 'render_freshness_lag_seconds', help: 'Time from a tile\'s expiry to its fresh image stored by a re-render, in seconds', labelNames: ['style'], buckets: LAG_SECONDS, registers });
     this.styleLoads = new Counter({ name: 'render_style_loads_total', help: 'Styles loaded into a renderer for a render (a new page, another style, a reload), by style', labelNames: ['style'], registers });
+    this.bulkFrames = new Counter({ name: 'render_bulk_frames_total', help: 'Frames of bulk work (seeding, background re-renders), by style and result (drawn; smaller: the block passed render.bulk_max_frame; failed: its tiles drawn in smaller frames)', labelNames: ['style', 'result'], registers });
+    this.bulkTiles = new Counter({ name: 'render_bulk_tiles_total', help: 'Tiles cut from the bulk frames drawn, by style (divided by the frames drawn: tiles per bulk frame)', labelNames: ['style'], registers });
     this.dirtyDrops = new Counter({ name: 'render_dirty_queue_drops_total', help: 'Expired tiles the eager dirty queue had no room for (render.dirty_queue_size)', registers });
     this.sharedHits = new Counter({ name: 'shared_cache_hits_total', help: 'Lookups answered by the shared (fleet) cache, by kind (tile, image, transcoded)', labelNames: ['kind'], registers });
     this.sharedMisses = new Counter({ name: 'shared_cache_misses_total', help: 'Lookups the shared (fleet) cache could not answer, by kind', labelNames: ['kind'], registers });
@@ -188,6 +192,11 @@ export class PromMetrics {
 
   styleLoad(style: string): void {
     this.styleLoads.inc({ style });
+  }
+
+  bulkFrame(style: string, result: string, tiles: number): void {
+    this.bulkFrames.inc({ style, result });
+    if (result !== 'failed') this.bulkTiles.inc({ style }, tiles);
   }
 
   dirtyDrop(): void {

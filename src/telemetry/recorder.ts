@@ -84,6 +84,11 @@ export class Telemetry {
       this.prom?.dirtyDrop();
       this.otel?.dirtyDrop();
     });
+    renderMetrics.on('bulkFrame', (f) => {
+      const style = idLabel(f.style, this.cardinality);
+      this.prom?.bulkFrame(style, f.result, f.tiles);
+      this.otel?.bulkFrame(style, f.result, f.tiles);
+    });
     renderMetrics.on('styleLoad', (s) => {
       const style = idLabel(s, this.cardinality);
       this.prom?.styleLoad(style);

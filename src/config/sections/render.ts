@@ -26,6 +26,17 @@ export const RenderSchema = v.object({
    * together are drawn in one frame (a lone tile as a 2x2 metatile, a view's tiles up to 4x4; docs/rendering.md).
    */
   metatile: v.optional(v.union([v.literal('auto'), v.picklist([1, 2, 4])]), 'auto'),
+  /**
+   * Work nobody waits for (`tileserver-ts seed`, background re-renders of expired tiles) is drawn in blocks of up
+   * to bulk_metatile x bulk_metatile tiles: larger frames share a frame's fixed cost among more tiles (measured:
+   * docs/rendering.md, "Bulk frames"). 1 draws each such tile alone.
+   */
+  bulk_metatile: v.optional(v.picklist([1, 2, 4, 8]), 8),
+  /**
+   * Largest edge in device pixels of a bulk frame, buffer included; a larger block is drawn as smaller ones (8x8 of
+   * 512 px tiles at @2x is 8320 px: drawn as 4x4). Capped by the GL stacks' frame limit, 8192.
+   */
+  bulk_max_frame: v.optional(v.pipe(v.number(), v.integer(), v.minValue(256), v.maxValue(8192)), 8192),
   /** Pixels rendered around a metatile and cut away, so labels at tile edges are placed as their neighbours place them. */
   tile_buffer: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(256)), 32),
   /** Rendered tiles kept in memory by each process. */

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { killMarked, MARKER_SWITCH } from '../processes.js';
 import { beforeDeadline, RenderError, unpremultiplyInPlace, type Frame, type RenderedFrame, type Renderer, type RendererEventSink, type ResourceFetcher, type StyleRef } from '../renderer.js';
-import { glLaunch, type GlStack } from './gl-stack.js';
+import { GL_FRAME_LIMIT, glLaunch, type GlStack } from './gl-stack.js';
 import { LocalServer, styleQuery } from './local-server.js';
 
 /** Where Chromium or Chrome usually is; Debian's /usr/bin/chromium is a wrapper script around the first. */
@@ -126,7 +126,8 @@ export class ChromiumRenderer implements Renderer {
     const maxFrame = o.maxFrame ?? 4096;
     const gl = o.gl ?? 'swiftshader';
     const launch = glLaunch(gl);
-    const server = new LocalServer({ workers: 1, maxCanvas: maxFrame });
+    // The canvas may reach the stacks' limit: bulk frames (seeding, re-renders) are larger than `maxFrame`.
+    const server = new LocalServer({ workers: 1, maxCanvas: Math.max(maxFrame, GL_FRAME_LIMIT) });
     await server.listen();
     let browser: Browser | undefined;
     try {

@@ -11,6 +11,13 @@ import { existsSync } from 'node:fs';
 export type GlStack = 'lavapipe' | 'egl' | 'swiftshader';
 export type GlSetting = GlStack | 'auto';
 
+/**
+ * Largest frame edge, in device pixels, every stack draws: SwiftShader's maximum texture and renderbuffer size
+ * (lavapipe's and llvmpipe's are 16384). Bulk frames (tile-render.ts, bulkEdge) stay within it; interactive frames
+ * stay within the smaller MAX_FRAME (pool-keeper.ts), which bounds a person's wait and a frame's memory.
+ */
+export const GL_FRAME_LIMIT = 8192;
+
 /** Fastest first (measured here: docs/rendering.md, "GL stacks"). */
 export const AUTO_ORDER: readonly GlStack[] = ['lavapipe', 'egl', 'swiftshader'];
 
