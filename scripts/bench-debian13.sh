@@ -16,7 +16,7 @@
 #   VARIANTS   "stack:threads ..." (default "lavapipe:0 lavapipe:1 lavapipe:2 egl:0 egl:2 swiftshader"); threads is
 #              LP_NUM_THREADS, Mesa's llvmpipe rasteriser threads (lavapipe and egl; "-" leaves the service's
 #              default), ignored by swiftshader
-#   ROUNDS     runs of each variant on each release (default 2)
+#   ROUNDS     runs of each variant on each release (default 2; 0 only prepares the images)
 #   BENCH_BROWSE_USERS, BENCH_BROWSE_DATA, BENCH_BROWSE_SEED, BENCH_FLOOR_PAGES: the floor's workload (defaults 4,
 #              paris, 1, 2: bench/floor.bench.ts); the same on both releases
 #   REBUILD=1  rebuilds the trixie base image; PREPARE=1 makes the prepared image again
@@ -91,6 +91,8 @@ fi
 # (the tag says it was installed from this package-lock.json; the archive's files carry the commit's time).
 fresh='mkdir /bench-src && tar -C /bench-src -xf /src.tar && mv /src/node_modules /bench-src/ && mkdir -p /bench-src/fixtures /bench-src/bench && mv /src/fixtures/world /bench-src/fixtures/ && mv /src/bench/data /bench-src/bench/ && touch /bench-src/node_modules/.installed && cd /bench-src'
 
+# ROUNDS=0: only build (or find) the images.
+[ "$rounds" -gt 0 ] || { echo "bench-debian13: $prepared is ready"; exit 0; }
 rows="$out/rows.jsonl"
 : > "$rows"
 host_versions="versions: $(dpkg-query -W -f '${Package} ${Version}, ' mesa-vulkan-drivers libegl-mesa0 chromium)"
