@@ -24,7 +24,7 @@ CONFIG ?= config/default.toml
 # (Devanagari, Thai, ...) with the machine's fonts, not from glyph PBFs (docs/styles.md, "Scripts").
 APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-postgis wrk mesa-vulkan-drivers libvulkan1 libegl1 libegl-mesa0 openssl redis-server bsdutils podman runc netavark aardvark-dns iptables podman-compose mmdebstrap fonts-noto-core fonts-droid-fallback varnish varnish-modules
 
-.PHONY: run test test-image test-debian13 bench build deps system-deps fixtures typecheck clean goldens
+.PHONY: run test test-image test-debian13 bench bench-debian13 build deps system-deps fixtures typecheck clean goldens
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -95,6 +95,13 @@ bench: build
 	fi
 	node --import tsx scripts/build-bench-data.ts
 	node --import tsx bench/run.ts
+
+# The renderer's floor (BENCH=floor) on this machine and in a Debian 13 container (Mesa 25, trixie's Chromium), per
+# GL stack and llvmpipe thread setting, runs alternated, one table at the end (scripts/bench-debian13.sh; its
+# header lists the settings). BENCH names the bench the container runs; only floor is compared.
+bench-debian13: system-deps
+	@[ "$${BENCH:-floor}" = floor ] || { echo "bench-debian13 compares BENCH=floor only" >&2; exit 2; }
+	scripts/bench-debian13.sh
 
 clean:
 	rm -rf dist node_modules

@@ -18,7 +18,7 @@
 #              default), ignored by swiftshader
 #   ROUNDS     runs of each variant on each release (default 2; 0 only prepares the images)
 #   BENCH_BROWSE_USERS, BENCH_BROWSE_DATA, BENCH_BROWSE_SEED, BENCH_FLOOR_PAGES: the floor's workload (defaults 4,
-#              paris, 1, 2: bench/floor.bench.ts); the same on both releases
+#              dortmund, 1, 2: bench/floor.bench.ts, as bench/RESULTS.md quotes the floor); the same on both releases
 #   REBUILD=1  rebuilds the trixie base image; PREPARE=1 makes the prepared image again
 # Every run's output is kept under .tmp/bench-debian13/ (run-N-host|trixie-stack-threads.log, rows.jsonl).
 set -eu
@@ -34,7 +34,7 @@ export CONTAINERS_CONF="$out/containers.conf"
 variants=${VARIANTS:-lavapipe:0 lavapipe:1 lavapipe:2 egl:0 egl:2 swiftshader}
 rounds=${ROUNDS:-2}
 users=${BENCH_BROWSE_USERS:-4}
-data=${BENCH_BROWSE_DATA:-paris}
+data=${BENCH_BROWSE_DATA:-dortmund}
 seed=${BENCH_BROWSE_SEED:-1}
 pages=${BENCH_FLOOR_PAGES:-2}
 for v in $variants; do
