@@ -19,6 +19,8 @@
 #   ROUNDS     runs of each variant on each release (default 2; 0 only prepares the images)
 #   BENCH_BROWSE_USERS, BENCH_BROWSE_DATA, BENCH_BROWSE_SEED, BENCH_FLOOR_PAGES: the floor's workload (defaults 4,
 #              dortmund, 1, 2: bench/floor.bench.ts, as bench/RESULTS.md quotes the floor); the same on both releases
+#   RELEASES   "host trixie" (default), or one of them alone (e.g. to measure the stacks on this machine only)
+#   ROWS       the file the runs are added to (default .tmp/bench-debian13/rows.jsonl, emptied first; APPEND=1 keeps it)
 #   REBUILD=1  rebuilds the trixie base image; PREPARE=1 makes the prepared image again
 # Every run's output is kept under .tmp/bench-debian13/ (run-N-host|trixie-stack-threads.log, rows.jsonl).
 set -eu
@@ -37,11 +39,13 @@ users=${BENCH_BROWSE_USERS:-4}
 data=${BENCH_BROWSE_DATA:-dortmund}
 seed=${BENCH_BROWSE_SEED:-1}
 pages=${BENCH_FLOOR_PAGES:-2}
+releases=${RELEASES:-host trixie}
 for v in $variants; do
   case "${v%%:*}" in lavapipe|egl|swiftshader) ;; *) echo "bench-debian13: unknown GL stack in VARIANTS: $v" >&2; exit 2 ;; esac
 done
 
-RELEASE=trixie INCLUDE=make "$root/scripts/image-base.sh" "$base"
+case " $releases " in *" trixie "*) need_container=1 ;; *) need_container= ;; esac
+[ -z "$need_container" ] || RELEASE=trixie INCLUDE=make "$root/scripts/image-base.sh" "$base"
 git -C "$root" archive --format=tar -o "$out/src.tar" HEAD
 key=$( (cat "$root/package-lock.json"; grep -E '^(BENCH_)?APT_PACKAGES' "$root/Makefile") | sha256sum | cut -c1-12)
 prepared=localhost/tsts-bench:trixie-$key
@@ -72,7 +76,7 @@ in_container() {
     ' > "$log" 2>&1
 }
 
-if [ "${PREPARE:-}" = 1 ] || ! podman $podman_flags image exists "$prepared"; then
+if [ -n "$need_container" ] && { [ "${PREPARE:-}" = 1 ] || ! podman $podman_flags image exists "$prepared"; }; then
   echo "bench-debian13: preparing $prepared (trixie's packages and the npm packages, installed by make bench; minutes)"
   name=tsts-bench-prepare-$$
   podman $podman_flags rm --force --ignore "$name" >/dev/null
@@ -93,8 +97,8 @@ fresh='mkdir /bench-src && tar -C /bench-src -xf /src.tar && mv /src/node_module
 
 # ROUNDS=0: only build (or find) the images.
 [ "$rounds" -gt 0 ] || { echo "bench-debian13: $prepared is ready"; exit 0; }
-rows="$out/rows.jsonl"
-: > "$rows"
+rows=${ROWS:-$out/rows.jsonl}
+[ "${APPEND:-}" = 1 ] || : > "$rows"
 host_versions="versions: $(dpkg-query -W -f '${Package} ${Version}, ' mesa-vulkan-drivers libegl-mesa0 chromium)"
 echo "bench-debian13: $(git -C "$root" rev-parse --short HEAD), ${rounds} round(s) of: $variants; floor of $users user(s), $data, $pages page(s); logs in $out"
 for round in $(seq 1 "$rounds"); do
@@ -103,7 +107,7 @@ for round in $(seq 1 "$rounds"); do
     threads=${v#*:}
     [ "$threads" = "$v" ] || [ "$threads" = - ] && threads=''
     [ "$stack" = swiftshader ] && threads=''
-    for release in host trixie; do
+    for release in $releases; do
       log="$out/run-$round-$release-$stack-${threads:-default}.log"
       if [ "$release" = host ]; then
         ( cd "$root" && echo "$host_versions" && BENCH_FLOOR_GL=$stack LP_NUM_THREADS=$threads BENCH_BROWSE_USERS=$users BENCH_BROWSE_DATA=$data \
