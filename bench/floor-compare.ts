@@ -1,8 +1,8 @@
 // The table scripts/bench-debian13.sh ends with: every floor run (bench/floor.bench.ts) of each release and variant
 // (GL stack, LP_NUM_THREADS), then each variant's Debian 13 cost against Debian 12's and each variant against the
 // service's own (lavapipe, LP_NUM_THREADS 0) on the same release. On a shared machine single runs move by 20 % and
-// more (bench/RESULTS.md), so a difference is called beyond the noise only when every run of one side is below
-// every run of the other: the ranges do not overlap.
+// more (bench/RESULTS.md), so a difference is called beyond the noise only when each side has two runs or more and
+// every run of one side is below every run of the other: the ranges do not overlap. One run says nothing of the noise.
 //
 //   node --import tsx bench/floor-compare.ts .tmp/bench-debian13/rows.jsonl
 import { readFileSync } from 'node:fs';
@@ -26,11 +26,12 @@ interface Cell {
   failed: number;
 }
 
-/** How two sets of runs compare: the ratio of their means, and whether their ranges overlap. */
-export function compareRuns(a: number[], b: number[]): { ratio: number; beyondNoise: boolean } {
+/** How two sets of runs compare: the ratio of their means, and whether they have runs enough whose ranges do not overlap. */
+export function compareRuns(a: number[], b: number[]): { ratio: number; beyondNoise: boolean; single: boolean } {
   const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
-  const beyondNoise = a.length > 0 && b.length > 0 && (Math.max(...a) < Math.min(...b) || Math.max(...b) < Math.min(...a));
-  return { ratio: mean(a) / mean(b), beyondNoise };
+  const single = a.length < 2 || b.length < 2;
+  const beyondNoise = !single && (Math.max(...a) < Math.min(...b) || Math.max(...b) < Math.min(...a));
+  return { ratio: mean(a) / mean(b), beyondNoise, single };
 }
 
 const variantOf = (r: { gl: string; lp: string }) => (r.gl === 'swiftshader' ? 'swiftshader' : `${r.gl} LP_NUM_THREADS=${r.lp}`);
@@ -70,7 +71,7 @@ export function compareTable(lines: RunLine[]): string[] {
   const verdict = (what: string, a: Cell | undefined, b: Cell | undefined) => {
     if (!a?.runs.length || !b?.runs.length) return;
     const r = compareRuns(a.runs.map((x) => x.msPerTile), b.runs.map((x) => x.msPerTile));
-    out.push(`${what}: ${fmt(r.ratio, 2)}x the CPU per tile, ${r.beyondNoise ? 'beyond the noise (the runs do not overlap)' : 'within the noise (the runs overlap)'}`);
+    out.push(`${what}: ${fmt(r.ratio, 2)}x the CPU per tile, ${r.single ? 'one run on a side: no measure of the noise' : r.beyondNoise ? 'beyond the noise (the runs do not overlap)' : 'within the noise (the runs overlap)'}`);
   };
   const variants = [...new Set([...cells.values()].map((c) => c.variant))];
   for (const variant of variants) verdict(`${variant}: Debian 13 against Debian 12`, cells.get(`trixie|${variant}`), cells.get(`host|${variant}`));

@@ -15,18 +15,19 @@ const run = (round: number, release: string, gl: string, lp: string, msPerTile: 
 
 describe('floor comparison', () => {
   test('runs that overlap are within the noise; runs apart are beyond it', () => {
-    assert.deepEqual(compareRuns([200, 260], [240, 250]), { ratio: 230 / 245, beyondNoise: false });
+    assert.deepEqual(compareRuns([200, 260], [240, 250]), { ratio: 230 / 245, beyondNoise: false, single: false });
     assert.equal(compareRuns([150, 160], [200, 210]).beyondNoise, true);
     assert.equal(compareRuns([200, 210], [150, 160]).beyondNoise, true);
-    // One side without runs (a variant that failed) is never a verdict of difference.
+    // One run on a side (or none: a variant that failed) says nothing of the noise, however far apart.
+    assert.deepEqual(compareRuns([150], [200, 210]), { ratio: 150 / 205, beyondNoise: false, single: true });
     assert.equal(compareRuns([], [200]).beyondNoise, false);
   });
 
-  test('beyond the noise exactly when every run of one side is below every run of the other', () => {
+  test('beyond the noise exactly when both sides have two runs or more and every run of one is below every run of the other', () => {
     const runs = fc.array(fc.integer({ min: 50, max: 500 }), { minLength: 1, maxLength: 4 });
     fc.assert(
       fc.property(runs, runs, (a, b) => {
-        const apart = a.every((x) => b.every((y) => x < y)) || b.every((y) => a.every((x) => y < x));
+        const apart = a.length >= 2 && b.length >= 2 && (a.every((x) => b.every((y) => x < y)) || b.every((y) => a.every((x) => y < x)));
         assert.equal(compareRuns(a, b).beyondNoise, apart);
       }),
     );
@@ -43,12 +44,15 @@ describe('floor comparison', () => {
       run(2, 'host', 'swiftshader', 'n/a', 260),
       run(2, 'trixie', 'swiftshader', 'n/a', 320),
       { round: 2, release: 'trixie', versions: '', failed: 'egl 0', log: 'run-2-trixie-egl-0.log' },
+      run(1, 'host', 'egl', '0', 200),
+      run(1, 'trixie', 'egl', '0', 300),
     ];
     const text = compareTable(lines).join('\n');
     assert.match(text, /^host: mesa-vulkan-drivers 22\.3\.6$/m);
     assert.match(text, /lavapipe LP_NUM_THREADS=0: Debian 13 against Debian 12: 0\.76x the CPU per tile, beyond the noise/);
     assert.match(text, /swiftshader: Debian 13 against Debian 12: 0\.95x the CPU per tile, within the noise/);
     assert.match(text, /host: swiftshader against lavapipe LP_NUM_THREADS=0: 1\.20x the CPU per tile, beyond the noise/);
+    assert.match(text, /egl LP_NUM_THREADS=0: Debian 13 against Debian 12: 1\.50x the CPU per tile, one run on a side: no measure of the noise/);
     assert.match(text, /failed: trixie egl 0 \(round 2; log run-2-trixie-egl-0\.log\)/);
     assert.match(text, /^trixie\s+lavapipe LP_NUM_THREADS=0\s+2\s+180, 190\s+185\b/m);
   });
