@@ -73,14 +73,15 @@ function remoteSources(state: AppState): Map<string, string> {
 }
 
 /**
- * Sources whose replaced data becomes an expiry of the tiles that changed (expire/archives.ts): local PMTiles and
- * MBTiles files. Their content stays out of the identity, or a replaced archive would start a new key space and
- * throw away the cached tiles of every area it did not change. A remote PMTiles object keeps its ETag here: its
- * old object is gone once replaced in most stores, so its change is expired whole anyway, and a restart on a
- * replaced object must not answer the old object's images from the disk cache.
+ * Sources whose replaced data becomes an expiry of the tiles that changed (expire/archives.ts): PMTiles and MBTiles
+ * archives, local or (PMTiles) remote. Their content stays out of the identity, or a replaced archive would start
+ * a new key space and throw away the cached tiles of every area it did not change. A remote object's ETag is left
+ * out too: a new ETag is diffed against the old object when the store still serves it, and expires the whole
+ * source when it does not (its tiles are then answered stale while drawn again, not missed); a start on an
+ * object replaced while the server was down is caught by the record of served versions (archives.json).
  */
 function followedByExpiries(cfg: SourceConfig): boolean {
-  return (cfg.type === 'pmtiles' || cfg.type === 'mbtiles') && !isUrl(cfg.path);
+  return cfg.type === 'pmtiles' || (cfg.type === 'mbtiles' && !isUrl(cfg.path));
 }
 
 /** What a source's data contributes to an identity: nothing for archives that expiries follow (see above). */
