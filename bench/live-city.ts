@@ -26,8 +26,8 @@ export interface City {
   style: string;
 }
 
-/** Five colours far apart: a building whose class moves on by one is drawn visibly differently. */
-const COLOURS = ['#d7191c', '#2b83ba', '#1a9641', '#fdae61', '#7b3294'];
+/** Five colours far apart: a building whose class moves on by one is drawn visibly differently (class 4 and above: the last). */
+export const COLOURS = ['#d7191c', '#2b83ba', '#1a9641', '#fdae61', '#7b3294'];
 
 function writeStyle(file: string): void {
   const style = {

@@ -6,25 +6,33 @@
 # exists already (REBUILD=1 builds it again).
 # RELEASE (default bookworm) picks the Debian release and INCLUDE adds packages (comma-separated): `make
 # test-debian13` builds its Debian 13 machine with RELEASE=trixie INCLUDE=make (scripts/test-debian13.sh).
+# NODE=no leaves Node out, for an image that only runs a client (test/owslib-edits.test.ts: trixie's OWSLib).
 set -eu
 tag=${1:?usage: [RELEASE=trixie] [INCLUDE=pkg,pkg] scripts/image-base.sh TAG}
 release=${RELEASE:-bookworm}
 include=ca-certificates${INCLUDE:+,$INCLUDE}
 if [ "${REBUILD:-}" != 1 ] && podman image exists "$tag"; then echo "base image $tag exists"; exit 0; fi
-node_version=$(dpkg-query -W -f '${Version}' nodejs 2>/dev/null) || { echo "image-base: the nodejs package is not installed" >&2; exit 1; }
-case "$node_version" in 20.*) ;; *) echo "image-base: nodejs $node_version is installed; the image needs Node 20" >&2; exit 1 ;; esac
+with_node=${NODE:-yes}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The installed package's files (as `dpkg-repack nodejs` would pack them, without compressing 190 MB), unpacked
-# into the base rather than installed: the package depends on python3, which the service does not need (the
-# official Node images also carry Node outside dpkg). npm is taken as it is on disk, since `npm install -g npm`
-# may have replaced the packaged one.
-dpkg-query -L nodejs | while IFS= read -r f; do
-  case "$f" in /usr/lib/node_modules/npm/*|/usr/share/*) continue ;; esac
-  if [ -L "$f" ] || [ -f "$f" ]; then printf '%s\n' "${f#/}"; fi
-done > "$work/files"
-echo usr/lib/node_modules/npm >> "$work/files"
-tar -C / -cf "$work/node.tar" -T "$work/files"
+if [ "$with_node" = yes ]; then
+  node_version=$(dpkg-query -W -f '${Version}' nodejs 2>/dev/null) || { echo "image-base: the nodejs package is not installed" >&2; exit 1; }
+  case "$node_version" in 20.*) ;; *) echo "image-base: nodejs $node_version is installed; the image needs Node 20" >&2; exit 1 ;; esac
+  # The installed package's files (as `dpkg-repack nodejs` would pack them, without compressing 190 MB), unpacked
+  # into the base rather than installed: the package depends on python3, which the service does not need (the
+  # official Node images also carry Node outside dpkg). npm is taken as it is on disk, since `npm install -g npm`
+  # may have replaced the packaged one.
+  dpkg-query -L nodejs | while IFS= read -r f; do
+    case "$f" in /usr/lib/node_modules/npm/*|/usr/share/*) continue ;; esac
+    if [ -L "$f" ] || [ -f "$f" ]; then printf '%s\n' "${f#/}"; fi
+  done > "$work/files"
+  echo usr/lib/node_modules/npm >> "$work/files"
+  tar -C / -cf "$work/node.tar" -T "$work/files"
+else
+  # No Node: an empty archive, so that the unpacking hook below stays one and the same.
+  tar -cf "$work/node.tar" -T /dev/null
+  node_version=none
+fi
 # The base trusts what this machine trusts: certificate authorities added locally (an egress proxy that re-signs
 # TLS, a company CA) go in too, so that npm in the build reaches the registry the way it does here.
 mkdir "$work/ca"

@@ -53,6 +53,20 @@ describe('expire lists', () => {
     );
   });
 
+  test('the size given in advance is a hint: a list read with its length, less or more reads to the same tiles', async () => {
+    // Lists past the 1,024 keys every buffer starts with, so that a hint too small must grow.
+    await fc.assert(
+      fc.asyncProperty(fc.array(tile(), { minLength: 1100, maxLength: 3000 }), fc.constantFrom(undefined, 0.2, 1, 3), async (tiles, scale) => {
+        const text = tiles.map((t) => t.join('/')).join('\n');
+        const r = await readExpireList(chunked(text, [0.5]), undefined, scale === undefined ? undefined : Math.round(Buffer.byteLength(text) * scale));
+        assert.ok(r.ok, JSON.stringify(r));
+        assert.equal(r.lines, tiles.length);
+        assert.deepEqual([...r.tiles], sortedUnique(tiles.map(([z, x, y]) => tileKey(z, x, y))));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   const badLine = fc.oneof(
     fc.constantFrom('1/2', '1/2/3/4', '/1/2', '1//2', 'a/b/c', '1/1/1 ', ' 1/1/1', '1,1,1', '25/0/0', '2/4/0', '2/0/4', '1/0/0\r1', '123456789/0/0', '-1/0/0', '1.0/0/0'),
     tile(24).map(([z, x, y]) => `${z}/${x + 2 ** z}/${y}`),

@@ -1,7 +1,8 @@
 // The journal and the parts of a batch (src/expire/journal.ts, parts.ts), in-process: whatever batches a machine
 // takes, with compactions among them (a tiny bound: nearly every append rewrites the file), a process reading the
-// journal holds the same expiries as the process that wrote it; a batch cut into parts is the same batch once
-// put together, and one missing a part is dropped.
+// journal holds the same expiries as the process that wrote it; a batch cut into parts (from its whole encoding, or
+// from its header and a view of its keys, as the machine's hub sends it) is the same batch once put together, and
+// one missing a part is dropped.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,10 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from './helpers/fast-check.js';
 import { unique } from '../src/expire/area-times.js';
-import { encodeBatch, type ExpiryBatch } from '../src/expire/batch.js';
+import { encodeBatch, encodeBatchPieces, type ExpiryBatch } from '../src/expire/batch.js';
 import { Expiries } from '../src/expire/expiries.js';
 import { ExpiryJournal, replayJournal } from '../src/expire/journal.js';
-import { PartAssembler, splitParts } from '../src/expire/parts.js';
+import { batchParts, PartAssembler, splitParts } from '../src/expire/parts.js';
 import { tileKey } from '../src/expire/tile-key.js';
 import type { Logger } from '../src/log.js';
 
@@ -64,9 +65,16 @@ test('a journal read back, compacted or not, holds what its writer holds', async
 
 test('a batch cut into parts is the same batch put together; a missing part drops it', () => {
   fc.assert(
-    fc.property(batchArb, fc.integer({ min: 8, max: 400 }), (b, size) => {
+    fc.property(batchArb, fc.integer({ min: 8, max: 400 }), fc.boolean(), (b, size, pieces) => {
       const batch = batchOf(b);
-      const parts = splitParts(encodeBatch(batch), size);
+      // Cut from the whole encoding, or from its pieces as the hub sends them (header parts, then key parts).
+      const parts = pieces ? batchParts(encodeBatchPieces(batch), size) : splitParts(encodeBatch(batch), size);
+      if (pieces) {
+        assert.ok(parts.every((p) => p.length <= size), 'no part is larger than the bound');
+        assert.deepEqual(Buffer.concat(parts), encodeBatch(batch), 'the parts are the encoding, in order');
+        // The key parts are views of the batch's own keys (no copy), once the batch takes several parts.
+        if (parts.length > 1) assert.equal(parts[parts.length - 1].buffer, batch.tiles.buffer);
+      }
       const whole = new PartAssembler();
       let got: ExpiryBatch | undefined;
       parts.forEach((data, part) => {

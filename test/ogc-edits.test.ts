@@ -207,6 +207,16 @@ describe('create, read, replace, update, delete', () => {
     assert.match(server.output(), new RegExp(`"principal":"editor".*"feature":"${f.id}"|"feature":"${f.id}".*"principal":"editor"`), 'the write is logged with its principal and id');
   });
 
+  test('a null id column is no id: POST with properties.id null (as QGIS sends a new feature) lets the database number it', async () => {
+    const r = await call('POST', '/ogc/collections/edits/items', feature({ id: null, name: 'from-a-form', rank: 2 }), editor);
+    assert.equal(r.status, 201, r.text);
+    const id = r.json().id;
+    assert.equal(typeof id, 'number');
+    assert.equal((await db.sql('SELECT name FROM edit_points WHERE id = $1', [id])).rows[0].name, 'from-a-form');
+    const bad = await call('POST', '/ogc/collections/edits/items', feature({ id: true, name: 'x' }), editor);
+    assert.equal(bad.status, 400, 'an id of the wrong type is still refused');
+  });
+
   test('PUT replaces (left-out properties become null) with If-Match; a stale ETag is 412; PATCH merges; DELETE is 204', async () => {
     const created = await call('POST', '/ogc/collections/edits/items', feature({ name: 'third', kind: 'shop', rank: 3 }), editor);
     const id = created.json().id;
@@ -232,10 +242,19 @@ describe('create, read, replace, update, delete', () => {
     assert.equal(idChange.status, 400);
     assert.equal(idChange.json().member, 'id');
     assert.equal((await call('DELETE', item, undefined, { ...editor, 'if-match': e1 })).status, 412);
+    const any = await call('PATCH', item, { properties: { rank: 8 } }, { ...editor, 'content-type': 'application/merge-patch+json', 'if-match': '*' });
+    assert.equal(any.status, 200, `If-Match: * on a feature that exists: ${any.text}`);
     const del = await call('DELETE', item, undefined, editor);
     assert.equal(del.status, 204);
     assert.equal((await call('GET', item)).status, 404);
     assert.equal((await call('DELETE', item, undefined, editor)).status, 404);
+    // RFC 9110 13.2.1: a precondition is not evaluated when the answer without it would be neither 2xx nor 412, so a
+    // feature that is not there is 404 whatever If-Match says, `*` included (docs/editing.md).
+    for (const [m, body, type] of [['PUT', feature({ name: 'gone' }), 'application/geo+json'], ['PATCH', { properties: { rank: 1 } }, 'application/merge-patch+json'], ['DELETE', undefined, undefined]] as const) {
+      const r = await call(m, item, body, { ...editor, 'if-match': '*', ...(type ? { 'content-type': type } : {}) });
+      assert.equal(r.status, 404, `${m} If-Match: * of a missing feature: ${r.text}`);
+      assert.equal(r.headers.get('content-type'), 'application/problem+json');
+    }
     assert.equal((await call('PUT', '/ogc/collections/edits/items/not-a-number', feature({}), editor)).status, 404);
   });
 

@@ -84,6 +84,14 @@ describe('OGC API - Tiles documents', () => {
       assert.match(l.href, /^http:\/\/127\.0\.0\.1:\d+\//, 'absolute');
       assert.equal((await get(l.href)).status, 200, l.href);
     }
+    // Both spellings of the collections and conformance relations: the OGC URI, and the short name of Features
+    // Part 1 1.0 that QGIS's OAPIF provider matches exactly (without rel "data" it opens no layer).
+    for (const rel of ['data', 'conformance']) {
+      const short = doc.links.find((l: Link) => l.rel === rel);
+      const long = doc.links.find((l: Link) => l.rel === `http://www.opengis.net/def/rel/ogc/1.0/${rel}`);
+      assert.ok(short && long, `rel "${rel}" and its OGC URI`);
+      assert.equal(short.href, long.href);
+    }
     // dataset-tilesets: the landing page links the dataset's map tilesets (one per style), each resolving to a
     // tileset whose templated tiles are PNG images.
     const maps = link(doc, 'tilesets-map', 'application/json');

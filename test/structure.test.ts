@@ -18,15 +18,15 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Module (relative to src/, no extension) → the src modules it imports, type-only imports and re-exports included. */
+/** Module (relative to src/, no extension) → the src modules it imports, type-only imports, re-exports and dynamic imports included. */
 function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of sourceFiles(SRC)) {
     const text = readFileSync(file, 'utf8');
     const deps: string[] = [];
-    for (const m of text.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+'(\.{1,2}\/[^']+)'/gms)) {
-      deps.push(path.relative(SRC, path.resolve(path.dirname(file), m[1])).replace(/\.js$/, ''));
-    }
+    // Static imports and re-exports, and `import('./...')` (cli.ts loads each subcommand's modules so).
+    const specs = [...text.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+'(\.{1,2}\/[^']+)'/gms), ...text.matchAll(/\bimport\(\s*'(\.{1,2}\/[^']+)'\s*\)/g)];
+    for (const m of specs) deps.push(path.relative(SRC, path.resolve(path.dirname(file), m[1])).replace(/\.js$/, ''));
     graph.set(path.relative(SRC, file).replace(/\.ts$/, ''), deps);
   }
   return graph;
@@ -82,7 +82,8 @@ test('the graph reads every module and its imports, type imports included', () =
   const graph = importGraph();
   assert.ok(graph.size > 50, `${graph.size} modules`);
   assert.ok(graph.get('state/app-state')?.includes('sources/source'), 'type-only imports are edges');
-  assert.ok(graph.get('cli')?.includes('config/load'));
+  assert.ok(graph.get('cli/serve')?.includes('config/load'));
+  assert.ok(graph.get('cli')?.includes('cli/mbtiles'), 'dynamic imports are edges');
 });
 
 test('no import cycles in src/', () => {
@@ -178,12 +179,40 @@ test('shared-cache/ takes only config/, log and version, and types of state and 
   assert.ok(checked >= 2, `only ${checked} shared-cache modules were checked`);
 });
 
+/** The bare packages and the scripts of dist/ that `script` (a file of dist/) imports statically, there and in each chunk it imports so. */
+function staticImports(script: string): { packages: Set<string>; scripts: Set<string> } {
+  const packages = new Set<string>();
+  const scripts = new Set<string>();
+  const visit = (file: string) => {
+    if (scripts.has(file)) return;
+    scripts.add(file);
+    const text = readFileSync(path.join(ROOT, 'dist', file), 'utf8');
+    for (const m of text.matchAll(/^import\s(?:[^;]*?\sfrom\s+)?"([^"]+)";?$/gm)) {
+      if (m[1].startsWith('./')) visit(m[1].slice(2));
+      else packages.add(m[1]);
+    }
+  };
+  visit(script);
+  return { packages, scripts };
+}
+
+/** The chunk of dist/ that dist/cli.js loads with `import()` for the module src/cli/NAME.ts. */
+function lazyChunk(name: string): string {
+  const cli = readFileSync(path.join(ROOT, 'dist/cli.js'), 'utf8');
+  const found = [...cli.matchAll(/\bimport\("\.\/([^"]+)"\)/g)].map((m) => m[1]).filter((f) => f.startsWith(`${name}-`));
+  assert.equal(found.length, 1, `dist/cli.js imports one chunk for ${name}: ${found.join(', ')}`);
+  return found[0];
+}
+
 test('the bundle loads Chromium\'s driver, OpenTelemetry, the Redis client and the storage SDKs only when they are used, not at every start', () => {
   // Imported at the top, playwright-core and the OpenTelemetry packages (with gRPC) took about 0.7 s of each
   // process's start, in every worker, though only render threads launch browsers and only a configured push
-  // exports. `make test` builds dist/ before the tests run.
-  const bundle = readFileSync(path.join(ROOT, 'dist/cli.js'), 'utf8');
-  const topLevel = [...bundle.matchAll(/^import\s[^;]*?\sfrom\s+"([^"]+)";?$/gm)].map((m) => m[1]);
+  // exports. `make test` builds dist/ before the tests run. What a server loads at start: dist/cli.js, the chunk
+  // of src/cli/serve.ts, and every chunk these import statically.
+  const served = staticImports(lazyChunk('serve'));
+  const started = staticImports('cli.js');
+  const topLevel = [...started.packages, ...served.packages];
+  const bundle = [...started.scripts, ...served.scripts].map((f) => readFileSync(path.join(ROOT, 'dist', f), 'utf8')).join('\n');
   assert.ok(topLevel.includes('hono'), `the bundle's static imports were read: ${topLevel.length}`);
   // The AWS and Azure SDKs took about 0.4 s and 0.5 s to load: only a process with an s3://, gs:// or az:// source pays it.
   // Likewise the MCP SDK and jose (about 0.2 s and 0.06 s), needed only with [mcp] enabled, and Google's auth
@@ -197,4 +226,15 @@ test('the bundle loads Chromium\'s driver, OpenTelemetry, the Redis client and t
   // The render thread's bundle launches the browsers: it loads the driver when it starts the first one.
   const renderThread = readFileSync(path.join(ROOT, 'dist/workers/render.js'), 'utf8');
   assert.ok(renderThread.includes('import("playwright-core")'), 'the render thread imports playwright-core where it launches a browser');
+});
+
+test('`tileserver-ts mbtiles`, `convert`, `key`, `expire` and `--help` load none of the server: each subcommand its own chunks', () => {
+  // Loaded whole, the server took 0.5 s and 135 MB of every `tileserver-ts mbtiles` run on an idle machine (3-4 s
+  // when busy): more than a diff or patch of a 1 GB archive costs by itself.
+  const server = ['hono', '@hono/node-server', 'sharp', 'pg', 'prom-client', 'valibot'];
+  const serverPackages = (scripts: string[]) => scripts.flatMap((s) => [...staticImports(s).packages]).filter((p) => server.includes(p));
+  assert.deepEqual(serverPackages(['cli.js']), [], 'dist/cli.js itself (--help, --version) loads no server package');
+  for (const name of ['mbtiles', 'key', 'expire']) assert.deepEqual(serverPackages([lazyChunk(name)]), [], `the ${name} subcommand loads no server package`);
+  assert.ok(staticImports(lazyChunk('mbtiles')).packages.has('better-sqlite3'), 'the mbtiles chunk was read');
+  assert.ok(serverPackages([lazyChunk('serve')]).includes('hono'), 'the server chunk loads the server');
 });

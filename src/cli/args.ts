@@ -2,6 +2,9 @@
 // a mistake becomes a one-line `usage` result that cli.ts prints with a pointer to --help (exit 2), since a stack
 // trace for a mistyped flag tells the user nothing.
 
+/** Config files looked for in the working directory when nothing is given, in this order (tileserver-gl reads config.json the same way). */
+export const AUTO_CONFIG_FILES = ['config.toml', 'tileserver.toml'] as const;
+
 export interface RunArgs {
   kind: 'run';
   /** `--config FILE`. */

@@ -7,9 +7,7 @@ import path from 'node:path';
 import { ConfigError } from '../config/errors.js';
 import { validateConfig, type LoadedConfig } from '../config/load.js';
 import { isBucketPath, parseLocation } from '../config/object-location.js';
-
-/** Config files looked for in the working directory when nothing is given, in this order (tileserver-gl reads config.json the same way). */
-export const AUTO_CONFIG_FILES = ['config.toml', 'tileserver.toml'] as const;
+import { AUTO_CONFIG_FILES } from './args.js';
 
 export function findDefaultConfig(cwd: string): string | undefined {
   return AUTO_CONFIG_FILES.map((f) => path.join(cwd, f)).find((f) => existsSync(f));

@@ -37,13 +37,13 @@ export type ToPrimary =
   /** One part of an expiry batch accepted in this worker: the primary takes it into the machine. */
   | ExpirePart;
 
-/** A part of an encoded expiry batch (src/expire/parts.ts), its bytes as base64 (the channel carries JSON). */
+/** A part of an encoded expiry batch (src/expire/parts.ts), its bytes as bytes (the channel's advanced serialization). */
 export interface ExpirePart {
   type: 'expire';
   id: string;
   part: number;
   parts: number;
-  data: string;
+  data: Uint8Array;
 }
 
 /** Environment variable carrying the validated configuration to a forked worker. */

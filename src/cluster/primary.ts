@@ -32,7 +32,10 @@ export class WorkerStartError extends Error {
  */
 export function runPrimary(initial: LoadedConfig, count: number): Promise<ServiceReloader> {
   // Read once: every worker, replacements included, starts with the flags of the configuration the service started with.
-  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, startValues(initial.config).server.semi_space_mb) });
+  // The channel's advanced serialization (structured clone) carries bytes as bytes: an expiry batch's parts (8 MB
+  // for a million tiles) would otherwise travel as base64 inside JSON text (cluster/expire-relay.ts). Every other
+  // message is plain data, which both serializations carry alike.
+  cluster.setupPrimary({ serialization: 'advanced', execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, startValues(initial.config).server.semi_space_mb) });
   let loaded = initial;
   let stopping = false;
   /** Some worker has listened: from then on a dead worker is replaced. */

@@ -35,18 +35,38 @@ export interface BatchHeader {
   n: number;
 }
 
+/**
+ * A batch's encoding in two pieces, as it is written and sent: its length and header, then its keys. The keys are
+ * a view of the batch's own array, not a copy: a million-tile batch is 8 MB of keys, and a copy of them was the
+ * third 8 MB the primary held at once (the parsed list, its index, the copy).
+ */
+export interface EncodedBatch {
+  head: Buffer;
+  keys: Buffer;
+}
+
 /** A batch as bytes: a length, a JSON header padded to 8 bytes, then the keys as little-endian doubles. */
-export function encodeBatch(b: ExpiryBatch): Buffer {
+export function encodeBatchPieces(b: ExpiryBatch): EncodedBatch {
   const header: BatchHeader = { id: b.id, at: b.at, sources: b.sources, band: [b.band.min, Number.isFinite(b.band.max) ? b.band.max : null], input: b.input, lines: b.lines, marked: b.marked, n: b.tiles.length };
-  let json = Buffer.from(JSON.stringify(header));
+  const json = Buffer.from(JSON.stringify(header));
   const pad = (8 - ((4 + json.length) % 8)) % 8;
-  json = Buffer.concat([json, Buffer.alloc(pad, 0x20)]);
-  const out = Buffer.alloc(4 + json.length + b.tiles.length * 8);
-  out.writeUInt32LE(json.length, 0);
-  json.copy(out, 4);
-  const keys = new Float64Array(out.buffer, out.byteOffset + 4 + json.length, b.tiles.length);
-  keys.set(b.tiles);
-  return out;
+  const head = Buffer.alloc(4 + json.length + pad, 0x20);
+  head.writeUInt32LE(json.length + pad, 0);
+  json.copy(head, 4);
+  // A Float64Array holds its doubles in the machine's byte order, little-endian on every platform Node runs on
+  // here (x64, arm64), as the decoder's Float64Array reads them.
+  return { head, keys: Buffer.from(b.tiles.buffer, b.tiles.byteOffset, b.tiles.byteLength) };
+}
+
+/** Bytes of an encoded batch. */
+export function encodedLength(e: EncodedBatch): number {
+  return e.head.length + e.keys.length;
+}
+
+/** A batch as one buffer (the journal's compaction, tests): `encodeBatchPieces` put together. */
+export function encodeBatch(b: ExpiryBatch): Buffer {
+  const { head, keys } = encodeBatchPieces(b);
+  return Buffer.concat([head, keys]);
 }
 
 /** A batch's header and where its keys start, read from the first bytes of its encoding (throws when they are not one). */

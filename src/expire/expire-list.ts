@@ -20,10 +20,26 @@ const SLASH = 0x2f;
 const CR = 0x0d;
 const LF = 0x0a;
 
-/** Keys appended one by one, the capacity doubled as needed (one copy per doubling). */
+/** The fewest bytes a tile line takes (`0/0/0` and its line end): a list of n bytes has at most (n + 1) / 6 tiles. */
+const MIN_LINE_BYTES = 6;
+
+/** The most keys reserved from a size given in advance (128 MiB of address space); a longer list grows past it. */
+const RESERVE_MAX_KEYS = 2 ** 24;
+
+/**
+ * Keys appended one by one, the capacity doubled as needed (one copy per doubling). A list whose size is known
+ * (the request's Content-Length) reserves room for as many keys as it can hold at most, and never grows: a
+ * zero-filled array's pages take memory only once written, so the room a list of long lines leaves unused costs
+ * address space, not RSS, where doubling left the earlier arrays (as large as the last) as garbage.
+ */
 class KeyBuffer {
-  private keys = new Float64Array(1024);
+  private keys: Float64Array;
   length = 0;
+
+  constructor(sizeBytes: number | undefined) {
+    const most = sizeBytes !== undefined && Number.isSafeInteger(sizeBytes) && sizeBytes > 0 ? Math.floor((sizeBytes + 1) / MIN_LINE_BYTES) : 0;
+    this.keys = new Float64Array(Math.max(1024, Math.min(most, RESERVE_MAX_KEYS)));
+  }
 
   push(key: number): void {
     if (this.length === this.keys.length) {
@@ -46,12 +62,13 @@ class KeyBuffer {
 
 /**
  * Reads an expire list. `maxZoom` is the deepest zoom a line may name (the deepest zoom the sources are served
- * at, at most MAX_KEY_ZOOM). Resolves, once the stream has ended, with the tiles as sorted unique keys and the
+ * at, at most MAX_KEY_ZOOM); `sizeBytes`, the list's length when it is known in advance (a hint: a list longer
+ * or shorter reads the same). Resolves, once the stream has ended, with the tiles as sorted unique keys and the
  * tile lines read, or with the first bad line's number (from 1, blank lines counted) and what is wrong with it.
  * A failing stream rejects.
  */
-export async function readExpireList(chunks: AsyncIterable<Uint8Array | string>, maxZoom = MAX_KEY_ZOOM): Promise<ExpireListResult> {
-  const keys = new KeyBuffer();
+export async function readExpireList(chunks: AsyncIterable<Uint8Array | string>, maxZoom = MAX_KEY_ZOOM, sizeBytes?: number): Promise<ExpireListResult> {
+  const keys = new KeyBuffer(sizeBytes);
   const limit = Math.min(maxZoom, MAX_KEY_ZOOM);
   // The state of the line being read, in locals (a closure over them made the loop several times slower):
   // its number, its three numbers so far, which of them is being read, its digits, its length, a CR seen.

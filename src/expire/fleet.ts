@@ -19,9 +19,9 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
-import type { ExpiryBatch } from './batch.js';
+import { encodedLength, type EncodedBatch, type ExpiryBatch } from './batch.js';
 import { machineFigures, machineMetrics as fleetMetrics } from './machine-metrics.js';
-import { PartAssembler, splitParts } from './parts.js';
+import { batchParts, PartAssembler } from './parts.js';
 
 /** The stream's key (under the shared cache's prefix, so `SCAN MATCH tsts:*` finds it). */
 export const STREAM_KEY = 'tsts:v1:expire';
@@ -84,10 +84,11 @@ export class FleetStream {
   }
 
   /** Publishes a batch accepted on this machine (now, or from the outbox once Redis answers). */
-  publish(batch: ExpiryBatch, encoded: Buffer): void {
+  publish(batch: ExpiryBatch, encoded: EncodedBatch): void {
     if (this.closed) return;
-    this.outbox.push({ id: batch.id, parts: splitParts(encoded), bytes: encoded.length });
-    this.outboxBytes += encoded.length;
+    const bytes = encodedLength(encoded);
+    this.outbox.push({ id: batch.id, parts: batchParts(encoded), bytes });
+    this.outboxBytes += bytes;
     while (this.outboxBytes > OUTBOX_BYTES && this.outbox.length > 1) {
       this.outboxBytes -= this.outbox.shift()!.bytes;
       fleetMetrics.emit('dropped');

@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, renameSync, truncateSync, writeFileSync } from
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.js';
-import { decodeBatch, encodeBatch, type ExpiryBatch } from './batch.js';
+import { decodeBatch, encodeBatch, encodeBatchPieces, encodedLength, type EncodedBatch, type ExpiryBatch } from './batch.js';
 import type { Expiries } from './expiries.js';
 import { unique } from './area-times.js';
 
@@ -100,10 +100,15 @@ export class ExpiryJournal {
    * Appends a batch (in the background, in order); compacts once the file passes its bound. Resolves true once
    * the batch is in the file (a process reading the journal from then on finds it), false when it could not be.
    */
-  append(batch: ExpiryBatch, encoded = encodeBatch(batch)): Promise<boolean> {
-    this.bytes += encoded.length;
+  append(batch: ExpiryBatch, encoded: EncodedBatch = encodeBatchPieces(batch)): Promise<boolean> {
+    this.bytes += encodedLength(encoded);
     this.onSize(this.bytes);
-    const written = this.run(async () => void (await (await this.handle).appendFile(encoded)));
+    // Two writes, its header then its keys: a reader meanwhile sees a batch cut short, as during one large write.
+    const written = this.run(async () => {
+      const file = await this.handle;
+      await file.appendFile(encoded.head);
+      await file.appendFile(encoded.keys);
+    });
     if (this.bytes > this.bound) this.compact();
     return written;
   }

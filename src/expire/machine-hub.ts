@@ -3,7 +3,7 @@
 // (a replaced archive found while it builds its state), or another machine (the fleet stream). Each new batch is
 // applied to this process's index (the journal's compaction writes it out), appended to the journal, handed to
 // the workers and, unless it came from the fleet, published to the fleet. A batch seen before (its id) stops here.
-import { encodeBatch, type ExpiryBatch } from './batch.js';
+import { encodeBatchPieces, type EncodedBatch, type ExpiryBatch } from './batch.js';
 import { expiries } from './expiries.js';
 import { stamp, type ExpiryHub, type NewBatch } from './hub.js';
 import type { ExpiryJournal } from './journal.js';
@@ -18,9 +18,9 @@ export interface HubOutlets {
    * The workers of a cluster (each drops one it has: the worker that accepted it applied it already). `written`
    * resolves true once the batch is in the journal, where a worker starting from then on reads it.
    */
-  workers?(batch: ExpiryBatch, encoded: Buffer, written: Promise<boolean>): void;
+  workers?(batch: ExpiryBatch, encoded: EncodedBatch, written: Promise<boolean>): void;
   /** The other machines (the fleet stream), when `[cache] shared` is set. */
-  fleet?(batch: ExpiryBatch, encoded: Buffer): void;
+  fleet?(batch: ExpiryBatch, encoded: EncodedBatch): void;
 }
 
 export class MachineHub implements ExpiryHub {
@@ -40,7 +40,7 @@ export class MachineHub implements ExpiryHub {
     if (!expiries.apply(batch)) return false;
     // Counted where it entered the fleet: here, for batches of this machine's processes.
     if (from !== 'fleet') expiryMetrics.emit('accepted', batch);
-    const encoded = encodeBatch(batch);
+    const encoded = encodeBatchPieces(batch);
     const written = this.journal.append(batch, encoded);
     this.outlets.workers?.(batch, encoded, written);
     if (from !== 'fleet') this.outlets.fleet?.(batch, encoded);

@@ -3,7 +3,7 @@
 import { resolvedCacheDir } from '../config/paths.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import type { ExpiryBatch } from './batch.js';
+import type { EncodedBatch, ExpiryBatch } from './batch.js';
 import { expiries } from './expiries.js';
 import { FleetStream } from './fleet.js';
 import { setExpiryHub, stamp } from './hub.js';
@@ -24,7 +24,7 @@ export interface MachineExpiries {
  * `toWorkers`: how a cluster's primary hands each batch to its workers (absent in a single process); `current`: the
  * configuration in force (after reloads), whose sources are expired whole when the fleet's stream lost entries.
  */
-export function startMachineExpiries(config: Config, log: Logger, toWorkers?: (batch: ExpiryBatch, encoded: Buffer, written: Promise<boolean>) => void, current: () => Config = () => config): MachineExpiries {
+export function startMachineExpiries(config: Config, log: Logger, toWorkers?: (batch: ExpiryBatch, encoded: EncodedBatch, written: Promise<boolean>) => void, current: () => Config = () => config): MachineExpiries {
   expiries.maxTiles = config.cache.expiry_max_tiles;
   const journal = new ExpiryJournal(resolvedCacheDir({ config }), expiries, config.cache.expiry_journal_max_mb * 2 ** 20, log, (bytes) => (machineFigures.journalBytes = bytes));
   const hub = new MachineHub(journal, { workers: toWorkers });

@@ -2,7 +2,7 @@
 // a Redis stream entry), and put together again at the other end. A million-tile batch is 8 MB: one IPC message
 // or one stream entry that large blocks the receiving event loop while it is parsed, and a stream trimmed by
 // MAXLEN would keep or drop it whole. Parts of a batch travel in order on one channel and share its id.
-import { batchOf, decodeBatch, decodeBatchHeader, type BatchHeader, type ExpiryBatch } from './batch.js';
+import { batchOf, decodeBatch, decodeBatchHeader, encodedLength, type BatchHeader, type EncodedBatch, type ExpiryBatch } from './batch.js';
 
 /** Bytes of one part (the batch's JSON header and about 128,000 tile keys). */
 export const PART_BYTES = 1 << 20;
@@ -12,6 +12,16 @@ export function splitParts(bytes: Buffer, size = PART_BYTES): Buffer[] {
   const out: Buffer[] = [];
   for (let i = 0; i < bytes.length; i += size) out.push(bytes.subarray(i, i + size));
   return out.length ? out : [bytes];
+}
+
+/**
+ * An encoded batch's parts, none a copy of its keys: a batch that fits one part is one buffer (a part of one is
+ * decoded whole); a larger one is its header's slices, then its keys' slices (the first part holds the header
+ * alone, which the assembler takes as a first part with no keys yet).
+ */
+export function batchParts(e: EncodedBatch, size = PART_BYTES): Buffer[] {
+  if (encodedLength(e) <= size) return [Buffer.concat([e.head, e.keys])];
+  return [...splitParts(e.head, size), ...splitParts(e.keys, size)];
 }
 
 /** One part as it arrives: the batch it belongs to, its place and the number of parts. */

@@ -6,7 +6,7 @@
 // of an unchanged tile.
 import { existsSync, rmSync } from 'node:fs';
 import { aggTilesHash } from './agg-hash.js';
-import { AFTER, AGG, attach, BEFORE, createArchive, hashSelect, insertTiles, MbtilesError, metaGet, metaSet, openArchive, storesHash, tileSelect, type OpenArchive, type WritableSchema } from './archive.js';
+import { AFTER, AGG, attach, BEFORE, createArchive, hashSelect, insertTiles, MbtilesError, metaGet, metaSet, openArchive, positionTable, storesHash, tileSelect, type OpenArchive, type WritableSchema } from './archive.js';
 import type { Progress } from './progress.js';
 
 export interface DiffResult {
@@ -46,14 +46,22 @@ export function diff(oldFile: string, newFile: string, out: string, force: boole
     db.transaction(() => {
       if (byHash) {
         // Both store MD5s: the positions are compared on them alone (normalized: on `map`, no image read), and
-        // only the changed tiles' bytes are read, by key.
+        // only the changed tiles' bytes are read, by key. A flat-with-hash row keeps its hash after the tile's
+        // bytes, so reading a hash walks the tile's pages: each file's hashes are read once, in one pass over
+        // NEW that looks each position up in OLD. That pass also finds the positions NEW marks deleted; the
+        // positions NEW has no row for at all are found on the (zoom, column, row) indexes alone.
         const oh = hashSelect('a', oldA.schema);
-        const nh = hashSelect('b', newA.schema);
-        db.exec('CREATE TEMP TABLE changed (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, PRIMARY KEY (zoom_level, tile_column, tile_row))');
-        db.prepare(`INSERT INTO temp.changed SELECT n.zoom_level, n.tile_column, n.tile_row FROM (${nh}) n LEFT JOIN (${oh}) o ON ${pos('o', 'n')} WHERE o.zoom_level IS NULL OR o.tile_hash IS NOT n.tile_hash`).run();
-        changed = insertTiles(db, schema, `SELECT n.* FROM temp.changed c JOIN (${n}) n ON ${pos('n', 'c')}`, '');
-        deleted = insertTiles(db, schema, `SELECT o.zoom_level, o.tile_column, o.tile_row, NULL AS tile_data, NULL AS tile_hash FROM (${oh}) o WHERE NOT EXISTS (SELECT 1 FROM (${nh}) n WHERE ${pos('n', 'o')})`, '');
-        db.exec('DROP TABLE temp.changed');
+        const nAll = hashSelect('b', newA.schema, true);
+        db.exec('CREATE TEMP TABLE changed (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, gone INTEGER NOT NULL, PRIMARY KEY (zoom_level, tile_column, tile_row))');
+        db.prepare(
+          `INSERT INTO temp.changed SELECT n.zoom_level, n.tile_column, n.tile_row, n.tile_hash IS NULL FROM (${nAll}) n LEFT JOIN (${oh}) o ON ${pos('o', 'n')}
+           WHERE CASE WHEN n.tile_hash IS NULL THEN o.zoom_level IS NOT NULL ELSE o.zoom_level IS NULL OR o.tile_hash IS NOT n.tile_hash END`,
+        ).run();
+        db.exec(`CREATE TEMP TABLE absent AS SELECT zoom_level, tile_column, tile_row FROM "a".${positionTable(oldA.schema)} p WHERE NOT EXISTS (SELECT 1 FROM "b".${positionTable(newA.schema)} q WHERE ${pos('q', 'p')})`);
+        changed = insertTiles(db, schema, `SELECT n.* FROM temp.changed c JOIN (${n}) n ON ${pos('n', 'c')} WHERE NOT c.gone`, '');
+        const markers = `SELECT zoom_level, tile_column, tile_row FROM temp.changed WHERE gone UNION ALL SELECT o.zoom_level, o.tile_column, o.tile_row FROM temp.absent p JOIN (${oh}) o ON ${pos('o', 'p')}`;
+        deleted = insertTiles(db, schema, `SELECT zoom_level, tile_column, tile_row, NULL AS tile_data, NULL AS tile_hash FROM (${markers})`, '');
+        db.exec('DROP TABLE temp.changed; DROP TABLE temp.absent');
       } else {
         // New or changed in NEW (each NEW row looks its position up in OLD's index).
         changed = insertTiles(db, schema, `SELECT n.* FROM (${n}) n LEFT JOIN (${o}) o ON ${pos('o', 'n')} WHERE n.tile_data IS NOT NULL AND (o.zoom_level IS NULL OR NOT (${same}))`, '');

@@ -109,6 +109,10 @@ export function landingPage(h: Hrefs, styles: boolean): Record<string, unknown> 
     { href: h.root('/openapi.json'), rel: 'service-desc', type: 'application/vnd.oai.openapi+json;version=3.1', title: 'the OpenAPI 3.1 description of the whole service' },
     { href: h.ogc('/conformance'), rel: REL.conformance, type: JSON_TYPE, title: 'conformance classes' },
     { href: h.ogc('/collections'), rel: REL.data, type: JSON_TYPE, title: 'collections (sources)' },
+    // The same two under the short relation names of OGC API - Features Part 1 1.0, which QGIS's OAPIF provider
+    // (3.40 and later) matches exactly: without `data` it finds no collections and opens no layer.
+    { href: h.ogc('/conformance'), rel: 'conformance', type: JSON_TYPE, title: 'conformance classes' },
+    { href: h.ogc('/collections'), rel: 'data', type: JSON_TYPE, title: 'collections (sources)' },
     { href: h.ogc('/tileMatrixSets'), rel: REL.tilingSchemes, type: JSON_TYPE, title: 'tile matrix sets' },
   ];
   if (styles) {

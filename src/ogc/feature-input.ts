@@ -214,6 +214,8 @@ export function checkFeature(doc: unknown, schema: WriteSchema, prefix = ''): Ch
     const value = (props as Record<string, unknown>)[name];
     const member = `${at(prefix, 'properties')}.${name}`;
     if (schema.id && name === schema.id.name) {
+      // A null id column is no id: a client listing every field sends it so for a feature not created yet (QGIS).
+      if (value === null) continue;
       const given = idText(value);
       if (given === undefined) return refuse(member, 'the feature id: a string or an integer');
       if (id !== undefined && id !== given) return refuse(member, `the id column's value "${given}" differs from the feature's id "${id}"`);

@@ -68,7 +68,8 @@ async function prepare(req: IncomingMessage, query: URLSearchParams, config: Con
     if (!reached.ok) return refused(reached);
     const band = zoomBand(query.get('min_zoom') ?? undefined, query.get('max_zoom') ?? undefined);
     if (!band.ok) return refused(band);
-    const list = await readExpireList(req, deepestOf(config, reached.sources));
+    const length = req.headers['content-length'];
+    const list = await readExpireList(req, deepestOf(config, reached.sources), length === undefined ? undefined : Number(length));
     if (!list.ok) return problem(400, `line ${list.line}: ${list.problem}`, { line: list.line });
     return { sources: reached.sources, tiles: list.tiles, band: band.band, input: 'list', lines: list.lines };
   }
