@@ -25,7 +25,7 @@ CONFIG ?= config/default.toml
 # (Devanagari, Thai, ...) with the machine's fonts, not from glyph PBFs (docs/styles.md, "Scripts").
 APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-postgis wrk mesa-vulkan-drivers libvulkan1 libegl1 libegl-mesa0 openssl redis-server bsdutils podman runc netavark aardvark-dns iptables podman-compose mmdebstrap fonts-noto-core fonts-droid-fallback varnish varnish-modules
 
-.PHONY: run test test-image test-debian13 bench build deps system-deps fixtures typecheck clean goldens
+.PHONY: run test test-image test-debian13 bench bench-debian13 build deps system-deps fixtures typecheck clean goldens
 
 # NODE=24 (or 22, 26, or an exact release such as 24.11.1) runs every target on that Node.js instead of the
 # machine's: scripts/node-fetch.sh puts it in .node/24/, its bin/ goes first on the PATH of every recipe (so each
@@ -134,6 +134,13 @@ bench: build
 	fi
 	node --import tsx scripts/build-bench-data.ts
 	node --import tsx bench/run.ts
+
+# The renderer's floor (BENCH=floor) on this machine and in a Debian 13 container (Mesa 25, trixie's Chromium), per
+# GL stack and llvmpipe thread setting, runs alternated, one table at the end (scripts/bench-debian13.sh; its
+# header lists the settings). BENCH names the bench the container runs; only floor is compared.
+bench-debian13: system-deps
+	@[ "$${BENCH:-floor}" = floor ] || { echo "bench-debian13 compares BENCH=floor only" >&2; exit 2; }
+	scripts/bench-debian13.sh
 
 # Also the Node.js releases of NODE= and their packages (.node/).
 clean:

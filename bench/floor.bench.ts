@@ -36,7 +36,11 @@
 // Environment: BENCH_BROWSE_DATA (paris | dortmund), BENCH_BROWSE_USERS (the largest count is replayed; "1,4"),
 // BENCH_BROWSE_SEED (1), BENCH_FLOOR_PAGES (pages of the one browser, 2), BENCH_FLOOR_ALPHA=1 (encode RGBA PNGs from
 // canvases with alpha; by default RGB, as the service writes opaque tiles), BENCH_FLOOR_ENCODERS ("stream,3"),
-// BENCH_FLOOR_ROUNDS (1), BENCH_FLOOR_ENCODER_TABLE (0), BENCH_FLOOR_TABLE_TILES (tiles in the table's frames, 32).
+// BENCH_FLOOR_ROUNDS (1), BENCH_FLOOR_ENCODER_TABLE (0), BENCH_FLOOR_TABLE_TILES (tiles in the table's frames, 32),
+// BENCH_FLOOR_GL (the GL stack: lavapipe, the default and the service's own on this machine, egl or swiftshader;
+// src/render/backends/gl-stack.ts), LP_NUM_THREADS (the rasteriser threads of Mesa's llvmpipe under lavapipe and egl, passed on to the browser; unset:
+// the service's 0, drawing on the GPU process's own thread). The last line of the output, "floor-row:", is the
+// run's figures as JSON for scripts that compare runs (scripts/bench-debian13.sh).
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -48,7 +52,7 @@ import sharp from 'sharp';
 import { CHROMIUM_FLAGS, findChromium } from '../src/render/backends/chromium.js';
 import { DEFLATE_MODULE, FRAME_WAIT, PNG_WRITER } from '../src/render/backends/chromium-page.js';
 import { pageAsset } from '../src/render/backends/local-server.js';
-import { glLaunch } from '../src/render/backends/gl-stack.js';
+import { AUTO_ORDER, glLaunch, type GlStack } from '../src/render/backends/gl-stack.js';
 import { flattenExtrusions } from '../src/render/flat-extrusions.js';
 import { ownerSlot } from '../src/render/peers.js';
 import { cells } from '../src/render/tile-batches.js';
@@ -65,7 +69,7 @@ import { sourceTileJson } from '../src/sources/tilejson.js';
 import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.js';
 import { areaAt, BROWSE, userWalk, viewTiles } from './k6/browse-scenario.js';
 import { ENCODER_TABLE_PAGE, encoderTable, formatEncoderTable, type EncoderRow, type RawUploads } from './floor-encoders.js';
-import { cpuByKind, cpuTimes, envNumber, fmt, formatCpuSplit, ROOT, stealShare, threadCpu, type CpuSplit } from './lib.js';
+import { cpuByKind, cpuTimes, envNumber, fmt, formatCpuSplit, processTree, ROOT, stealShare, threadCpu, treePss, type CpuSplit } from './lib.js';
 
 /** The service's settings that shape frames: render.tile_buffer, the renderer's largest frame, the tile base. */
 const TILE_BUFFER = 32;
@@ -96,6 +100,8 @@ export interface FloorOptions {
   rounds: number;
   /** Print the table of every encoding alternative (floor-encoders.ts), on frames of this many tiles. */
   table: number;
+  /** The software GL stack the browser draws with (the service's own, lavapipe, by default). */
+  gl: GlStack;
 }
 
 /** A PNG deflate of the page's writer: CompressionStream (level undefined) or fflate at a zlib level. */
@@ -556,6 +562,10 @@ export interface FloorPass {
   threads: [string, number][];
   /** Share of the machine's CPU time the hypervisor stole during the timed pass. */
   steal: number;
+  /** The browser tree's largest resident and proportional set sizes (bytes) sampled during the timed pass. */
+  peak: { rss: number; pss: number };
+  /** Mesa's llvmpipe rasteriser threads ("llvmpipe-N") in the browser tree after the timed pass. */
+  lpThreads: number;
 }
 
 /** The floor: every pass, and (spread at the top level) the last pass, the last encoder's (the service's). */
@@ -586,6 +596,54 @@ interface PngCheck {
   otherBytes: number;
   encodeMs: number;
   otherEncodeMs: number;
+}
+
+/** Resident bytes of a process tree (every process's RSS summed: shared pages count in each). */
+function treeRss(root: number): number {
+  let total = 0;
+  for (const pid of processTree(root).keys()) {
+    try {
+      const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+      total += pages * 4096;
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  return total;
+}
+
+/**
+ * The browser tree's peak memory while the pages draw: RSS and PSS sampled every half second (PSS reads every
+ * mapping of every process, too slow to sample more often; the peak is a floor of the true one).
+ */
+function memorySampler(root: number): { stop: () => { rss: number; pss: number } } {
+  const peak = { rss: 0, pss: 0 };
+  const sample = () => {
+    peak.rss = Math.max(peak.rss, treeRss(root));
+    peak.pss = Math.max(peak.pss, treePss(root));
+  };
+  sample();
+  const timer = setInterval(sample, 500);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      sample();
+      return peak;
+    },
+  };
+}
+
+/** Threads named "llvmpipe-N" (Mesa's rasteriser workers, LP_NUM_THREADS of them per context) under `root`. */
+function lpThreadCount(root: number): number {
+  let n = 0;
+  for (const pid of processTree(root).keys()) {
+    try {
+      for (const t of readdirSync(`/proc/${pid}/task`)) if (/^llvmpipe-\d+$/.test(readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim())) n++;
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  return n;
 }
 
 /** Chromium's PNGs of one frame against sharp's of the same pixels, at the service's settings (src/render/image.ts). */
@@ -619,8 +677,11 @@ async function timedPass(pages: Page[], frames: FloorFrame[], o: FloorOptions, e
   const threads0 = threadCpu(root);
   const steal0 = cpuTimes();
   const t0 = performance.now();
+  const memory = memorySampler(root);
   const results = await Promise.all(pages.map((page, i) => page.evaluate(`window.__floor.run(${JSON.stringify(lists[i])})`) as Promise<FrameStats[]>));
   const seconds = (performance.now() - t0) / 1000;
+  const peak = memory.stop();
+  const lpThreads = lpThreadCount(root);
   const split = cpu.end();
   const steal = stealShare(steal0, cpuTimes());
   const threads = [...threadCpu(root)].map(([k, v]): [string, number] => [k, v - (threads0.get(k) ?? 0)]).sort((a, b) => b[1] - a[1]).slice(0, 8);
@@ -649,6 +710,8 @@ async function timedPass(pages: Page[], frames: FloorFrame[], o: FloorOptions, e
     servedTimed,
     threads,
     steal,
+    peak,
+    lpThreads,
   };
 }
 
@@ -660,7 +723,7 @@ export async function runFloor(o: FloorOptions): Promise<FloorResult> {
   const store = await buildStore(o.data, style);
   const { frames, asked, drawn } = floorFrames(o.users, o.seed, o.pages);
   const server = await staticServer(store);
-  const launch = glLaunch('lavapipe');
+  const launch = glLaunch(o.gl);
   const { chromium } = await import('playwright-core');
   const browser: Browser = await chromium.launch({ executablePath: executable, args: [...CHROMIUM_FLAGS, ...launch.args], env: { ...process.env, ...launch.env }, timeout: 60_000 });
   try {
@@ -673,9 +736,9 @@ export async function runFloor(o: FloorOptions): Promise<FloorResult> {
       await page.goto(`${server.origin}/page.html`);
       await page.waitForFunction('window.__floorReady !== undefined');
       const canary = (await page.evaluate('window.__floorReady')) as { ok: boolean; renderer: string };
-      // The floor is measured on lavapipe only: a quiet fallback to SwiftShader would be a different floor.
-      if (!canary.ok || !launch.renderer.test(canary.renderer) || !/llvmpipe/i.test(canary.renderer)) {
-        throw new Error(`WebGL runs on "${canary.renderer}", not lavapipe (llvmpipe): is mesa-vulkan-drivers installed?`);
+      // The floor is measured on the stack asked for: a quiet fallback to SwiftShader would be a different floor.
+      if (!canary.ok || !launch.renderer.test(canary.renderer)) {
+        throw new Error(`WebGL runs on "${canary.renderer}", not ${o.gl} (${launch.renderer}): are Mesa's drivers installed (mesa-vulkan-drivers, libegl-mesa0)?`);
       }
       renderer = canary.renderer;
       storeBytes = ((await page.evaluate('window.__floor.preload()')) as { bytes: number }).bytes;
@@ -734,10 +797,11 @@ export function formatFloor(r: FloorResult): string[] {
   const o = r.options;
   const lines = [
     `floor: the renderer alone (same Chromium, switches, maplibre-gl, style and frames; every resource in page memory; PNG encoded in the page; no server)`,
-    `  data "${o.data}", ${o.users} user(s), seed ${o.seed}; 1 browser, ${o.pages} page(s); WebGL on ${r.renderer}; PNGs from canvases ${o.alpha ? 'with alpha (RGBA)' : 'without alpha (RGB)'}`,
+    `  data "${o.data}", ${o.users} user(s), seed ${o.seed}; 1 browser, ${o.pages} page(s); GL stack ${o.gl}, LP_NUM_THREADS ${lpSetting(o.gl)}; WebGL on ${r.renderer}; PNGs from canvases ${o.alpha ? 'with alpha (RGBA)' : 'without alpha (RGB)'}`,
     `  frames ${r.frames}; tiles ${r.tiles} (distinct tiles asked for); tiles drawn and encoded ${r.drawn}`,
     `  wall ${fmt(r.seconds, 1)} s; browser tree CPU ${fmt(r.split.total, 1)} s; CPU per tile ${fmt((1000 * r.split.total) / r.tiles)} ms; tiles/CPU-s ${fmt(r.tiles / r.split.total, 2)}; CPU stolen by the hypervisor meanwhile ${fmt(100 * r.steal, 1)} %`,
     `  ${formatCpuSplit(r.split)}`,
+    `  memory of the browser tree while drawing (peak of half-second samples): PSS ${fmt(r.peak.pss / 1e6)} MB (${fmt(r.peak.pss / 1e6 / o.pages)} MB per page), RSS summed over its processes ${fmt(r.peak.rss / 1e6)} MB; llvmpipe rasteriser threads ${r.lpThreads}`,
     `  per frame (mean, in the page): settle (resources, parsing, layout) ${fmt(r.phases.settle)} ms, draw ${fmt(r.phases.draw)} ms, raster and readback (the whole-frame readPixels) ${fmt(r.phases.raster)} ms, encode ${fmt(r.phases.encode)} ms; PNG ${fmt(r.pngBytes / 1000, 1)} KB per tile drawn`,
     `  store: ${fmt(r.storeBytes / 1e6, 1)} MB per page; timed pass: ${r.timed.hits} answers from it, ${r.timed.empty} empty (outside the archive, as the service answers), ${r.timed.misses} misses` +
       `${r.timed.missed.length ? ` (${r.timed.missed.slice(0, 5).join(', ')})` : ''}; warm-up misses (page 1) ${r.warmup.misses}; static server requests while timed ${r.servedTimed}`,
@@ -781,6 +845,28 @@ function formatPasses(r: FloorResult): string[] {
   return lines;
 }
 
+/** What the browser's LP_NUM_THREADS is for a stack (glLaunch's default unless this process's environment sets it). */
+function lpSetting(gl: GlStack): string {
+  return gl === 'swiftshader' ? 'n/a' : (glLaunch(gl).env.LP_NUM_THREADS ?? 'unset');
+}
+
+/** The figures one comparison row needs, for scripts/bench-debian13.sh (one JSON object per run). */
+export function floorRow(r: FloorResult): Record<string, number | string> {
+  return {
+    gl: r.options.gl,
+    lp: lpSetting(r.options.gl),
+    renderer: r.renderer,
+    msPerTile: (1000 * r.split.total) / r.tiles,
+    renderer_ms: (1000 * r.split.renderer) / r.tiles,
+    gpu_ms: (1000 * r.split.gpu) / r.tiles,
+    wall: r.seconds,
+    pssMB: r.peak.pss / 1e6,
+    rssMB: r.peak.rss / 1e6,
+    lpThreads: r.lpThreads,
+    steal: r.steal,
+  };
+}
+
 /** The floor's options from the browse bench's environment. */
 export function floorOptions(): FloorOptions {
   const users = (process.env.BENCH_BROWSE_USERS ?? '1,4').split(',').map(Number).filter((n) => n > 0);
@@ -793,11 +879,21 @@ export function floorOptions(): FloorOptions {
     encoders: parseEncoders(process.env.BENCH_FLOOR_ENCODERS ?? 'stream,3'),
     rounds: envNumber('BENCH_FLOOR_ROUNDS', 1),
     table: process.env.BENCH_FLOOR_ENCODER_TABLE === '1' ? envNumber('BENCH_FLOOR_TABLE_TILES', 32) : 0,
+    gl: floorGl(process.env.BENCH_FLOOR_GL),
   };
+}
+
+/** BENCH_FLOOR_GL: one of the stacks, lavapipe when unset. */
+function floorGl(setting: string | undefined): GlStack {
+  if (setting === undefined || setting === '') return 'lavapipe';
+  const stack = AUTO_ORDER.find((s) => s === setting);
+  if (!stack) throw new Error(`BENCH_FLOOR_GL must be one of ${AUTO_ORDER.join(', ')}, not "${setting}"`);
+  return stack;
 }
 
 // Run directly (not imported by browse.bench.ts).
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const r = await runFloor(floorOptions());
   for (const line of formatFloor(r)) console.log(line);
+  console.log(`floor-row: ${JSON.stringify(floorRow(r))}`);
 }
