@@ -326,6 +326,22 @@ describe('rendered images of a replaced archive', () => {
     return n;
   }
   const timing = (r: { headers: Record<string, unknown> }) => String(r.headers['server-timing'] ?? '');
+  const stale = (r: { headers: Record<string, unknown> }) => /fwd=stale/.test(String(r.headers['cache-status'] ?? ''));
+  /**
+   * The tile once the replacement's expiry has been drawn: an image of the old archive may be answered meanwhile,
+   * but only marked stale (`old` says whether an answer shows the old archive).
+   */
+  const settled = (url: string, old: (png: Buffer) => boolean) =>
+    waitFor(
+      'a fresh answer',
+      async () => {
+        const r = await request(url, '/styles/water/0/0/0.png', render);
+        assert.equal(r.status, 200, r.body.toString());
+        if (old(r.body)) assert.ok(stale(r), 'an image of the old archive is answered only marked stale');
+        return stale(r) ? undefined : r;
+      },
+      60_000,
+    );
 
   before(async () => {
     const dir = tempDir('tsts-remote-render-');
@@ -351,21 +367,20 @@ describe('rendered images of a replaced archive', () => {
     await swap?.close();
   });
 
-  test('a replaced archive changes the rendered tile: neither the memory nor the disk cache serves the old image', async () => {
+  test('a replaced archive changes the rendered tile: neither the memory nor the disk cache serves the old image as fresh', async () => {
     const first = await request(svc!.url, '/styles/water/0/0/0.png', render);
     assert.equal(first.status, 200, first.body.toString());
     assert.ok(waterPixels(first.body) > 1000, 'the OMT archive draws water');
     assert.match(timing(await request(svc!.url, '/styles/water/0/0/0.png', render)), /cache;desc="memory"/);
 
     // Replaced while the server is down: the restarted server opens the new object, and its disk cache holds the
-    // old archive's image under the URL.
+    // old archive's image under the URL (the key does not name the ETag); the record of served archives expires the
+    // whole source at the start, so that image is at most answered stale while it is drawn again.
     await svc!.stop();
     svc = undefined;
     swap.replace(SMALL);
     svc = await startServer({ toml });
-    const restarted = await request(svc.url, '/styles/water/0/0/0.png', render);
-    assert.equal(restarted.status, 200, restarted.body.toString());
-    assert.doesNotMatch(timing(restarted), /cache;desc="disk"/, 'the disk cache does not answer with the old archive\'s image');
+    const restarted = await settled(svc.url, (png) => waterPixels(png) > 0);
     assert.equal(waterPixels(restarted.body), 0, 'the small archive has no water');
 
     // Replaced while the server runs: a SIGHUP with the configuration unchanged keeps the state (and its caches)
@@ -374,9 +389,7 @@ describe('rendered images of a replaced archive', () => {
     process.kill(svc.proc.pid!, 'SIGHUP');
     const s = svc;
     await waitFor('the new header', async () => ((await getJson<{ maxzoom: number }>(s.url, '/data/swap.json')).json.maxzoom === 1 ? true : undefined));
-    const live = await request(svc.url, '/styles/water/0/0/0.png', render);
-    assert.equal(live.status, 200, live.body.toString());
-    assert.doesNotMatch(timing(live), /cache;desc="memory"/, 'the memory cache does not answer with the small archive\'s image');
+    const live = await settled(s.url, (png) => waterPixels(png) === 0);
     assert.ok(waterPixels(live.body) > 1000, 'the rendered tile is the OMT archive\'s again');
     // Never rendered before: the page that drew the small archive must not draw from the tiles it parsed then.
     const fresh = await request(svc.url, '/styles/water/256/0/0/0.png', render);
