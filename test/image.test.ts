@@ -290,7 +290,7 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     const scan = /`redis-cli --scan\s+--pattern '([^']+)'`/.exec(DOCS)?.[1];
     assert.ok(scan, 'docs/deployment.md lists the keys with redis-cli --scan');
     const entries = async () => (await podman(['exec', `${project}_redis_1`, 'redis-cli', '--scan', '--pattern', scan])).split('\n').filter((k) => k && !k.startsWith('tsts:v1:lock:'));
-    const keys = await waitFor('the image entry in Redis', async () => ((await entries()).length > 0 ? await entries() : undefined), 20_000);
+    const keys = await waitFor('the image entry in Redis', async () => ((await entries()).length > 0 ? await entries() : undefined), 60_000);
     assert.ok(keys.length > 0, `an image entry among the keys: ${keys.join(' ')}`);
     const second = await fetchInside(b, tile);
     assert.equal(second.status, 200);
