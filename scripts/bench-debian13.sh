@@ -28,11 +28,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 base=localhost/tsts-test:trixie-node20
 out="$root/.tmp/bench-debian13"
 mkdir -p "$out"
-# The podman set-up of scripts/test-debian13.sh and the image tests (test/helpers/podman.ts): runc and cgroupfs,
-# no default ulimits (crun, the systemd cgroup manager and podman's rlimits fail in this machine's container).
-podman_flags='--runtime runc --cgroup-manager=cgroupfs'
-printf '[containers]\ndefault_ulimits = []\n' > "$out/containers.conf"
-export CONTAINERS_CONF="$out/containers.conf"
+# The podman set-up shared with the image tests (scripts/podman-env.sh): sets podman_flags and CONTAINERS_CONF.
+. "$root/scripts/podman-env.sh"
 variants=${VARIANTS:-lavapipe:0 lavapipe:1 lavapipe:2 egl:0 egl:2 swiftshader}
 rounds=${ROUNDS:-2}
 users=${BENCH_BROWSE_USERS:-4}

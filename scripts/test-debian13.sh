@@ -13,11 +13,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tag=localhost/tsts-test:trixie-node20
 out="$root/.tmp/debian13"
 mkdir -p "$out"
-# The same podman set-up as the image tests (test/helpers/podman.ts): crun and the systemd cgroup manager fail
-# here, and podman's default ulimits cannot be set in this machine's own container (runc: "error setting rlimit").
-podman_flags='--runtime runc --cgroup-manager=cgroupfs'
-printf '[containers]\ndefault_ulimits = []\n' > "$out/containers.conf"
-export CONTAINERS_CONF="$out/containers.conf"
+# The podman set-up shared with the image tests (scripts/podman-env.sh): sets podman_flags and CONTAINERS_CONF.
+. "$root/scripts/podman-env.sh"
 NODE=machine RELEASE=trixie INCLUDE=make "$root/scripts/image-base.sh" "$tag"
 git -C "$root" archive --format=tar -o "$out/src.tar" HEAD
 echo "test-debian13: testing $(git -C "$root" rev-parse --short HEAD) in a new Debian 13 container (log: $out/test.log)"
