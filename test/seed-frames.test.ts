@@ -3,11 +3,16 @@
 // with bulk_metatile 4 and 8, and with 8 under a bulk_max_frame too small for it; the frames drawn are read from the
 // seed's debug lines (4x4, 8x8, and 2x2 with the limit said once), and every seeded tile agrees with the live
 // route's within the render tests' tolerance. One server (the live route) and one browser per seed.
+// A frame the GL stack cannot draw: 512 px tiles make the 8x8 frame 4160 px, and the seed's Chromium runs on the egl
+// stack with ANGLE's own workaround that caps WebGL's textures at 4096 (limitWebglMaxTextureSizeTo4096, which ANGLE
+// applies to some drivers), passed through a render.chromium_path wrapper: WebGL then gives the map a 4096 px
+// drawing buffer, the frame fails for real, and its tiles are drawn in 4x4 and 2x2 frames.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import { findChromium } from '../src/render/backends/chromium.js';
 import { tempDir } from './helpers/foundation.js';
 import { assertRendersAgree, decode } from './helpers/render.js';
 import { fixture, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
@@ -52,13 +57,13 @@ interface Seeded {
   /** The archive's tiles by "z/x/y". */
   tiles: Map<string, Buffer>;
   /** The seed's JSON log lines. */
-  log: { msg: string; frame?: string; asked?: string; drawn?: string }[];
+  log: { msg: string; frame?: string; asked?: string; drawn?: string; err?: string; bulk_frames?: Record<string, number> }[];
 }
 
-async function seed(name: string, render: string): Promise<Seeded> {
+async function seed(name: string, render: string, tileSize: 256 | 512 = 256): Promise<Seeded> {
   const out = path.join(work, `${name}.mbtiles`);
   const config = writeTempConfig(toml(render, path.join(work, `${name}-cache`)));
-  const r = await runCli(['seed', '--config', config, '--style', 'world', '--tile-size', '256', '--geojson', area(), '--zoom', '7', '--out', out], { LOG_LEVEL: 'debug' }, 240_000);
+  const r = await runCli(['seed', '--config', config, '--style', 'world', '--tile-size', String(tileSize), '--geojson', area(), '--zoom', '7', '--out', out], { LOG_LEVEL: 'debug' }, 240_000);
   assert.equal(r.code, 0, r.stderr.slice(-2000));
   const db = new Database(out, { readonly: true });
   try {
@@ -87,10 +92,10 @@ describe('seed: bulk frames', () => {
   });
 
   /** Every tile of the area seeded, each agreeing with the live route's render of it. */
-  async function agreesWithLive(s: Seeded, name: string): Promise<void> {
+  async function agreesWithLive(s: Seeded, name: string, tileSize: 256 | 512 = 256): Promise<void> {
     assert.deepEqual([...s.tiles.keys()].sort(), TILES.map((t) => t.join('/')).sort(), `${name}: the tiles of the area`);
     for (const [z, x, y] of TILES) {
-      const res = await fetch(`${server.url}/styles/world/256/${z}/${x}/${y}.png`, { signal: AbortSignal.timeout(120_000) });
+      const res = await fetch(`${server.url}/styles/world/${tileSize === 256 ? '256/' : ''}${z}/${x}/${y}.png`, { signal: AbortSignal.timeout(120_000) });
       assert.equal(res.status, 200);
       const live = await decode(Buffer.from(await res.arrayBuffer()));
       assertRendersAgree(`${name} ${z}/${x}/${y}`, live, await decode(s.tiles.get(`${z}/${x}/${y}`)!));
@@ -116,5 +121,27 @@ describe('seed: bulk frames', () => {
     assert.deepEqual(said.map((l) => [l.asked, l.drawn]), [['8x8', '2x2']]);
     assert.deepEqual(framesOf(s), ['2x2', '2x2', '2x2']);
     await agreesWithLive(s, 'limited to 2x2');
+  });
+
+  test('a bulk frame the GL stack cannot draw fails, is counted, and its tiles are seeded in smaller frames', { timeout: 300_000 }, async () => {
+    const chromium = findChromium();
+    assert.ok(chromium, 'no Chromium executable');
+    // The operator's way to give the browser a switch: a wrapper as render.chromium_path (exec keeps the marker
+    // switch on the browser's own command line, so its processes are found and ended as usual).
+    const wrapper = path.join(work, 'chromium-texture-4096');
+    writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(chromium)} --enable-angle-features=limitWebglMaxTextureSizeTo4096 "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    // 8x8 of 512 px tiles with the 32 px buffer is 4160 px: within bulk_max_frame (8192), past the capped 4096.
+    const s = await seed('capped', `bulk_metatile = 8\ngl = "egl"\nchromium_path = "${wrapper}"`, 512);
+    const failed = s.log.filter((l) => l.msg.startsWith('bulk frame failed'));
+    assert.deepEqual(failed.map((l) => l.frame), ['8x8'], JSON.stringify(failed));
+    // The failure is the stack's: WebGL gave the map a smaller drawing buffer than the frame asked for.
+    assert.match(failed[0].err ?? '', /canvas is 4096x4096, expected 4160x4160/);
+    // Its waiters asked again in 4x4 blocks: the two tiles of one block in a 4x4 frame, the lone one in its 2x2.
+    assert.deepEqual(framesOf(s).sort(), ['2x2', '4x4']);
+    // The counts render_bulk_frames_total keeps (the seed says them at its end).
+    const summary = s.log.find((l) => l.bulk_frames !== undefined);
+    assert.deepEqual(summary?.bulk_frames, { drawn: 2, smaller: 0, failed: 1 });
+    await agreesWithLive(s, 'after the failed 8x8 frame', 512);
   });
 });

@@ -6,6 +6,7 @@
 import { gzipSync } from 'node:zlib';
 import type { LoadedConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
+import { renderMetrics, type BulkFrameResult } from '../render/metrics.js';
 import { sharedCache } from '../shared-cache/client.js';
 import type { TileCoord } from '../tiles/coords.js';
 import { bboxCoverage, countPerZoom, geojsonCoverage, tilesOf, type Coverage } from './coverage.js';
@@ -148,6 +149,11 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
   }
   const total = [...perZoom.values()].reduce((a, b) => a + b, 0);
   const service = await startInProcess(loaded, log, { render: req.target.kind === 'style' });
+  // The seed's bulk frames by result, as render_bulk_frames_total counts them in a server (the seed has no metrics
+  // listener): said at the end, so a stack that could not draw the large frames shows in the seed's own output.
+  const frames: Record<BulkFrameResult, number> = { drawn: 0, smaller: 0, failed: 0 };
+  const countFrame = (f: { result: BulkFrameResult }) => void frames[f.result]++;
+  renderMetrics.on('bulkFrame', countFrame);
   let journal: Journal | undefined;
   let stopSignal: NodeJS.Signals | undefined;
   const onSignal = (sig: NodeJS.Signals) => {
@@ -210,9 +216,11 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
       finishArchive(finishing, req.out, target.description);
     }
     const last = progress.finish(stopSignal ? 'interrupted' : 'done');
+    if (req.target.kind === 'style') log.info({ bulk_frames: frames }, 'seed: bulk frames drawn, drawn in smaller blocks (the frame limit) and failed (drawn again smaller)');
     if (stopSignal) return stopSignal === 'SIGINT' ? 130 : 143;
     return last.errors > 0 ? 1 : 0;
   } finally {
+    renderMetrics.off('bulkFrame', countFrame);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     journal?.close();
