@@ -13,6 +13,7 @@ import { hashKey } from '../src/auth/keys.js';
 import { CRS84 } from '../src/ogc/tms.js';
 import { writeCityFiles } from './helpers/city-features.js';
 import { gdalTool } from './helpers/gdal.js';
+import { call as callAt, tileOf } from './helpers/feature-writes.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { fixture, startServer, type TestServer } from './helpers/server.js';
 import { get as getTile, readMvt } from './helpers/vector-tiles.js';
@@ -25,20 +26,7 @@ let db: PostgresCluster;
 let server: TestServer;
 let scratch: string;
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: () => any;
-}
-
-async function call(method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const init: RequestInit = { method, headers: { ...(body !== undefined ? { 'content-type': 'application/geo+json' } : {}), ...headers }, signal: AbortSignal.timeout(30_000) };
-  if (body !== undefined) init.body = JSON.stringify(body);
-  const res = await fetch(`${server.url}${p}`, init);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
-}
+const call = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => callAt(server.url, method, p, body, headers);
 const getJson = (p: string) => call('GET', p);
 const editor = { authorization: `Bearer ${EDITOR}` };
 
@@ -48,14 +36,11 @@ async function rowsIn(table: string, srid: number): Promise<Map<number, [number,
   return new Map(rows.map((r) => [Number(r.id), [Number(r.x), Number(r.y)]]));
 }
 
+/** EPSG:3857 of a lon/lat (the spherical formulas, written here). */
+const mercator = (lon: number, lat: number) => [(lon * Math.PI * 6378137) / 180, Math.log(Math.tan(Math.PI / 4 + (lat * Math.PI) / 360)) * 6378137];
+
 const close = (a: number, b: number, tolerance: number, what: string) => assert.ok(Math.abs(a - b) <= tolerance, `${what}: ${a} vs ${b}`);
 
-/** The tile of a lon/lat at zoom z (web mercator). */
-function tileOf(lon: number, lat: number, z: number) {
-  const n = 2 ** z;
-  const r = (lat * Math.PI) / 180;
-  return { z, x: Math.floor(((lon + 180) / 360) * n), y: Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n) };
-}
 
 before(async () => {
   db = await startPostgres([]);
@@ -199,9 +184,8 @@ describe('reading in a CRS', () => {
       return (r.json().features as { id: number }[]).map((f) => f.id).sort((a, b) => a - b);
     };
     const [w, s, e, n] = [6.1, 46.1, 8.9, 47.9];
-    const merc = (lon: number, lat: number) => [(lon * Math.PI * 6378137) / 180, Math.log(Math.tan(Math.PI / 4 + (lat * Math.PI) / 360)) * 6378137];
-    const lo = merc(w, s);
-    const hi = merc(e, n);
+    const lo = mercator(w, s);
+    const hi = mercator(e, n);
     const byCrs84 = await ids(`bbox=${[w, s, e, n]}`);
     assert.ok(byCrs84.length > 5 && byCrs84.length < 100, String(byCrs84.length));
     assert.deepEqual(await ids(`bbox=${[...lo, ...hi]}&bbox-crs=${encodeURIComponent(EPSG(3857))}`), byCrs84);
@@ -256,8 +240,7 @@ describe('writing in a CRS (Content-Crs)', () => {
     const [lon, lat] = [30.523, 50.4501];
     const tile = tileOf(lon, lat, 12);
     assert.deepEqual(await names(tile), [], 'cached empty before the write');
-    const x = (lon * Math.PI * 6378137) / 180;
-    const y = Math.log(Math.tan(Math.PI / 4 + (lat * Math.PI) / 360)) * 6378137;
+    const [x, y] = mercator(lon, lat);
     const created = await call('POST', '/ogc/collections/crs_points/items', { type: 'Feature', properties: { name: 'kyiv-3857' }, geometry: { type: 'Point', coordinates: [x, y] } }, { ...editor, 'content-crs': `<${EPSG(3857)}>` });
     assert.equal(created.status, 201, created.text);
     assert.equal(created.headers.get('content-crs'), `<${EPSG(3857)}>`, 'answered in the CRS it was sent in');
