@@ -2,7 +2,7 @@
 // or a FeatureCollection as one transaction), PUT and PATCH (JSON Merge Patch) and DELETE of one item, OPTIONS of
 // both. Each route checks, in this order: the collection takes writes (else 405 with Allow), the credential may
 // write it (401/403, src/auth/gate.ts checkWrite), If-Match where the table requires it (428), the media type
-// (415), the size (413), the body (400 naming the member); then one statement (src/ogc/feature-writes.ts), whose
+// (415), the Content-Crs (400 unless the collection lists it), the size (413), the body (400 naming the member); then one statement (src/ogc/feature-writes.ts), whose
 // refusals are 409 (a constraint) or 412 (the ETag moved on). A write's old and new areas are expired through
 // the hub before the answer, so a map drawn after the answer shows the edit. No answer here may be stored by a
 // shared cache: every one says `Cache-Control: no-store`.
@@ -251,7 +251,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     {
       summary: 'Replace a feature of a writable PostGIS table (OGC API - Features Part 4)',
       tag: 'OGC API',
-      description: 'The body is the whole feature: properties it leaves out become null. With If-Match, only while the feature still has that ETag.',
+      description: 'The body is the whole feature: properties it leaves out become null. Coordinates in CRS84, or in the CRS a `Content-Crs` header names (one the collection lists). With If-Match, only while the feature still has that ETag.',
       params: FEATURE_PARAMS,
       body: { contentType: 'application/geo+json', schema: v.object({ type: v.literal('Feature') }) },
       responses: { ...STORED, ...WRITE_ERRORS, ...CONDITIONAL },
@@ -282,7 +282,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     {
       summary: 'Update a feature of a writable PostGIS table with a JSON Merge Patch (RFC 7396)',
       tag: 'OGC API',
-      description: 'Members set to null are removed (a property: set to null); objects merge member by member; anything else replaces. With If-Match, only while the feature still has that ETag.',
+      description: 'Members set to null are removed (a property: set to null); objects merge member by member; anything else replaces. A `Content-Crs` header (one of the CRSs the collection lists) says the CRS of the patch\'s coordinates; the feature is merged in it. With If-Match, only while the feature still has that ETag.',
       params: FEATURE_PARAMS,
       body: { contentType: 'application/merge-patch+json', schema: v.unknown() },
       responses: { ...STORED, ...WRITE_ERRORS, ...CONDITIONAL },
