@@ -1,4 +1,4 @@
-// OGC API - Features (Part 1, read-only) and Part 3 filtering for PostGIS table sources and the layers of data-file
+// OGC API - Features (Part 1, read-only), Part 2 (crs and bbox-crs, src/ogc/crs.ts) and Part 3 filtering for PostGIS table sources and the layers of data-file
 // sources (a one-layer source's own collection, `{source}:{layer}` for each layer of a source of several): items with bbox,
 // limit/offset paging, property=value and CQL2 filters, one item by id, and the queryables.
 import type { Context } from 'hono';
