@@ -6,7 +6,7 @@
 import { constants, copyFileSync, existsSync, rmSync } from 'node:fs';
 import { AFTER, AGG, attach, BEFORE, detectSchema, dropUnusedImages, noteImagesAt, insertTiles, MbtilesError, metaGet, openArchive, positionTable, tileSelect, type OpenArchive } from './archive.js';
 import { metaTable } from './diff.js';
-import { PATCH_TABLE } from '../sources/mbtiles.js';
+import { PATCH_TABLE } from '../sources/mbtiles-patch-record.js';
 
 export interface PatchResult {
   /** Tiles written and deleted. */
