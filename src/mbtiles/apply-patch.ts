@@ -70,9 +70,6 @@ export function applyPatch(baseFile: string, diffFile: string, out: string | und
     let written = 0;
     let deleted = 0;
     db.transaction(() => {
-      // Checked again under the write lock (an immediate transaction takes it at BEGIN): BASE may have changed
-      // since it was checked above.
-      if (metaGet(db, AGG) !== baseHash) throw new MbtilesError(`${baseFile}: changed while the patch was being prepared (agg_tiles_hash ${metaGet(db, AGG)}, was ${baseHash}); nothing was written`);
       noteImagesAt(db, schema, positions);
       written = insertTiles(db, schema, `SELECT * FROM (${rows}) WHERE tile_data IS NOT NULL`, 'OR REPLACE');
       // One keyed delete per marker: a `(zoom, column, row) IN (...)` would scan BASE's whole table.
@@ -93,7 +90,7 @@ export function applyPatch(baseFile: string, diffFile: string, out: string | und
       }
       const now = metaGet(db, AGG);
       if (out === undefined && baseHash !== undefined && now !== undefined) recordPatch(db, positions, baseHash, now);
-    }).immediate();
+    })();
     const result = { written, deleted, after: metaGet(db, AGG), positions: diffPositions(diffFile) };
     db.close();
     if (partial !== undefined && out !== undefined) {
