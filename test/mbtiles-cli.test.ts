@@ -1,8 +1,9 @@
 // `tileserver-ts mbtiles` and `convert`: martin's files read and written as martin does (its fixtures: stored
 // hashes printed, its diffs applied, our diff of its before/after equal to its diff), each verb on the three
 // schemas with diff-then-apply round trips, copy's filters and duplicate modes, the conversion both ways, and
-// every bad input refused with one line and its exit status. Verbs run in-process where only the result is
-// checked; through the built CLI where the exit status and the one line are.
+// every bad input refused with one line and its exit status, and an apply-patch into OUT killed mid-write (no
+// OUT left). Verbs run in-process where only the result is checked; through the built CLI where the exit status
+// and the one line are.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
