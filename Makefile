@@ -62,7 +62,7 @@ system-deps:
 # Install without scripts first, then build the native modules the way this machine needs them:
 # gdal-async against Debian's libgdal (its sources edited first so they compile on Node.js 26 too:
 # scripts/patch-gdal-async.mjs), better-sqlite3 from source when no prebuilt binary can be fetched.
-node_modules/.installed: package-lock.json | system-deps
+node_modules/.installed: package-lock.json scripts/patch-gdal-async.mjs | system-deps
 	npm install --no-audit --no-fund --ignore-scripts
 	node scripts/patch-gdal-async.mjs
 	npm_config_build_from_source=true npm_config_shared_gdal=true npm rebuild gdal-async better-sqlite3
@@ -76,7 +76,7 @@ ifneq ($(NODE),)
 $(NODE_DIR)/bin/node:
 	scripts/node-fetch.sh $(NODE)
 
-$(INSTALLED): package-lock.json $(NODE_DIR)/bin/node | system-deps
+$(INSTALLED): package-lock.json scripts/patch-gdal-async.mjs $(NODE_DIR)/bin/node | system-deps
 	cp package.json package-lock.json $(NODE_DIR)/
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund --ignore-scripts
 	node scripts/patch-gdal-async.mjs $(NODE_DIR)/node_modules

@@ -14,10 +14,11 @@ import { join } from 'node:path';
 const root = join(process.argv[2] ?? 'node_modules', 'gdal-async');
 const MARK = 'NODE_GDAL_ACCESS_DEFAULT';
 
-/** One file's edits: each `from` must occur exactly `count` times in the released source. */
+/** One file's edits: each `from` must occur exactly `count` times in the released source; `done` is in the edited one. */
 const EDITS = [
   {
     file: 'src/gdal_common.hpp',
+    done: `#define ${MARK} Nan::DEFAULT`,
     replacements: [
       {
         from: '#include "nan-wrapper.h"\n',
@@ -37,6 +38,7 @@ const EDITS = [
   },
   {
     file: 'src/node_gdal.cpp',
+    done: 'GetCurrentEnvironment(Nan::GetCurrentContext())',
     replacements: [
       {
         from: 'GetCurrentEnvironment(target->GetIsolate()->GetCurrentContext())',
@@ -55,12 +57,12 @@ try {
   process.exit(1);
 }
 
-let changed = 0;
-for (const { file, replacements } of EDITS) {
+// Every file is checked before any is written, so a release that fails the check is left exactly as it came.
+const writes = [];
+for (const { file, replacements, done } of EDITS) {
   const path = join(root, file);
   let text = readFileSync(path, 'utf8');
-  const done = file === 'src/gdal_common.hpp' ? text.includes(MARK) : text.includes('GetCurrentEnvironment(Nan::GetCurrentContext())');
-  if (done) continue;
+  if (text.includes(done)) continue;
   for (const { from, to, count } of replacements) {
     const found = text.split(from).length - 1;
     if (found !== count) {
@@ -72,7 +74,7 @@ for (const { file, replacements } of EDITS) {
     }
     text = text.split(from).join(to);
   }
-  writeFileSync(path, text);
-  changed += 1;
+  writes.push({ path, text });
 }
-if (changed > 0) console.log(`patch-gdal-async: gdal-async ${version} edited for Node.js 26 (${changed} files)`);
+for (const { path, text } of writes) writeFileSync(path, text);
+if (writes.length > 0) console.log(`patch-gdal-async: gdal-async ${version} edited for Node.js 26 (${writes.length} files)`);
