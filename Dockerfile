@@ -27,8 +27,11 @@ ENV npm_config_cafile=/etc/ssl/certs/ca-certificates.crt
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 # node-gyp compiles against the headers beside the running node (no download); sharp and esbuild bring their
-# binaries as npm packages, so their install scripts only check them.
+# binaries as npm packages, so their install scripts only check them. gdal-async's sources are edited first so a
+# Node.js 26 base compiles them too (the script says why).
+COPY scripts/patch-gdal-async.mjs ./scripts/
 RUN export npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" JOBS=max \
+ && node scripts/patch-gdal-async.mjs \
  && npm_config_build_from_source=true npm_config_shared_gdal=true npm rebuild gdal-async better-sqlite3 \
  && npm rebuild esbuild sharp
 COPY tsconfig.json ./

@@ -25,7 +25,7 @@ CONFIG ?= config/default.toml
 # (Devanagari, Thai, ...) with the machine's fonts, not from glyph PBFs (docs/styles.md, "Scripts").
 APT_PACKAGES := libgdal-dev gdal-bin chromium sqlite3 libsqlite3-dev python3 make g++ postgresql postgresql-postgis wrk mesa-vulkan-drivers libvulkan1 libegl1 libegl-mesa0 openssl redis-server bsdutils podman runc netavark aardvark-dns iptables podman-compose mmdebstrap fonts-noto-core fonts-droid-fallback varnish varnish-modules
 
-.PHONY: run test test-image test-debian13 bench bench-debian13 build deps system-deps fixtures typecheck clean goldens
+.PHONY: run test test-image test-debian13 bench bench-debian13 bench-node-versions build deps system-deps fixtures typecheck clean goldens
 
 # NODE=24 (or 22, 26, or an exact release such as 24.11.1) runs every target on that Node.js instead of the
 # machine's: scripts/node-fetch.sh puts it in .node/24/, its bin/ goes first on the PATH of every recipe (so each
@@ -60,9 +60,11 @@ system-deps:
 	fi
 
 # Install without scripts first, then build the native modules the way this machine needs them:
-# gdal-async against Debian's libgdal, better-sqlite3 from source when no prebuilt binary can be fetched.
-node_modules/.installed: package-lock.json | system-deps
+# gdal-async against Debian's libgdal (its sources edited first so they compile on Node.js 26 too:
+# scripts/patch-gdal-async.mjs), better-sqlite3 from source when no prebuilt binary can be fetched.
+node_modules/.installed: package-lock.json scripts/patch-gdal-async.mjs | system-deps
 	npm install --no-audit --no-fund --ignore-scripts
+	node scripts/patch-gdal-async.mjs
 	npm_config_build_from_source=true npm_config_shared_gdal=true npm rebuild gdal-async better-sqlite3
 	npm rebuild esbuild sharp
 	touch $@
@@ -74,9 +76,10 @@ ifneq ($(NODE),)
 $(NODE_DIR)/bin/node:
 	scripts/node-fetch.sh $(NODE)
 
-$(INSTALLED): package-lock.json $(NODE_DIR)/bin/node | system-deps
+$(INSTALLED): package-lock.json scripts/patch-gdal-async.mjs $(NODE_DIR)/bin/node | system-deps
 	cp package.json package-lock.json $(NODE_DIR)/
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund --ignore-scripts
+	node scripts/patch-gdal-async.mjs $(NODE_DIR)/node_modules
 	cd $(NODE_DIR) && npm_config_build_from_source=true npm_config_shared_gdal=true npm rebuild gdal-async better-sqlite3 && npm rebuild esbuild sharp
 	touch $@
 endif
@@ -141,6 +144,11 @@ bench: build
 bench-debian13: system-deps
 	@[ "$${BENCH:-floor}" = floor ] || { echo "bench-debian13 compares BENCH=floor only" >&2; exit 2; }
 	scripts/bench-debian13.sh
+
+# BENCH=tiles (tileserver-ts alone) and the 4-user browse on each Node.js version, in alternating rounds, one table
+# at the end (scripts/bench-node-versions.sh: BENCH_NODE_VERSIONS, BENCH_NODE_ROUNDS, BENCH_NODE_BROWSE).
+bench-node-versions: system-deps
+	scripts/bench-node-versions.sh
 
 # Also the Node.js releases of NODE= and their packages (.node/).
 clean:

@@ -5,7 +5,7 @@
 // Node is downloaded: a version whose .node/VERSION/bin/node exists is not fetched again.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import fc from './helpers/fast-check.js';
@@ -101,4 +101,54 @@ test('node-fetch takes a major, major.minor or exact release and refuses anythin
     }),
     { numRuns: 25 },
   );
+});
+
+/** A node_modules holding gdal-async's package.json and the two C++ files scripts/patch-gdal-async.mjs edits. */
+function scratchGdalAsync(edit?: (file: string, text: string) => string): string {
+  const modules = tempDir('tsts-gdal-async-');
+  const from = path.join(ROOT, 'node_modules', 'gdal-async');
+  mkdirSync(path.join(modules, 'gdal-async', 'src'), { recursive: true });
+  for (const file of ['package.json', 'src/gdal_common.hpp', 'src/node_gdal.cpp']) {
+    const text = readFileSync(path.join(from, file), 'utf8');
+    writeFileSync(path.join(modules, 'gdal-async', file), edit ? edit(file, text) : text);
+  }
+  return modules;
+}
+
+const patchGdalAsync = (modules: string) => {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'patch-gdal-async.mjs'), modules], { encoding: 'utf8' });
+  return { code: r.status, out: `${r.stdout}${r.stderr}` };
+};
+
+test('the installed gdal-async was edited for Node.js 26 before it was built, and editing again changes nothing', () => {
+  const common = readFileSync(path.join(ROOT, 'node_modules/gdal-async/src/gdal_common.hpp'), 'utf8');
+  const main = readFileSync(path.join(ROOT, 'node_modules/gdal-async/src/node_gdal.cpp'), 'utf8');
+  // Every accessor macro takes the access setting that exists on the V8 it is compiled for...
+  assert.match(common, /#define NODE_GDAL_ACCESS_DEFAULT Nan::DEFAULT\n#else\n#define NODE_GDAL_ACCESS_DEFAULT v8::DEFAULT/);
+  assert.doesNotMatch(common, /[^:\w]DEFAULT,/, 'no bare DEFAULT argument left');
+  // ...and start-up reaches its context without v8::Object::GetIsolate.
+  assert.doesNotMatch(main, /target->GetIsolate\(\)/);
+  assert.match(main, /GetCurrentEnvironment\(Nan::GetCurrentContext\(\)\)/);
+
+  const modules = scratchGdalAsync();
+  const before = readFileSync(path.join(modules, 'gdal-async/src/gdal_common.hpp'), 'utf8');
+  assert.deepEqual(patchGdalAsync(modules), { code: 0, out: '' });
+  assert.equal(readFileSync(path.join(modules, 'gdal-async/src/gdal_common.hpp'), 'utf8'), before);
+});
+
+test('a gdal-async release whose lines differ from the expected ones is refused, naming the file, and left as it was', () => {
+  // A release that changed the start-up line: not the edit's target any more.
+  const modules = scratchGdalAsync((file, text) =>
+    file === 'src/node_gdal.cpp' ? text.replace('GetCurrentEnvironment(Nan::GetCurrentContext())', 'SomethingElse(target)') : text,
+  );
+  const before = readFileSync(path.join(modules, 'gdal-async/src/node_gdal.cpp'), 'utf8');
+  const r = patchGdalAsync(modules);
+  assert.equal(r.code, 1);
+  assert.match(r.out, /gdal-async \d+\.\d+\.\d+'s src\/node_gdal\.cpp has 0 of the 1 expected/);
+  assert.equal(readFileSync(path.join(modules, 'gdal-async/src/node_gdal.cpp'), 'utf8'), before);
+
+  const none = tempDir('tsts-gdal-async-none-');
+  const missing = patchGdalAsync(none);
+  assert.equal(missing.code, 1);
+  assert.match(missing.out, /no gdal-async in/);
 });
