@@ -69,7 +69,9 @@ COPY fixtures/styles/osm-liberty ./fixtures/styles/osm-liberty
 COPY fixtures/vector/omt-planet-z0-1.pmtiles fixtures/vector/world_cities.mbtiles ./fixtures/vector/
 COPY fixtures/raster/natural-earth-png-z0-1.pmtiles fixtures/raster/geography-class-jpg.mbtiles ./fixtures/raster/
 COPY deploy/image/entrypoint.sh /usr/local/bin/tileserver-ts-entrypoint
-ENV NODE_ENV=production HOME=/home/tileserver CHROMIUM_PATH=/usr/lib/chromium/chromium
+# gdal-async refuses to load without GDAL's and PROJ's data files: it looks for its own bundled copies (deleted
+# above with its sources) unless these name others, here Debian's (gdal-data and proj-data, libgdal32's dependencies).
+ENV NODE_ENV=production HOME=/home/tileserver CHROMIUM_PATH=/usr/lib/chromium/chromium GDAL_DATA=/usr/share/gdal PROJ_LIB=/usr/share/proj
 USER 10001:10001
 EXPOSE 8080
 # Docker and podman (with --format docker) run it; Kubernetes uses its own probes (deploy/k8s/).

@@ -229,14 +229,23 @@ describe('the image with a configuration at /config/config.toml and archives at 
     assert.ok(image.ok, 'the image did not build');
     const dir = tempDir('tsts-image-config-');
     const file = path.join(dir, 'config.toml');
-    writeFileSync(file, '[server]\nhost = "0.0.0.0"\nport = 8080\n\n[[sources]]\nid = "cities"\ntype = "mbtiles"\npath = "/data/world_cities.mbtiles"\n');
+    // A COG as well: raster sources load gdal-async, which needs GDAL's and PROJ's data files in the image.
+    writeFileSync(
+      file,
+      '[server]\nhost = "0.0.0.0"\nport = 8080\n\n[[sources]]\nid = "cities"\ntype = "mbtiles"\npath = "/data/world_cities.mbtiles"\n\n' +
+        '[[sources]]\nid = "rgb"\ntype = "cog"\npath = "/cog/test-rgb.cog.tif"\n',
+    );
     // The service runs as uid 10001: the mounted file must be readable by it (docs/deployment.md, "User").
     chmodSync(dir, 0o755);
     chmodSync(file, 0o644);
     const port = await freePort();
-    await podman(['run', '-d', '--name', name, '-p', `127.0.0.1:${port}:8080`, '-v', `${file}:/config/config.toml:ro`, '-v', `${path.join(ROOT, 'fixtures/vector')}:/data:ro`, DOC_TAG]);
+    await podman(['run', '-d', '--name', name, '-p', `127.0.0.1:${port}:8080`, '-v', `${file}:/config/config.toml:ro`, '-v', `${path.join(ROOT, 'fixtures/vector')}:/data:ro`, '-v', `${path.join(ROOT, 'fixtures/cog')}:/cog:ro`, DOC_TAG]);
     const url = `http://127.0.0.1:${port}`;
     await waitFor('/ready of the /config container', () => ready(url), 180_000);
+    // San Francisco at z12, inside the COG: GDAL read it in the container.
+    const raster = await get(`${url}/data/rgb/12/655/1582.png`);
+    assert.equal(raster.status, 200, raster.body.toString().slice(0, 300));
+    assert.equal(raster.headers.get('content-type'), 'image/png');
     const tilejson = await get(`${url}/data/cities.json`);
     assert.equal(tilejson.status, 200, 'the configured source, by its configured id');
     assert.match(tilejson.body.toString(), /"tiles":\[/);
