@@ -17,9 +17,14 @@ RUN apt-get update \
 
 # The build stage adds the compilers and headers, installs every npm package, compiles the native modules that
 # need it (gdal-async against Debian's libgdal, better-sqlite3), bundles dist/ and builds the world map archive.
+# gdal-async linked to the shared libgdal needs only GDAL's own headers and gdal-config (its flags), which the
+# libgdal-dev package holds: that package is unpacked rather than installed, since installing it pulls in the
+# headers of every library GDAL links (about 120 -dev packages, there for linking GDAL statically), which took
+# most of this stage's time and which nothing here includes. Its version is the installed libgdal's (one archive).
 FROM runtime-base AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libgdal-dev python3 make g++ \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && cd /tmp && apt-get download -q libgdal-dev && dpkg -x libgdal-dev_*.deb / && rm libgdal-dev_*.deb \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # npm trusts the system's certificate authorities (those of the base, with any added to it) rather than only its own.
