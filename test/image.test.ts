@@ -184,9 +184,7 @@ describe('the image, started with the bundled data', { timeout: 600_000 }, () =>
 
   test('`podman stop -t 60` during a slow render: the request completes and the container exits 0', async () => {
     let answeredAt = 0;
-    // 2000 px a side: a quarter of the 4000 px this asked for before (30 s of drawing and encoding in the container),
-    // still seconds past the 800 ms to the stop.
-    const slow = get(`${url}/styles/osm-liberty/static/0,20,1/1000x1000@2x.png`).then((r) => ((answeredAt = Date.now()), r));
+    const slow = get(`${url}/styles/osm-liberty/static/0,20,1/2000x2000@2x.png`).then((r) => ((answeredAt = Date.now()), r));
     await new Promise((r) => setTimeout(r, 800));
     const signalledAt = Date.now();
     // As docs/deployment.md says: SIGTERM (the image's STOPSIGNAL), then up to 60 s before the engine kills it.
@@ -195,7 +193,7 @@ describe('the image, started with the bundled data', { timeout: 600_000 }, () =>
     assert.ok(answeredAt > signalledAt, 'the request was still under way when the stop came');
     assert.equal(answer.status, 200);
     const png = PNG.sync.read(answer.body);
-    assert.deepEqual([png.width, png.height], [2000, 2000]);
+    assert.deepEqual([png.width, png.height], [4000, 4000]);
     await stop;
     assert.equal((await podman(['inspect', '--format', '{{.State.ExitCode}}', NAME])).trim(), '0');
   });
