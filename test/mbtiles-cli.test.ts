@@ -1,14 +1,17 @@
 // `tileserver-ts mbtiles` and `convert`: martin's files read and written as martin does (its fixtures: stored
 // hashes printed, its diffs applied, our diff of its before/after equal to its diff), each verb on the three
 // schemas with diff-then-apply round trips, copy's filters and duplicate modes, the conversion both ways, and
-// every bad input refused with one line and its exit status. Verbs run in-process where only the result is
-// checked; through the built CLI where the exit status and the one line are.
+// every bad input refused with one line and its exit status, and an apply-patch into OUT killed mid-write (no
+// OUT left). Verbs run in-process where only the result is checked; through the built CLI where the exit status
+// and the one line are.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fixture, runCli } from './helpers/server.js';
+import { CLI, fixture, runCli } from './helpers/server.js';
 import { tempDir } from './helpers/foundation.js';
 import { aggTilesHash } from '../src/mbtiles/agg-hash.js';
 import { createArchive, insertTiles, md5Hex, metaGet, metaSet, openArchive, WRITABLE_SCHEMAS, type WritableSchema } from '../src/mbtiles/archive.js';
@@ -357,5 +360,39 @@ describe('the other verbs and every bad input', () => {
     assert.equal(existsSync(file('y.mbtiles')), false);
     // The forced apply of the wrong diff goes through (its deletions name tiles this base does not hold).
     assert.deepEqual(Object.values(applyPatch(v1, d, undefined, true)).slice(0, 2), [7, 0]);
+  });
+});
+
+describe('apply-patch into OUT', () => {
+  test('killed while it writes, it leaves no OUT and BASE as it was; run again, OUT is the patched file', async () => {
+    // OUT is patched as OUT.partial, without SQLite's journal, and renamed when complete: the CLI is killed the
+    // moment OUT.partial appears (while it copies BASE or writes the diff's 8 MB), and OUT must not exist. BASE
+    // is about 16 MB of random tiles so that the copy and the patch outlast the poll.
+    const tiles: Tiles = new Map();
+    for (let i = 0; i < 1000; i++) tiles.set(`11/${i % 64}/${Math.floor(i / 64)}`, randomBytes(16_000));
+    const base = build('flat', tiles, META1);
+    const changed: Tiles = new Map(tiles);
+    for (let i = 0; i < 500; i++) changed.set(`11/${(2 * i) % 64}/${Math.floor((2 * i) / 64)}`, randomBytes(16_000));
+    const next = build('flat', changed, META2);
+    const d = file('big-diff.mbtiles');
+    diff(base, next, d, false);
+    const out = file('patched.mbtiles');
+    const partial = `${out}.partial`;
+    const before = readFileSync(base);
+    const proc = spawn(process.execPath, [CLI, 'mbtiles', 'apply-patch', base, d, out], { stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+    // A tight poll (the test's own event loop may wait: the CLI runs in its own process).
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(partial) && !existsSync(out) && Date.now() < deadline);
+    proc.kill('SIGKILL');
+    assert.equal(await exited, null, 'the CLI was killed before it finished');
+    assert.equal(existsSync(out), false, 'no OUT after a crash mid-apply');
+    assert.ok(before.equals(readFileSync(base)), 'BASE untouched');
+    // A leftover OUT.partial is replaced by the next run, which completes.
+    const r = await runCli(['mbtiles', 'apply-patch', base, d, out], {}, 60_000);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(existsSync(partial), false);
+    assert.equal(computed(out), meta(next, 'agg_tiles_hash'));
+    assert.equal(meta(out, 'agg_tiles_hash'), meta(next, 'agg_tiles_hash'));
   });
 });

@@ -103,7 +103,7 @@ async function localChange(id: string, before: TileSource, after: TileSource, lo
 
 /**
  * The tiles of a patch `tileserver-ts mbtiles apply-patch` applied in place to the file `before` served: the
- * file records the patch's positions with its agg_tiles_hash before and after (sources/mbtiles.ts PATCH_TABLE);
+ * file records the patch's positions with its agg_tiles_hash before and after (sources/mbtiles-patch-record.ts PATCH_TABLE);
  * they count when `before` opened the file at that hash and the file still stores the hash the patch left.
  */
 function patchedInPlace(before: MbtilesSource, after: MbtilesSource): Float64Array | undefined {

@@ -125,6 +125,11 @@ export function positionTable(schema: MbtilesSchema): string {
   return { flat: 'tiles', 'flat-with-hash': 'tiles_with_hash', normalized: 'map', 'normalized-dedup-id': 'tiles_shallow' }[schema];
 }
 
+/** Every position row of the file attached as `s` (deletion markers of a diff included), without its bytes. */
+export function positionSelect(s: string, schema: MbtilesSchema): string {
+  return `SELECT zoom_level, tile_column, tile_row FROM "${s}".${positionTable(schema)}`;
+}
+
 /**
  * Every tile position of the file attached as `s`, as (zoom_level, tile_column, tile_row, tile_data, tile_hash):
  * `tile_data` NULL where a diff marks a deleted tile (normalized rows whose image is absent count as such),

@@ -7,7 +7,8 @@ import { withKey, type UrlContext } from '../sources/tilejson.js';
 import type { TileSource } from '../sources/source.js';
 import { isVector, type TileFormat } from '../tiles/format.js';
 import { PgTableSource } from '../sources/postgres/table.js';
-import { layerCollections, ownFeatures, type FileCollection } from './feature-collections.js';
+import { layerCollections, ownFeatures, type FeatureCollectionOf, type FileCollection } from './feature-collections.js';
+import { collectionCrss } from './crs.js';
 import { CRS84, CRS_3857, TMS_ID, TMS_URI, tileMatrixLimits, type TileMatrixLimits } from './tms.js';
 
 export const REL = {
@@ -50,6 +51,7 @@ const CONF = {
     'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
     'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/html',
     'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
+    'http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs',
     'http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables',
     'http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables-query-parameters',
     'http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/filter',
@@ -158,10 +160,12 @@ export function tileMatrixSets(h: Hrefs): Record<string, unknown> {
 const dataType = (s: TileSource) => (isVector(s.info.format) ? 'vector' : 'map');
 
 /** What a collection with features adds to its document: its CRSs and the items and queryables links. */
-function addFeatures(doc: Record<string, unknown>, links: Link[], h: Hrefs, path: string): void {
+function addFeatures(doc: Record<string, unknown>, links: Link[], h: Hrefs, path: string, of: FeatureCollectionOf): void {
   doc.itemType = 'feature';
-  doc.crs = [CRS84];
-  doc.storageCrs = CRS84;
+  // OGC API - Features Part 2: the CRSs items answer in and take bboxes in (crs.ts decides which), the stored one.
+  const crss = collectionCrss(of);
+  doc.crs = crss.list.map((c) => c.uri);
+  if (crss.storage) doc.storageCrs = crss.storage.uri;
   links.push(
     { href: h.ogc(`${path}/items`, { f: 'json' }), rel: 'items', type: GEOJSON_TYPE, title: 'features' },
     { href: h.ogc(`${path}/items`, { f: 'html' }), rel: 'items', type: HTML_TYPE, title: 'features as HTML' },
@@ -184,7 +188,8 @@ export function collection(h: Hrefs, s: TileSource): Record<string, unknown> {
     extent: { spatial: { bbox: [info.bounds], crs: CRS84 } },
     dataType: dataType(s),
   };
-  if (ownFeatures(s)) addFeatures(doc, links, h, path);
+  const own = ownFeatures(s);
+  if (own) addFeatures(doc, links, h, path, own);
   // A file of several layers: its tiles here, each layer's features in a collection of its own.
   for (const l of layerCollections(s)) {
     links.push({ href: h.ogc(`/collections/${seg(l.id)}`), rel: 'related', type: JSON_TYPE, title: `features of layer ${l.layer} (collection ${l.id})` });
@@ -215,7 +220,7 @@ export function layerCollection(h: Hrefs, c: FileCollection): Record<string, unk
     extent: { spatial: { bbox: [layer?.bounds ?? info.bounds], crs: CRS84 } },
     dataType: 'vector',
   };
-  addFeatures(doc, links, h, path);
+  addFeatures(doc, links, h, path, c);
   doc.links = links;
   return doc;
 }

@@ -7,6 +7,8 @@
 // ever becomes SQL text.
 import { storableText } from '../cql2/ast.js';
 import type { ColumnInfo } from '../sources/postgres/discover.js';
+import { CRS84_ENTRY, isLonLat, MERCATOR_HALF, type Crs } from './crs.js';
+import { CRS84 } from './tms.js';
 
 /** What a feature written to a table may hold: its id column, its writable columns and its geometry column. */
 export interface WriteSchema {
@@ -103,17 +105,38 @@ export function columnValue(c: ColumnInfo, value: unknown): { text: string | nul
 /** Deepest nesting of geometry collections taken. */
 const MAX_COLLECTION_DEPTH = 8;
 
+/** How a CRS is named in a refusal, with its axis order. */
+function crsWords(crs: Crs): string {
+  if (crs.uri === CRS84) return 'CRS84: longitude, latitude';
+  if (isLonLat(crs)) return 'EPSG:4326: latitude, longitude';
+  const code = crs.uri.split('/').pop();
+  return crs.swap ? `EPSG:${code}: northing, easting` : `EPSG:${code}: easting, northing`;
+}
+
+/**
+ * Checks positions in the CRS they are given in (Content-Crs, default CRS84): longitude/latitude ranges for CRS84
+ * and EPSG:4326 (in each one's axis order), EPSG:3857's square for web mercator, finite numbers for the table's own
+ * CRS (PostGIS stores them as given; docs/editing.md).
+ */
 class GeometryChecker {
   dims: number | undefined;
-  constructor(private readonly rule: GeometryRule) {}
+  constructor(
+    private readonly rule: GeometryRule,
+    private readonly crs: Crs,
+  ) {}
 
   position(p: unknown, member: string): InputRefusal | undefined {
-    if (!Array.isArray(p) || p.length < 2 || p.length > 3 || !p.every((n) => typeof n === 'number' && Number.isFinite(n))) return refuse(member, 'a position is an array of 2 or 3 finite numbers [longitude, latitude, height]');
+    const axes = isLonLat(this.crs) ? (this.crs.swap ? 'latitude, longitude' : 'longitude, latitude') : this.crs.swap ? 'northing, easting' : 'easting, northing';
+    if (!Array.isArray(p) || p.length < 2 || p.length > 3 || !p.every((n) => typeof n === 'number' && Number.isFinite(n))) return refuse(member, `a position is an array of 2 or 3 finite numbers [${axes}, height]`);
     if (this.dims === undefined) this.dims = p.length;
     else if (this.dims !== p.length) return refuse(member, 'every position of a geometry has the same number of coordinates');
-    const [x, y] = p as number[];
-    if (x < -180 || x > 180) return refuse(member, `longitude ${x} is outside -180..180 (coordinates are CRS84: longitude, latitude)`);
-    if (y < -90 || y > 90) return refuse(member, `latitude ${y} is outside -90..90 (coordinates are CRS84: longitude, latitude)`);
+    const [x, y] = this.crs.swap ? [p[1] as number, p[0] as number] : (p as number[]);
+    if (isLonLat(this.crs)) {
+      if (x < -180 || x > 180) return refuse(member, `longitude ${x} is outside -180..180 (coordinates are ${crsWords(this.crs)})`);
+      if (y < -90 || y > 90) return refuse(member, `latitude ${y} is outside -90..90 (coordinates are ${crsWords(this.crs)})`);
+    } else if (this.crs.srid === 3857) {
+      if (Math.abs(x) > MERCATOR_HALF || Math.abs(y) > MERCATOR_HALF) return refuse(member, `${x}, ${y} is outside web mercator's square of ±${MERCATOR_HALF} metres (coordinates are ${crsWords(this.crs)})`);
+    }
     return undefined;
   }
 
@@ -170,11 +193,11 @@ class GeometryChecker {
   }
 }
 
-/** Checks a geometry against a column's rule; null passes (a NOT NULL column refuses it in the database, 409). */
-export function checkGeometry(g: unknown, rule: GeometryRule, member = 'geometry'): InputRefusal | undefined {
+/** Checks a geometry (in `crs`) against a column's rule; null passes (a NOT NULL column refuses it in the database, 409). */
+export function checkGeometry(g: unknown, rule: GeometryRule, member = 'geometry', crs: Crs = CRS84_ENTRY): InputRefusal | undefined {
   if (g === null) return undefined;
   if (rule.m) return refuse(member, 'the geometry column has an M dimension, which GeoJSON cannot carry: it is not writable here');
-  const checker = new GeometryChecker(rule);
+  const checker = new GeometryChecker(rule, crs);
   const bad = checker.geometry(g, member, 0);
   if (bad) return bad;
   const type = (g as { type: string }).type;
@@ -182,7 +205,7 @@ export function checkGeometry(g: unknown, rule: GeometryRule, member = 'geometry
   if (rule.type && rule.type !== 'GeometryCollection' && type !== rule.type && `Multi${type}` !== rule.type) return refuse(at(member, 'type'), `the column takes ${rule.type}${rule.type.startsWith('Multi') ? ` (or ${rule.type.slice(5)})` : ''}, not ${type}`);
   if (rule.type === 'GeometryCollection' && type !== 'GeometryCollection') return refuse(at(member, 'type'), `the column takes GeometryCollection, not ${type}`);
   if (checker.dims !== undefined && rule.z !== undefined && rule.type !== undefined && (checker.dims === 3) !== rule.z) {
-    return refuse(member, rule.z ? 'the column is 3D: every position needs a height [longitude, latitude, height]' : 'the column is 2D: positions are [longitude, latitude], without a height');
+    return refuse(member, rule.z ? 'the column is 3D: every position needs a height' : 'the column is 2D: positions have two coordinates, without a height');
   }
   return undefined;
 }
@@ -198,7 +221,7 @@ function idText(v: unknown): string | undefined {
  * Checks one feature of a body against `schema`. `prefix` names it in a collection (`features[3]`); a feature's
  * id is taken from `id`, or from the id column's property, which must then agree.
  */
-export function checkFeature(doc: unknown, schema: WriteSchema, prefix = ''): Checked<FeatureInput> {
+export function checkFeature(doc: unknown, schema: WriteSchema, prefix = '', crs: Crs = CRS84_ENTRY): Checked<FeatureInput> {
   if (!isObject(doc)) return refuse(prefix || '(body)', 'a GeoJSON Feature object');
   if (doc.type !== 'Feature') return refuse(at(prefix, 'type'), `"Feature"${prefix ? '' : ' (or "FeatureCollection" when creating several)'}`);
   let id: string | undefined;
@@ -229,25 +252,33 @@ export function checkFeature(doc: unknown, schema: WriteSchema, prefix = ''): Ch
     values.set(name, v.text);
   }
   if (!('geometry' in doc)) return refuse(at(prefix, 'geometry'), 'a geometry (or null): every GeoJSON Feature has the member');
-  const bad = checkGeometry(doc.geometry, geometryRule(schema.geometryType), at(prefix, 'geometry'));
+  const bad = checkGeometry(doc.geometry, geometryRule(schema.geometryType), at(prefix, 'geometry'), crs);
   if (bad) return bad;
-  return { ok: true, value: { ...(id !== undefined ? { id } : {}), geometry: (doc.geometry as Record<string, unknown> | null) ?? null, values } };
+  const geometry = (doc.geometry as Record<string, unknown> | null) ?? null;
+  return { ok: true, value: { ...(id !== undefined ? { id } : {}), geometry: geometry && crs.swap ? swapAxes(geometry) : geometry, values } };
 }
 
-/** The features of a POST body: one Feature, or a FeatureCollection written as one transaction. */
-export function checkFeatures(doc: unknown, schema: WriteSchema, maxFeatures: number): Checked<{ features: FeatureInput[]; collection: boolean }> {
+/** A checked geometry with the first two coordinates of every position swapped: PostGIS's x, y order. */
+function swapAxes(g: Record<string, unknown>): Record<string, unknown> {
+  const swap = (c: unknown): unknown => (Array.isArray(c) && typeof c[0] === 'number' ? [c[1], c[0], ...c.slice(2)] : Array.isArray(c) ? c.map(swap) : c);
+  if (Array.isArray(g.geometries)) return { ...g, geometries: g.geometries.map((x) => swapAxes(x as Record<string, unknown>)) };
+  return { ...g, coordinates: swap(g.coordinates) };
+}
+
+/** The features of a POST body (coordinates in `crs`): one Feature, or a FeatureCollection written as one transaction. */
+export function checkFeatures(doc: unknown, schema: WriteSchema, maxFeatures: number, crs: Crs = CRS84_ENTRY): Checked<{ features: FeatureInput[]; collection: boolean }> {
   if (isObject(doc) && doc.type === 'FeatureCollection') {
     if (!Array.isArray(doc.features)) return refuse('features', 'an array of GeoJSON Features');
     if (doc.features.length === 0) return refuse('features', 'at least one feature');
     if (doc.features.length > maxFeatures) return refuse('features', `at most ${maxFeatures} features in one request`);
     const out: FeatureInput[] = [];
     for (let i = 0; i < doc.features.length; i++) {
-      const f = checkFeature(doc.features[i], schema, `features[${i}]`);
+      const f = checkFeature(doc.features[i], schema, `features[${i}]`, crs);
       if (!f.ok) return f;
       out.push(f.value);
     }
     return { ok: true, value: { features: out, collection: true } };
   }
-  const f = checkFeature(doc, schema);
+  const f = checkFeature(doc, schema, '', crs);
   return f.ok ? { ok: true, value: { features: [f.value], collection: false } } : f;
 }

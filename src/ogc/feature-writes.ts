@@ -61,10 +61,14 @@ function boxSql(t: FeatureTable, row: string): string {
   return `box2d(${t.srid === 4326 ? g : `ST_Transform(${g}, 4326)`})::text`;
 }
 
-/** The geometry read from the JSON member `__g` of `r`, in the column's SRID and (multi) type. */
-function geometrySql(t: FeatureTable): string {
-  let g = `ST_SetSRID(ST_GeomFromGeoJSON(r->>'__g'), 4326)`;
-  if (t.srid !== 4326) g = `ST_Transform(${g}, ${Number(t.srid)})`;
+/**
+ * The geometry read from the JSON member `__g` of `r` (x/y order, in `srid`: 4326 for CRS84, else the Content-Crs
+ * of the request), in the column's SRID and (multi) type. `srid` is an integer of the server's list of CRSs
+ * (crs.ts) that the header was matched against, never the header's text.
+ */
+function geometrySql(t: FeatureTable, srid: number): string {
+  let g = `ST_SetSRID(ST_GeomFromGeoJSON(r->>'__g'), ${Number(srid)})`;
+  if (t.srid !== srid) g = `ST_Transform(${g}, ${Number(t.srid)})`;
   if (geometryRule(t.edit?.geometryType ?? 'geometry').type?.startsWith('Multi')) g = `ST_Multi(${g})`;
   return g;
 }
@@ -131,14 +135,14 @@ const written = (r: WriteRow): Written => ({ id: r.id, etag: r.etag, boxes: [par
  * Creates features in one INSERT (all or none). The columns are those any of them sets: in a collection, a member
  * that leaves out a property another member sets writes NULL there (one statement has one column list).
  */
-export async function insertFeatures(t: FeatureTable, features: readonly FeatureInput[]): Promise<Written[]> {
+export async function insertFeatures(t: FeatureTable, features: readonly FeatureInput[], srid = 4326): Promise<Written[]> {
   const idCol = t.idColumn!;
   const names = new Set<string>();
   for (const f of features) for (const k of f.values.keys()) names.add(k);
   const columns = t.properties.filter((c) => names.has(c.name));
   const withId = features.some((f) => f.id !== undefined);
   const targets = [...(withId ? [ident(idCol.name)] : []), ...columns.map((c) => ident(c.name)), ident(t.geometryColumn)];
-  const exprs = [...(withId ? [`(r->>'__id')::${idCol.type}`] : []), ...columns.map(valueSql), geometrySql(t)];
+  const exprs = [...(withId ? [`(r->>'__id')::${idCol.type}`] : []), ...columns.map(valueSql), geometrySql(t, srid)];
   const text =
     `INSERT INTO ${from(t)} AS t (${targets.join(', ')}) ` +
     `SELECT ${exprs.join(', ')} FROM json_array_elements($1::json) WITH ORDINALITY AS e(r, n) ORDER BY n ` +
@@ -192,10 +196,10 @@ function lockSql(t: FeatureTable, ifMatch: boolean): string {
  * Replaces feature `fid` by `f`: every writable property (NULL where `f` has none) and the geometry; with
  * `ifMatch`, only while the stored row's ETag is still one of those.
  */
-export async function replaceFeature(t: FeatureTable, fid: string, f: FeatureInput, ifMatch: readonly string[] | undefined): Promise<WriteOutcome> {
+export async function replaceFeature(t: FeatureTable, fid: string, f: FeatureInput, ifMatch: readonly string[] | undefined, srid = 4326): Promise<WriteOutcome> {
   const columns = writeSchema(t).properties;
   const n = ifMatch === undefined ? 2 : 3;
-  const sets = [...columns.map((c) => `${ident(c.name)} = ${valueSql(c)}`), `${ident(t.geometryColumn)} = ${geometrySql(t)}`];
+  const sets = [...columns.map((c) => `${ident(c.name)} = ${valueSql(c)}`), `${ident(t.geometryColumn)} = ${geometrySql(t, srid)}`];
   const text =
     `${lockSql(t, ifMatch !== undefined)} UPDATE ${from(t)} AS t SET ${sets.join(', ')} FROM old, (SELECT $${n}::json AS r) AS input ` +
     `WHERE t.ctid = old.row RETURNING (t.${ident(t.idColumn!.name)})::text AS id, ${ETAG} AS etag, old.box AS old_box, ${boxSql(t, 't')} AS new_box`;

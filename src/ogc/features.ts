@@ -11,6 +11,7 @@ import { compileFilter } from '../cql2/evaluate.js';
 import type { FileSource } from '../sources/files/source.js';
 import { GEOMETRY_QUERYABLE, type Reading } from '../sources/files/reading.js';
 import type { FileFeature } from '../sources/files/reader.js';
+import { CRS84_ENTRY, isLonLat, type Crs } from './crs.js';
 
 export { queryables };
 
@@ -35,7 +36,12 @@ export function queryablesSchema(t: FeatureTable, id: string, title: string): Re
 }
 
 export interface ItemsQuery {
+  /** west, south, east, north in `bboxCrs` (CRS84 when absent), already in x/y order. */
   bbox?: number[];
+  /** The CRS of bbox when it is not longitude/latitude (CRS84 or EPSG:4326, which take the CRS84 path). */
+  bboxCrs?: Crs;
+  /** The CRS the geometries are answered in (CRS84 when absent). */
+  crs?: Crs;
   /** property=value conditions from the query string (the value as given). */
   equals: [string, string][];
   filter?: Expr;
@@ -71,7 +77,9 @@ function whereOf(t: FeatureTable, q: Omit<ItemsQuery, 'limit' | 'offset'>, param
   const all = queryables(t);
   const sql = new Cql2Sql(all, params);
   const parts: string[] = [];
-  if (q.bbox) {
+  if (q.bbox && q.bboxCrs && !isLonLat(q.bboxCrs)) {
+    parts.push(projectedBboxSql(t, q.bbox, q.bboxCrs, params));
+  } else if (q.bbox) {
     let b;
     try {
       b = checkBbox(q.bbox);
@@ -96,9 +104,31 @@ function whereOf(t: FeatureTable, q: Omit<ItemsQuery, 'limit' | 'offset'>, param
 }
 
 const from = (t: FeatureTable) => `${ident(t.schema)}.${ident(t.table)}`;
-const geometrySql = (t: FeatureTable) => {
-  const g = ident(t.geometryColumn);
-  return `ST_AsGeoJSON(${t.srid === 4326 ? g : `ST_Transform(${g}, 4326)`}, 9)::json AS "__geometry"`;
+/**
+ * A bbox in a projected CRS (west, south, east, north in its x/y) as a condition on the table's geometry: the box,
+ * densified so that its edges follow the CRS's straight lines once transformed, in the table's SRID. The SRIDs
+ * are integers of the server's list of CRSs (crs.ts), never request text; the corners are bound.
+ */
+function projectedBboxSql(t: FeatureTable, bbox: readonly number[], crs: Crs, params: SqlParams): string {
+  const [w, s, e, n] = bbox;
+  if (![w, s, e, n].every(Number.isFinite)) throw new Cql2Error('bbox: four finite numbers', undefined, 'bbox');
+  if (w > e) throw new Cql2Error(`bbox: west ${w} is above east ${e} (only a longitude/latitude bbox may cross the antimeridian)`, undefined, 'bbox');
+  const step = Math.max(e - w, n - s) / 32 || 1;
+  const box = `ST_MakeEnvelope(${params.add(w, 'double precision')}, ${params.add(s, 'double precision')}, ${params.add(e, 'double precision')}, ${params.add(n, 'double precision')}, ${Number(crs.srid)})`;
+  const area = crs.srid === t.srid ? box : `ST_Transform(ST_Segmentize(${box}, ${params.add(step, 'double precision')}), ${Number(t.srid)})`;
+  return `ST_Intersects(${ident(t.geometryColumn)}, ${area})`;
+}
+
+/**
+ * The geometry as GeoJSON in `crs` (CRS84 when absent): transformed from the table's SRID in the statement, axes
+ * swapped where the CRS puts y first. Options 0: no `crs` member inside the geometry (Content-Crs says it). The
+ * SRIDs are integers of the server's list (crs.ts), never request text.
+ */
+const geometrySql = (t: FeatureTable, crs: Crs = CRS84_ENTRY) => {
+  let g = ident(t.geometryColumn);
+  if (t.srid !== crs.srid) g = `ST_Transform(${g}, ${Number(crs.srid)})`;
+  if (crs.swap) g = `ST_FlipCoordinates(${g})`;
+  return `ST_AsGeoJSON(${g}, 9, 0)::json AS "__geometry"`;
 };
 /** Properties a GeoJSON member can carry as they come from node-postgres; geometries elsewhere as text. */
 const propertySql = (c: { name: string; type: string }) => (/^(geometry|geography)/.test(c.type) ? `(${ident(c.name)})::text AS ${ident(c.name)}` : ident(c.name));
@@ -140,8 +170,8 @@ function idSql(c: { name: string; type: string }): string {
   return `${ident(c.name)}${kind === 'number' || kind === 'string' ? '' : '::text'} AS "__id"`;
 }
 
-function selectList(t: FeatureTable): string {
-  return [...(t.idColumn ? [idSql(t.idColumn)] : []), geometrySql(t), ...t.properties.map(propertySql)].join(', ');
+function selectList(t: FeatureTable, crs?: Crs): string {
+  return [...(t.idColumn ? [idSql(t.idColumn)] : []), geometrySql(t, crs), ...t.properties.map(propertySql)].join(', ');
 }
 
 /** One page of features, and how many match. Throws Cql2Error for a filter that cannot be used. */
@@ -153,7 +183,7 @@ export async function readItems(t: FeatureTable, q: ItemsQuery): Promise<{ featu
   const n = params.values.length;
   const [page, count] = await Promise.all([
     t.pool.query<Record<string, unknown>>({
-      text: `SELECT ${selectList(t)} FROM ${from(t)} ${where} ORDER BY ${order} LIMIT $${n + 1}::bigint OFFSET $${n + 2}::bigint`,
+      text: `SELECT ${selectList(t, q.crs)} FROM ${from(t)} ${where} ORDER BY ${order} LIMIT $${n + 1}::bigint OFFSET $${n + 2}::bigint`,
       values: [...params.values, q.limit, q.offset],
     }),
     t.pool.query<{ n: string }>({ text: `SELECT count(*) AS n FROM ${from(t)} ${where}`, values: params.values }),
@@ -172,12 +202,12 @@ export interface TaggedFeature {
  * text and cast in SQL to the column's type, so every one-column key type round-trips exactly (a bigint above
  * 2^53 included, which a JavaScript number would round). The type is the catalogue's format_type, not input.
  */
-export async function readItem(t: FeatureTable, featureId: string): Promise<TaggedFeature | undefined> {
+export async function readItem(t: FeatureTable, featureId: string, crs?: Crs): Promise<TaggedFeature | undefined> {
   const idCol = t.idColumn;
   if (!idCol || !storableText(featureId)) return undefined;
   try {
     const { rows } = await t.pool.query<Record<string, unknown>>({
-      text: `SELECT ${selectList(t)}, md5(t::text) AS "__etag" FROM ${from(t)} AS t WHERE ${ident(idCol.name)} = $1::text::${idCol.type} LIMIT 1`,
+      text: `SELECT ${selectList(t, crs)}, md5(t::text) AS "__etag" FROM ${from(t)} AS t WHERE ${ident(idCol.name)} = $1::text::${idCol.type} LIMIT 1`,
       values: [featureId],
     });
     return rows[0] ? { feature: toFeature(t, rows[0]), etag: String(rows[0].__etag) } : undefined;

@@ -8,16 +8,10 @@ import { bytesMatchFormat, formatFromMetadata, imageWidth, isGzip, sniffImage, t
 import { sniffVectorFormat } from '../tiles/vector-sniff.js';
 import { demOf } from './dem-info.js';
 import { pinArchive, type ArchiveFile } from './archive-file.js';
+import { PATCH_TABLE } from './mbtiles-patch-record.js';
 import { defaultCenter, parseVectorLayers, SourceOpenError, WORLD_BOUNDS, type Bounds, type Center, type SourceInfo, type TileSource } from './source.js';
 
 type Db = InstanceType<typeof Database>;
-
-/**
- * The record `tileserver-ts mbtiles apply-patch` leaves in a file it patched in place: the agg_tiles_hash before
- * and after, and every tile position the patch wrote or deleted (one row each). A server that served the file
- * before expires exactly those tiles (expire/archives.ts); the record of an earlier patch is replaced.
- */
-export const PATCH_TABLE = 'tileserver_ts_patch';
 
 export class MbtilesSource implements TileSource {
   private constructor(

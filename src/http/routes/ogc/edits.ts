@@ -2,7 +2,7 @@
 // or a FeatureCollection as one transaction), PUT and PATCH (JSON Merge Patch) and DELETE of one item, OPTIONS of
 // both. Each route checks, in this order: the collection takes writes (else 405 with Allow), the credential may
 // write it (401/403, src/auth/gate.ts checkWrite), If-Match where the table requires it (428), the media type
-// (415), the size (413), the body (400 naming the member); then one statement (src/ogc/feature-writes.ts), whose
+// (415), the Content-Crs (400 unless the collection lists it), the size (413), the body (400 naming the member); then one statement (src/ogc/feature-writes.ts), whose
 // refusals are 409 (a constraint) or 412 (the ETag moved on). A write's old and new areas are expired through
 // the hub before the answer, so a map drawn after the answer shows the edit. No answer here may be stored by a
 // shared cache: every one says `Cache-Control: no-store`.
@@ -19,6 +19,7 @@ import { GEOJSON_TYPE, Hrefs, seg } from '../../../ogc/documents.js';
 import { checkFeature, checkFeatures, type FeatureInput } from '../../../ogc/feature-input.js';
 import { deleteFeature, insertFeatures, isIdValue, replaceFeature, WriteRefusedError, writeSchema, type Box, type WriteOutcome } from '../../../ogc/feature-writes.js';
 import { readItem } from '../../../ogc/features.js';
+import { collectionCrss, contentCrs, CRS84_ENTRY, crsNamed, type Crs } from '../../../ogc/crs.js';
 import { writableCollections, type FeatureCollectionOf } from '../../../ogc/feature-collections.js';
 import { applyMergePatch, type Json } from '../../../ogc/merge-patch.js';
 import type { FeatureTable } from '../../../sources/postgres/table.js';
@@ -80,13 +81,18 @@ function ifMatchOf(c: Context): { any: true } | { tags: string[] } | undefined {
 /** The media type of Content-Type, lower case, without parameters. */
 const mediaType = (c: Context) => (c.req.header('content-type') ?? '').split(';')[0].trim().toLowerCase();
 
-/** The JSON body, or the 413/415/400 that refuses it. */
-async function jsonBody(c: Context, state: AppState, types: string[]): Promise<{ doc: unknown } | Response> {
+/**
+ * The JSON body and the CRS of its coordinates, or the 413/415/400 that refuses it. `Content-Crs` names one of
+ * the CRSs the collection lists (OGC API - Features Part 2, crs.ts); without it the coordinates are CRS84.
+ */
+async function jsonBody(c: Context, state: AppState, t: Table, types: string[]): Promise<{ doc: unknown; crs: Crs } | Response> {
   const type = mediaType(c);
   if (!types.includes(type)) return refusal(c, 415, 'Unsupported media type', `send ${types.join(' or ')}, not ${JSON.stringify(type || 'no Content-Type')}`, { member: 'Content-Type' });
-  const crs = c.req.header('content-crs');
-  if (crs !== undefined && !/^<?http:\/\/www\.opengis\.net\/def\/crs\/OGC\/1\.3\/CRS84>?$/.test(crs.trim())) {
-    return refusal(c, 400, 'Invalid request', `Content-Crs ${JSON.stringify(crs.slice(0, 120))} is not offered: coordinates are CRS84 (longitude, latitude), the only CRS the collections list`, { member: 'Content-Crs' });
+  const header = c.req.header('content-crs');
+  const { list } = collectionCrss(t);
+  const crs = header === undefined ? CRS84_ENTRY : crsNamed(list, header);
+  if (crs === undefined) {
+    return refusal(c, 400, 'Invalid request', `Content-Crs ${JSON.stringify(header!.slice(0, 200))} is not one of the CRSs collection "${t.id}" lists: ${list.map((x) => `<${x.uri}>`).join(', ')}`, { member: 'Content-Crs' });
   }
   const max = state.config.postgres?.write_max_bytes ?? 4 * 1024 * 1024;
   const declared = Number(c.req.header('content-length'));
@@ -94,7 +100,7 @@ async function jsonBody(c: Context, state: AppState, types: string[]): Promise<{
   const text = await readBoundedText(c, max);
   if (text === undefined) return refusal(c, 413, 'Body too large', `a feature write is at most ${max} bytes (postgres.write_max_bytes)`, {}, { Connection: 'close' });
   try {
-    return { doc: JSON.parse(text) };
+    return { doc: JSON.parse(text), crs };
   } catch {
     return refusal(c, 400, 'Invalid body', 'the body is not JSON', { member: '(body)' });
   }
@@ -117,14 +123,14 @@ function itemUrl(c: Context, state: AppState, t: Table, id: string): string {
 /** Whether the client asked for no body (`Prefer: return=minimal`, RFC 7240). */
 const minimal = (c: Context) => /(^|[,;\s])return=minimal\b/i.test(c.req.header('prefer') ?? '');
 
-/** The answer to a written feature: 200 with it as stored (or 204 with return=minimal), with its ETag. */
-async function writtenAnswer(c: Context, state: AppState, t: Table, id: string, etag: string): Promise<Response> {
+/** The answer to a written feature: 200 with it as stored, in the CRS it was sent in (or 204 with return=minimal), with its ETag. */
+async function writtenAnswer(c: Context, state: AppState, t: Table, id: string, etag: string, crs: Crs): Promise<Response> {
   if (minimal(c)) return c.body(null, 204, { ETag: `"${etag}"`, ...NO_STORE, 'Preference-Applied': 'return=minimal' });
-  const stored = await readItem(t.source.features, id);
+  const stored = await readItem(t.source.features, id, crs);
   if (!stored) return c.body(null, 204, { ETag: `"${etag}"`, ...NO_STORE });
   const h = new Hrefs(urlContext(c, state));
   const links = [{ href: h.ogc(`/collections/${seg(t.id)}/items/${seg(id)}`), rel: 'self', type: GEOJSON_TYPE, title: 'this feature' }];
-  return c.body(JSON.stringify({ ...stored.feature, links }), 200, { 'Content-Type': `${GEOJSON_TYPE}; charset=utf-8`, ETag: `"${stored.etag}"`, ...NO_STORE });
+  return c.body(JSON.stringify({ ...stored.feature, links }), 200, { 'Content-Type': `${GEOJSON_TYPE}; charset=utf-8`, 'Content-Crs': contentCrs(crs), ETag: `"${stored.etag}"`, ...NO_STORE });
 }
 
 /** The answer to a database refusal of a write (409 constraint, 400 value), else the error again. */
@@ -178,7 +184,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     if (begun instanceof Response) return begun;
     const cond = conditionOf(c, begun.t);
     if (cond instanceof Response) return cond;
-    const body = await jsonBody(c, ctx.holder.current, types);
+    const body = await jsonBody(c, ctx.holder.current, begun.t, types);
     if (body instanceof Response) return body;
     return { ...begun, fid: param(c, 'fid'), cond, body };
   };
@@ -200,7 +206,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     {
       summary: 'Create features in a writable PostGIS table (OGC API - Features Part 4)',
       tag: 'OGC API',
-      description: 'A GeoJSON Feature, or a FeatureCollection created as one transaction (all or none). Coordinates in CRS84. `Prefer: return=minimal` answers without a body. Needs a key or token allowed to write the collection (docs/editing.md).',
+      description: 'A GeoJSON Feature, or a FeatureCollection created as one transaction (all or none). Coordinates in CRS84, or in the CRS a `Content-Crs` header names (one the collection lists). `Prefer: return=minimal` answers without a body. Needs a key or token allowed to write the collection (docs/editing.md).',
       params: COLLECTION_PARAM,
       body: { contentType: 'application/geo+json', schema: v.object({ type: v.picklist(['Feature', 'FeatureCollection']) }) },
       responses: {
@@ -213,13 +219,13 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
       const begun = begin(c);
       if (begun instanceof Response) return begun;
       const { t, who } = begun;
-      const body = await jsonBody(c, state, FEATURE_TYPES);
+      const body = await jsonBody(c, state, t, FEATURE_TYPES);
       if (body instanceof Response) return body;
-      const checked = checkFeatures(body.doc, writeSchema(t.source.features), MAX_FEATURES_PER_WRITE);
+      const checked = checkFeatures(body.doc, writeSchema(t.source.features), MAX_FEATURES_PER_WRITE, body.crs);
       if (!checked.ok) return refusal(c, 400, 'Invalid feature', `${checked.member}: ${checked.detail}`, { member: checked.member });
       let created;
       try {
-        created = await insertFeatures(t.source.features, checked.value.features);
+        created = await insertFeatures(t.source.features, checked.value.features, body.crs.srid);
       } catch (err) {
         return refusedAnswer(c, err);
       }
@@ -232,9 +238,9 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
       const w = created[0];
       const headers = { Location: itemUrl(c, state, t, w.id), ETag: `"${w.etag}"`, ...NO_STORE };
       if (minimal(c)) return c.body(null, 201, { ...headers, 'Preference-Applied': 'return=minimal' });
-      const stored = await readItem(t.source.features, w.id);
+      const stored = await readItem(t.source.features, w.id, body.crs);
       if (!stored) return c.body(null, 201, headers);
-      return c.body(JSON.stringify(stored.feature), 201, { ...headers, 'Content-Type': `${GEOJSON_TYPE}; charset=utf-8` });
+      return c.body(JSON.stringify(stored.feature), 201, { ...headers, 'Content-Type': `${GEOJSON_TYPE}; charset=utf-8`, 'Content-Crs': contentCrs(body.crs) });
     },
     ogcAbsence,
     noWritable,
@@ -245,7 +251,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     {
       summary: 'Replace a feature of a writable PostGIS table (OGC API - Features Part 4)',
       tag: 'OGC API',
-      description: 'The body is the whole feature: properties it leaves out become null. With If-Match, only while the feature still has that ETag.',
+      description: 'The body is the whole feature: properties it leaves out become null. Coordinates in CRS84, or in the CRS a `Content-Crs` header names (one the collection lists). With If-Match, only while the feature still has that ETag.',
       params: FEATURE_PARAMS,
       body: { contentType: 'application/geo+json', schema: v.object({ type: v.literal('Feature') }) },
       responses: { ...STORED, ...WRITE_ERRORS, ...CONDITIONAL },
@@ -255,17 +261,17 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
       const begun = await beginChange(c, FEATURE_TYPES);
       if (begun instanceof Response) return begun;
       const { t, who, fid, cond, body } = begun;
-      const checked = checkFeature(body.doc, writeSchema(t.source.features));
+      const checked = checkFeature(body.doc, writeSchema(t.source.features), '', body.crs);
       if (!checked.ok) return refusal(c, 400, 'Invalid feature', `${checked.member}: ${checked.detail}`, { member: checked.member });
       if (checked.value.id !== undefined && checked.value.id !== fid) return refusal(c, 400, 'Invalid feature', `id: the body's id "${checked.value.id}" is not the feature "${fid}" of the URL (an id cannot be changed)`, { member: 'id' });
       if (!(await isIdValue(t.source.features, fid))) return refusal(c, 404, 'Feature not found', `collection "${t.id}" has no feature "${fid}"`);
       let o: WriteOutcome;
       try {
-        o = await replaceFeature(t.source.features, fid, checked.value, tagOf(cond));
+        o = await replaceFeature(t.source.features, fid, checked.value, tagOf(cond), body.crs.srid);
       } catch (err) {
         return refusedAnswer(c, err);
       }
-      return settle(c, t, fid, o, 'replaced', who, (etag) => writtenAnswer(c, state, t, fid, etag));
+      return settle(c, t, fid, o, 'replaced', who, (etag) => writtenAnswer(c, state, t, fid, etag, body.crs));
     },
     ogcAbsence,
     noWritable,
@@ -276,7 +282,7 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
     {
       summary: 'Update a feature of a writable PostGIS table with a JSON Merge Patch (RFC 7396)',
       tag: 'OGC API',
-      description: 'Members set to null are removed (a property: set to null); objects merge member by member; anything else replaces. With If-Match, only while the feature still has that ETag.',
+      description: 'Members set to null are removed (a property: set to null); objects merge member by member; anything else replaces. A `Content-Crs` header (one of the CRSs the collection lists) says the CRS of the patch\'s coordinates; the feature is merged in it. With If-Match, only while the feature still has that ETag.',
       params: FEATURE_PARAMS,
       body: { contentType: 'application/merge-patch+json', schema: v.unknown() },
       responses: { ...STORED, ...WRITE_ERRORS, ...CONDITIONAL },
@@ -293,23 +299,24 @@ export function registerOgcEditRoutes(r: Router, ctx: ServerContext): void {
       // read (its ETag), so a change made meanwhile is never overwritten with stale members. Without If-Match, a
       // write that lost to another is read and patched again.
       for (let attempt = 1; ; attempt++) {
-        const read = await readItem(t.source.features, fid);
+        // Read in the patch's CRS, so that a geometry merged member by member stays in one CRS.
+        const read = await readItem(t.source.features, fid, body.crs);
         if (!read) return refusal(c, 404, 'Feature not found', `collection "${t.id}" has no feature "${fid}"`);
         if (given !== undefined && !given.includes(read.etag)) return settle(c, t, fid, { kind: 'stale', etag: read.etag }, 'updated', who, () => c.body(null, 204));
         const current = JSON.parse(JSON.stringify(read.feature)) as Json;
         const patched = applyMergePatch(current, patch as Json) as Record<string, unknown>;
         if (patched.id !== undefined && String(patched.id) !== String(read.feature.id)) return refusal(c, 400, 'Invalid patch', `id: a feature's id cannot be changed (it is "${read.feature.id}")`, { member: 'id' });
-        const checked = checkFeature({ ...patched, id: undefined }, writeSchema(t.source.features));
+        const checked = checkFeature({ ...patched, id: undefined }, writeSchema(t.source.features), '', body.crs);
         if (!checked.ok) return refusal(c, 400, 'Invalid patch', `${checked.member}: ${checked.detail} (after the patch)`, { member: checked.member });
         if (checked.value.id !== undefined && checked.value.id !== fid) return refusal(c, 400, 'Invalid patch', `properties: the id column cannot be changed (the feature is "${fid}")`, { member: 'properties' });
         let o: WriteOutcome;
         try {
-          o = await replaceFeature(t.source.features, fid, checked.value as FeatureInput, [read.etag]);
+          o = await replaceFeature(t.source.features, fid, checked.value as FeatureInput, [read.etag], body.crs.srid);
         } catch (err) {
           return refusedAnswer(c, err);
         }
         if (o.kind === 'stale' && given === undefined && attempt < PATCH_ATTEMPTS) continue;
-        return settle(c, t, fid, o, 'updated', who, (etag) => writtenAnswer(c, state, t, fid, etag));
+        return settle(c, t, fid, o, 'updated', who, (etag) => writtenAnswer(c, state, t, fid, etag, body.crs));
       }
     },
     ogcAbsence,

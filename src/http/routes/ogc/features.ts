@@ -1,4 +1,4 @@
-// OGC API - Features (Part 1, read-only) and Part 3 filtering for PostGIS table sources and the layers of data-file
+// OGC API - Features (Part 1, read-only), Part 2 (crs and bbox-crs, src/ogc/crs.ts) and Part 3 filtering for PostGIS table sources and the layers of data-file
 // sources (a one-layer source's own collection, `{source}:{layer}` for each layer of a source of several): items with bbox,
 // limit/offset paging, property=value and CQL2 filters, one item by id, and the queryables.
 import type { Context } from 'hono';
@@ -11,6 +11,7 @@ import { findLayerCollection, layerCollections, ownFeatures, type FeatureCollect
 import { DEFAULT_LIMIT, fileQueryablesSchema, MAX_LIMIT, queryables, queryablesSchema, readFileItem, readFileItems, readItem, readItems } from '../../../ogc/features.js';
 import { GEOMETRY_QUERYABLE } from '../../../sources/files/source.js';
 import { CRS84 } from '../../../ogc/tms.js';
+import { bboxToXy, collectionCrss, contentCrs, CRS84_ENTRY, crsNamed, isLonLat, type Crs } from '../../../ogc/crs.js';
 import { urlContext, type ServerContext } from '../../context.js';
 import { problem } from '../../problem.js';
 import { KEY_QUERY, param, type Router } from '../../router.js';
@@ -25,13 +26,21 @@ const GEOJSON = { 'application/geo+json': true as const, 'text/html': true as co
 /** Query parameters items understands besides property names. */
 const ITEMS_PARAMS = new Set(['f', 'key', 'bbox', 'limit', 'offset', 'filter', 'filter-lang', 'filter-crs', 'crs', 'bbox-crs']);
 /**
- * A collection of features lists its CRSs (`crs`, `storageCrs`: OGC API - Features Part 2) and items takes Part 2's
- * `crs` and `bbox-crs` for them: CRS84 only. GDAL 3.10's OGCAPI driver (Debian 13) sends `crs=<storageCrs>` with
- * every items request, and read no feature while this refused it; 3.6 sends none. Part 2 asks for the CRS of the
- * geometries in `Content-Crs`.
+ * OGC API - Features Part 2: `crs` (the CRS of the geometries answered) and `bbox-crs` (the CRS of bbox) name one
+ * of the CRSs the collection lists (src/ogc/crs.ts); anything else is refused naming the parameter. GDAL 3.10's
+ * OGCAPI driver (Debian 13) sends `crs=<storageCrs>` with every items request, so the storage CRS must be one of
+ * them. Every answer of items or an item says its geometries' CRS in `Content-Crs`.
  */
 const CRS_PARAMS = ['crs', 'bbox-crs'] as const;
-const CONTENT_CRS = { 'Content-Crs': `<${CRS84}>` };
+const CRS_DOC = 'the URI of one of the CRSs the collection lists in `crs` (OGC API - Features Part 2): CRS84 (default), EPSG:4326 (latitude first), EPSG:3857 and the table\'s own; a data-file layer lists CRS84 only';
+
+/** The CRS a Part 2 parameter names (CRS84 when absent), or the 400 naming it. */
+function crsParam(c: Context, t: FeatureCollectionOf, name: (typeof CRS_PARAMS)[number]): Crs | Response {
+  const text = c.req.query(name);
+  if (text === undefined) return CRS84_ENTRY;
+  const { list } = collectionCrss(t);
+  return crsNamed(list, text) ?? invalid(c, name, `${name} ${JSON.stringify(text.slice(0, 200))} is not one of the CRSs collection "${t.id}" offers: ${list.map((x) => x.uri).join(', ')}`);
+}
 
 /** The collection of features a request names, or the 404 to answer (no such collection, or one without features). */
 export function featuresOf(c: Context, ctx: ServerContext): FeatureCollectionOf | Response {
@@ -84,14 +93,14 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       params: COLLECTION,
       query: {
         ...DOC_QUERY,
-        bbox: { schema: v.string(), description: 'west,south,east,north in longitude/latitude (CRS84); west above east crosses the antimeridian' },
+        bbox: { schema: v.string(), description: 'the box\'s lower and upper corners in bbox-crs (default CRS84: west,south,east,north in longitude/latitude); west above east crosses the antimeridian (longitude/latitude only)' },
         limit: { schema: v.pipe(v.number(), v.integer(), v.minValue(1)), description: `features per page, default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT} (larger values are capped)` },
         offset: { schema: v.pipe(v.number(), v.integer(), v.minValue(0)), description: 'features to skip (default 0)' },
         filter: { schema: v.string(), description: 'a CQL2 expression over the queryables' },
         'filter-lang': { schema: v.picklist(['cql2-text', 'cql2-json']), description: 'default cql2-text' },
         'filter-crs': { schema: v.literal(CRS84), description: 'only CRS84 (longitude/latitude)' },
-        crs: { schema: v.literal(CRS84), description: 'the CRS of the geometries answered: only CRS84 (OGC API - Features Part 2)' },
-        'bbox-crs': { schema: v.literal(CRS84), description: 'the CRS of bbox: only CRS84 (OGC API - Features Part 2)' },
+        crs: { schema: v.string(), description: `the CRS of the geometries answered: ${CRS_DOC}` },
+        'bbox-crs': { schema: v.string(), description: `the CRS of bbox, whose numbers follow that CRS's axis order: ${CRS_DOC}` },
       },
       responses: {
         200: { description: 'a GeoJSON FeatureCollection with numberMatched, numberReturned and links', content: GEOJSON },
@@ -128,11 +137,16 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         const parts = bboxText.split(',').map((p) => (p.trim() === '' ? NaN : Number(p)));
         if ((parts.length !== 4 && parts.length !== 6) || !parts.every(Number.isFinite)) return invalid(c, 'bbox', `bbox "${bboxText}" is not four (or six) comma-separated numbers`);
         bbox = parts.length === 6 ? [parts[0], parts[1], parts[3], parts[4]] : parts;
-        if (bbox[1] > bbox[3]) return invalid(c, 'bbox', `bbox "${bboxText}": south is above north`);
       }
-      for (const name of ['filter-crs', ...CRS_PARAMS]) {
-        const crs = q.get(name);
-        if (crs !== null && crs !== CRS84) return invalid(c, name, `${name} "${crs}" is not offered (only ${CRS84})`);
+      const filterCrs = q.get('filter-crs');
+      if (filterCrs !== null && filterCrs !== CRS84) return invalid(c, 'filter-crs', `filter-crs "${filterCrs}" is not offered (only ${CRS84})`);
+      const crs = crsParam(c, t, 'crs');
+      if (crs instanceof Response) return crs;
+      const bboxCrs = crsParam(c, t, 'bbox-crs');
+      if (bboxCrs instanceof Response) return bboxCrs;
+      if (bbox) {
+        bbox = bboxToXy(bbox, bboxCrs);
+        if (bbox[1] > bbox[3]) return invalid(c, 'bbox', `bbox "${bboxText}": its lower corner is above its upper one`);
       }
       const lang = q.get('filter-lang') ?? 'cql2-text';
       if (lang !== 'cql2-text' && lang !== 'cql2-json') return invalid(c, 'filter-lang', `filter-lang "${lang}" is not cql2-text or cql2-json`);
@@ -146,7 +160,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       }
       let page;
       try {
-        const query = { bbox, equals, filter, limit, offset };
+        const query = { bbox, ...(isLonLat(bboxCrs) ? {} : { bboxCrs }), ...(crs === CRS84_ENTRY ? {} : { crs }), equals, filter, limit, offset };
         page = t.kind === 'table' ? await readItems(t.source.features, query) : await readFileItems(t.source, t.layer, query);
       } catch (err) {
         if (err instanceof Cql2Error) {
@@ -176,7 +190,7 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         timeStamp: new Date().toISOString(),
         links,
       };
-      return sendDoc(c, state, `${t.title} features`, doc, GEOJSON_TYPE, CONTENT_CRS);
+      return sendDoc(c, state, `${t.title} features`, doc, GEOJSON_TYPE, { 'Content-Crs': contentCrs(crs) });
     },
     ogcAbsence,
   );
@@ -187,10 +201,10 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       summary: 'One feature of a PostGIS table (by id_column, else the one-column primary key) or of a layer of a data file (by its integer feature id)',
       tag: 'OGC API',
       params: { ...COLLECTION, featureId: { schema: v.string() } },
-      query: DOC_QUERY,
+      query: { ...DOC_QUERY, crs: { schema: v.string(), description: `the CRS of the geometry answered: ${CRS_DOC}` } },
       responses: {
-        200: { description: 'a GeoJSON Feature', content: GEOJSON },
-        400: { description: 'an unknown f', content: PROBLEM },
+        200: { description: 'a GeoJSON Feature (its CRS in Content-Crs)', content: GEOJSON },
+        400: { description: 'an unknown f, or a crs the collection does not list', content: PROBLEM },
         404: { description: 'no such collection or feature (or the table has no id column)', content: PROBLEM },
         503: { description: 'the database is unreachable or too slow (Retry-After)', content: PROBLEM },
       },
@@ -200,8 +214,11 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
       const t = featuresOf(c, ctx);
       if (t instanceof Response) return t;
       const fid = param(c, 'fid');
+      const crs = crsParam(c, t, 'crs');
+      if (crs instanceof Response) return crs;
+      const crsHeader = { 'Content-Crs': contentCrs(crs) };
       if (t.kind === 'table' && !t.source.features.idColumn) return problem(c, 404, 'Feature not found', `collection "${t.id}" has no feature ids (set id_column, or give the table a one-column primary key)`);
-      const tagged = t.kind === 'table' ? await readItem(t.source.features, fid) : undefined;
+      const tagged = t.kind === 'table' ? await readItem(t.source.features, fid, crs) : undefined;
       const f = t.kind === 'table' ? tagged?.feature : await readFileItem(t.source, t.layer, fid);
       if (!f) return problem(c, 404, 'Feature not found', `collection "${t.id}" has no feature "${fid}"`);
       const h = new Hrefs(urlContext(c, state));
@@ -211,14 +228,14 @@ export function registerOgcFeatureRoutes(r: Router, ctx: ServerContext): void {
         { href: h.ogc(path, { f: 'html' }), rel: 'alternate', type: HTML_TYPE, title: 'this feature as HTML' },
         { href: h.ogc(`/collections/${seg(t.id)}`), rel: 'collection', type: JSON_TYPE, title: 'the collection' },
       ];
-      if (!tagged) return sendDoc(c, state, `${t.title} feature ${fid}`, { ...f, links }, GEOJSON_TYPE);
+      if (!tagged) return sendDoc(c, state, `${t.title} feature ${fid}`, { ...f, links }, GEOJSON_TYPE, crsHeader);
       // A table's feature carries the strong ETag of its stored row, the one If-Match checks (docs/editing.md). A
       // writable table's features are revalidated on every use (no-cache): an edit must not hide behind max-age.
       const etag = `"${tagged.etag}"`;
       const editable = t.kind === 'table' && t.source.features.edit !== undefined;
       const cacheControl = editable ? 'no-cache' : METADATA_CACHE_CONTROL;
-      if (notModified(c, etag)) return c.body(null, 304, { ETag: etag, 'Cache-Control': cacheControl, Vary: 'Accept-Encoding, Accept' });
-      return sendDoc(c, state, `${t.title} feature ${fid}`, { ...f, links }, GEOJSON_TYPE, { ETag: etag }, cacheControl);
+      if (notModified(c, etag)) return c.body(null, 304, { ETag: etag, 'Cache-Control': cacheControl, Vary: 'Accept-Encoding, Accept', ...crsHeader });
+      return sendDoc(c, state, `${t.title} feature ${fid}`, { ...f, links }, GEOJSON_TYPE, { ETag: etag, ...crsHeader }, cacheControl);
     },
     ogcAbsence,
   );

@@ -1,0 +1,88 @@
+// OGC API - Features Part 2 (OGC 18-058r1, "Coordinate Reference Systems by Reference"): the CRSs a collection of
+// features answers in and takes bboxes and (writable tables) bodies in, named by their OGC URIs. A PostGIS table
+// lists CRS84, EPSG:4326, EPSG:3857 and its own SRID (its storageCrs); PostGIS transforms in the statement. A
+// layer of a data file lists CRS84 only: its features come out of the reader in longitude/latitude and nothing
+// transforms them, and a collection lists only the CRSs it can really answer in (docs/ogc.md).
+//
+// Axis order: Part 2 asks for the coordinates in the order the CRS defines. CRS84 is longitude, latitude; EPSG:4326
+// is latitude, longitude; EPSG:3857 is easting, northing. PostGIS keeps x = longitude (easting) whatever the CRS,
+// so a CRS whose EPSG definition puts latitude (or northing) first is answered with its axes swapped. GDAL's OSR,
+// asked for the EPSG definition, says which ones do.
+import gdal from 'gdal-async';
+import type { FeatureCollectionOf } from './feature-collections.js';
+import { CRS84 } from './tms.js';
+
+/** The OGC URI of an EPSG code's CRS. */
+export const epsgUri = (code: number) => `http://www.opengis.net/def/crs/EPSG/0/${code}`;
+
+/** A CRS a collection offers: its URI, the PostGIS SRID of its coordinates, and whether its first axis is y. */
+export interface Crs {
+  uri: string;
+  srid: number;
+  /** The CRS's first axis is latitude or northing: positions are [y, x] in it, [x, y] in PostGIS. */
+  swap: boolean;
+}
+
+export const CRS84_ENTRY: Crs = { uri: CRS84, srid: 4326, swap: false };
+export const EPSG_4326: Crs = { uri: epsgUri(4326), srid: 4326, swap: true };
+export const EPSG_3857: Crs = { uri: epsgUri(3857), srid: 3857, swap: false };
+
+/** Half the side of EPSG:3857's square, in metres (pi times the sphere's radius). */
+export const MERCATOR_HALF = Math.PI * 6378137;
+
+const known = new Map<number, Crs | undefined>();
+
+/**
+ * The CRS of an EPSG code as GDAL knows it, or undefined when GDAL has no such EPSG code (a custom SRID of
+ * spatial_ref_sys has no EPSG URI to be named by). Asked once per code.
+ */
+export function epsgCrs(code: number): Crs | undefined {
+  if (known.has(code)) return known.get(code);
+  let crs: Crs | undefined;
+  try {
+    const ref = gdal.SpatialReference.fromEPSGA(code);
+    crs = { uri: epsgUri(code), srid: code, swap: ref.EPSGTreatsAsLatLong() || ref.EPSGTreatsAsNorthingEasting() };
+  } catch {
+    crs = undefined;
+  }
+  known.set(code, crs);
+  return crs;
+}
+
+/** The CRSs a PostGIS table with geometries in `srid` answers in, CRS84 first, and its storage CRS. */
+export function tableCrss(srid: number): { list: Crs[]; storage: Crs | undefined } {
+  const list = [CRS84_ENTRY, EPSG_4326, EPSG_3857];
+  const own = srid === 4326 ? EPSG_4326 : srid === 3857 ? EPSG_3857 : epsgCrs(srid);
+  if (own && !list.some((c) => c.uri === own.uri)) list.push(own);
+  return { list, storage: own };
+}
+
+/** What a data-file layer answers in: CRS84 only. */
+export const FILE_CRSS: { list: Crs[]; storage: Crs } = { list: [CRS84_ENTRY], storage: CRS84_ENTRY };
+
+/**
+ * The listed CRS a parameter or header names, or undefined. The value is the URI exactly as listed; a header
+ * (Content-Crs) writes it in angle brackets, which are taken off (and spaces around it).
+ */
+export function crsNamed(list: readonly Crs[], text: string): Crs | undefined {
+  const trimmed = text.trim();
+  const uri = trimmed.startsWith('<') && trimmed.endsWith('>') ? trimmed.slice(1, -1).trim() : trimmed;
+  return list.find((c) => c.uri === uri);
+}
+
+/** The Content-Crs header value of coordinates in `crs`. */
+export const contentCrs = (crs: Crs) => `<${crs.uri}>`;
+
+/** A bbox given in `crs` (its axis order, 4 numbers) as x/y: west, south, east, north. */
+export function bboxToXy(bbox: readonly number[], crs: Crs): [number, number, number, number] {
+  const [a, b, c, d] = bbox;
+  return crs.swap ? [b, a, d, c] : [a, b, c, d];
+}
+
+/** Whether coordinates in `crs` are longitude/latitude degrees (CRS84, EPSG:4326). */
+export const isLonLat = (crs: Crs) => crs.srid === 4326;
+
+/** The CRSs a collection of features offers (a table's per its SRID, a file layer's CRS84 only). */
+export function collectionCrss(t: FeatureCollectionOf): { list: Crs[]; storage: Crs | undefined } {
+  return t.kind === 'table' ? tableCrss(t.source.features.srid) : FILE_CRSS;
+}
