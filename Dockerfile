@@ -1,6 +1,6 @@
 # The tileserver-ts image. Build: `podman build -t tileserver-ts .` (or `docker build`); docs/deployment.md.
-# BASE is any Debian 12 image with Node.js 24 (the maintenance LTS line; 22 works too; gdal-async 3.12.3 does not
-# compile on 26, docs/deployment.md) and npm on the PATH: the default is the public Node image; where no registry
+# BASE is any Debian 12 image with Node.js 24 (the maintenance LTS line; 22 and 26 work too, docs/deployment.md)
+# and npm on the PATH: the default is the public Node image; where no registry
 # is reachable, scripts/image-base.sh makes one from Debian's packages and the Node project's build of Node 24.
 ARG BASE=docker.io/library/node:24-bookworm-slim
 
