@@ -6,9 +6,13 @@
 //
 // Axis order: Part 2 asks for the coordinates in the order the CRS defines. CRS84 is longitude, latitude; EPSG:4326
 // is latitude, longitude; EPSG:3857 is easting, northing. PostGIS keeps x = longitude (easting) whatever the CRS,
-// so a CRS whose EPSG definition puts latitude (or northing) first is answered with its axes swapped. GDAL's OSR,
-// asked for the EPSG definition, says which ones do.
-import gdal from 'gdal-async';
+// so EPSG:4326 is answered with its axes swapped.
+//
+// A table stored in another SRID (a UTM zone, a national grid) is still answered in these three, but its own CRS
+// is not listed: the axis order of an arbitrary EPSG code needs GDAL's OSR, and gdal-async may load in one thread
+// per process only, the raster pool's (src/sources/raster/pool.ts; loaded here as well, it broke every raster
+// source of the process). PostGIS's spatial_ref_sys cannot say it either: its WKT leaves the EPSG axes out
+// (4326 and SWEREF99 TM carry no AXIS). docs/ogc.md says so.
 import type { FeatureCollectionOf } from './feature-collections.js';
 import { CRS84 } from './tms.js';
 
@@ -30,31 +34,12 @@ export const EPSG_3857: Crs = { uri: epsgUri(3857), srid: 3857, swap: false };
 /** Half the side of EPSG:3857's square, in metres (pi times the sphere's radius). */
 export const MERCATOR_HALF = Math.PI * 6378137;
 
-const known = new Map<number, Crs | undefined>();
-
 /**
- * The CRS of an EPSG code as GDAL knows it, or undefined when GDAL has no such EPSG code (a custom SRID of
- * spatial_ref_sys has no EPSG URI to be named by). Asked once per code.
+ * The CRSs a PostGIS table with geometries in `srid` answers in, CRS84 first, and its storage CRS: the table's
+ * SRID when it is one of them, else none (Part 2 makes storageCrs optional).
  */
-export function epsgCrs(code: number): Crs | undefined {
-  if (known.has(code)) return known.get(code);
-  let crs: Crs | undefined;
-  try {
-    const ref = gdal.SpatialReference.fromEPSGA(code);
-    crs = { uri: epsgUri(code), srid: code, swap: ref.EPSGTreatsAsLatLong() || ref.EPSGTreatsAsNorthingEasting() };
-  } catch {
-    crs = undefined;
-  }
-  known.set(code, crs);
-  return crs;
-}
-
-/** The CRSs a PostGIS table with geometries in `srid` answers in, CRS84 first, and its storage CRS. */
 export function tableCrss(srid: number): { list: Crs[]; storage: Crs | undefined } {
-  const list = [CRS84_ENTRY, EPSG_4326, EPSG_3857];
-  const own = srid === 4326 ? EPSG_4326 : srid === 3857 ? EPSG_3857 : epsgCrs(srid);
-  if (own && !list.some((c) => c.uri === own.uri)) list.push(own);
-  return { list, storage: own };
+  return { list: [CRS84_ENTRY, EPSG_4326, EPSG_3857], storage: srid === 4326 ? EPSG_4326 : srid === 3857 ? EPSG_3857 : undefined };
 }
 
 /** What a data-file layer answers in: CRS84 only. */
