@@ -16,7 +16,7 @@
 // Then the city (BENCH_SEED_CITY: "on", "only" for this part alone, "off"): the browse bench's city archive
 // (bench/browse-data.ts, BENCH_BROWSE_DATA) seeded with OSM Liberty over a square at the centre of the browse area
 // (BENCH_SEED_CITY_EDGE tiles on an edge at z12, default 2) at BENCH_SEED_CITY_ZOOMS (default 12-16), once per bulk
-// frame size (BENCH_SEED_FRAMES, render.bulk_metatile, default "2,4,8"), then the browse bench's 4-user run on a
+// frame size (BENCH_SEED_FRAMES, render.bulk_metatile, default "2,4,8"; BENCH_SEED_POOL sets render.pool_size), then the browse bench's 4-user run on a
 // fresh server over the same archive. Per frame size: tiles written, tiles written per second, the whole machine's
 // busy CPU (/proc/stat) per tile written, the seed's process tree's CPU per tile by kind of process, the peak RSS of
 // the browser's processes per browser; beside it the browse run's CPU per distinct tile, measured both ways, and
@@ -200,6 +200,8 @@ const CITY = (process.env.BENCH_SEED_CITY ?? 'on').toLowerCase();
 const CITY_EDGE = envNumber('BENCH_SEED_CITY_EDGE', 2);
 const CITY_ZOOMS = process.env.BENCH_SEED_CITY_ZOOMS ?? '12-16';
 const FRAMES = (process.env.BENCH_SEED_FRAMES ?? '2,4,8').split(',').map(Number);
+/** render.pool_size of the city's seeds (BENCH_SEED_POOL); unset: the seed's default (all cores). */
+const SEED_POOL = process.env.BENCH_SEED_POOL ? envNumber('BENCH_SEED_POOL', 0) : undefined;
 
 /** The seeded square: CITY_EDGE tiles on an edge at z12, at the centre of the browse area; west, south, east, north. */
 function cityBox(): string {
@@ -249,7 +251,7 @@ function citySeed(cityFile: string, frame: number): Promise<CitySeed> {
   writeFileSync(
     config,
     `fonts = "${path.join(ROOT, 'fixtures/fonts')}"\n[[sources]]\nid = "openmaptiles"\ntype = "mbtiles"\npath = "${cityFile}"\n[[sources]]\nid = "natural_earth"\ntype = "pmtiles"\npath = "${path.join(ROOT, 'fixtures/raster/natural-earth-png-z0-1.pmtiles')}"\n` +
-      `[[styles]]\nid = "osm-liberty"\npath = "${path.join(ROOT, 'fixtures/styles/osm-liberty/style.json')}"\n[cache]\ndir = "${scratch}"\n[render]\nbulk_metatile = ${frame}\n`,
+      `[[styles]]\nid = "osm-liberty"\npath = "${path.join(ROOT, 'fixtures/styles/osm-liberty/style.json')}"\n[cache]\ndir = "${scratch}"\n[render]\nbulk_metatile = ${frame}\n${SEED_POOL ? `pool_size = ${SEED_POOL}\n` : ''}`,
   );
   const child = spawn(process.execPath, [CLI, 'seed', '--config', config, '--style', 'osm-liberty', '--bbox', cityBox(), '--zoom', CITY_ZOOMS, '--out', path.join(scratch, 'city.mbtiles')], {
     stdio: ['ignore', 'pipe', 'inherit'],
