@@ -2,15 +2,13 @@
 // and cuts them. Three tiles of one 8x8 block at z7 (256 px tiles, so an 8x8 frame is 2112 px and cheap) are seeded
 // with bulk_metatile 4 and 8, and with 8 under a bulk_max_frame too small for it; the frames drawn are read from the
 // seed's debug lines (4x4, 8x8, and 2x2 with the limit said once), and every seeded tile agrees with the live
-// route's within the render tests' tolerance. One server (the live route) and one browser per seed; the first seed
-// runs with the seed's default pool, which takes every core (its 'renderer ready' line says pages and threads).
+// route's within the render tests' tolerance. One server (the live route) and one browser per seed.
 // A frame the GL stack cannot draw: 512 px tiles make the 8x8 frame 4160 px, and the seed's Chromium runs on the egl
 // stack with ANGLE's own workaround that caps WebGL's textures at 4096 (limitWebglMaxTextureSizeTo4096, which ANGLE
 // applies to some drivers), passed through a render.chromium_path wrapper: WebGL then gives the map a 4096 px
 // drawing buffer, the frame fails for real, and its tiles are drawn in 4x4 and 2x2 frames.
 import assert from 'node:assert/strict';
 import { chmodSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -44,13 +42,12 @@ function area(): string {
   return file;
 }
 
-/** `pool`: the pool_size line (empty: the seed's default, every core). */
-const toml = (render: string, cacheDir: string, pool = 'pool_size = 1') => `[[sources]]
+const toml = (render: string, cacheDir: string) => `[[sources]]
 id = "world"
 type = "pmtiles"
 path = "${WORLD}"
 [render]
-${pool}
+pool_size = 1
 ${render}
 [cache]
 dir = "${cacheDir}"
@@ -60,12 +57,12 @@ interface Seeded {
   /** The archive's tiles by "z/x/y". */
   tiles: Map<string, Buffer>;
   /** The seed's JSON log lines. */
-  log: { msg: string; frame?: string; asked?: string; drawn?: string; err?: string; bulk_frames?: Record<string, number>; threads?: number; pages?: number }[];
+  log: { msg: string; frame?: string; asked?: string; drawn?: string; err?: string; bulk_frames?: Record<string, number> }[];
 }
 
-async function seed(name: string, render: string, tileSize: 256 | 512 = 256, pool?: string): Promise<Seeded> {
+async function seed(name: string, render: string, tileSize: 256 | 512 = 256): Promise<Seeded> {
   const out = path.join(work, `${name}.mbtiles`);
-  const config = writeTempConfig(toml(render, path.join(work, `${name}-cache`), pool));
+  const config = writeTempConfig(toml(render, path.join(work, `${name}-cache`)));
   const r = await runCli(['seed', '--config', config, '--style', 'world', '--tile-size', String(tileSize), '--geojson', area(), '--zoom', '7', '--out', out], { LOG_LEVEL: 'debug' }, 240_000);
   assert.equal(r.code, 0, r.stderr.slice(-2000));
   const db = new Database(out, { readonly: true });
@@ -105,13 +102,8 @@ describe('seed: bulk frames', () => {
     }
   }
 
-  test('bulk_metatile = 8: the block\'s tiles are one 8x8 frame, cut into the live route\'s tiles; the seed renders on every core', { timeout: 300_000 }, async () => {
-    // With the seed's default pool: every core (the seed is the only process rendering on its host).
-    const s = await seed('eight', 'bulk_metatile = 8', 256, '');
-    const cores = os.availableParallelism();
-    const ready = s.log.find((l) => l.msg === 'renderer ready');
-    const pages = Math.min(2, cores);
-    assert.deepEqual([ready?.pages, ready?.threads], [pages, Math.ceil(cores / pages)], `renderers of ${cores} cores: ${JSON.stringify(ready)}`);
+  test('bulk_metatile = 8: the block\'s tiles are one 8x8 frame, cut into the live route\'s tiles', { timeout: 300_000 }, async () => {
+    const s = await seed('eight', 'bulk_metatile = 8');
     assert.deepEqual(framesOf(s), ['8x8']);
     await agreesWithLive(s, '8x8');
   });
