@@ -56,15 +56,9 @@ export class RenderPoolKeeper {
   readonly events = { pagesReplaced: 0, renderersReplaced: 0, renderersRecycled: 0, startFailures: 0 };
   private closed = false;
 
-  /**
-   * `processes`: how many processes share this host's cores for rendering. A server leaves it to its worker count;
-   * `tileserver-ts seed` is the only process of its host (nobody is served there) and gives 1: its pool takes all
-   * the cores rather than the share of one of the server's workers.
-   */
   constructor(
     private readonly runtime: RuntimeStatus,
     private readonly log: Logger,
-    private readonly processes?: number,
   ) {}
 
   /** The app whose routes answer the renderers' resource requests (in-process). */
@@ -126,7 +120,7 @@ export class RenderPoolKeeper {
     this.runtime.rendererEnabled = false;
     this.runtime.renderer = undefined;
     this.runtime.rendererState = 'starting';
-    const renderers = cfg.pool_size ?? poolShare(this.processes ?? workerCount(this.workers ?? 'auto'));
+    const renderers = cfg.pool_size ?? poolShare(workerCount(this.workers ?? 'auto'));
     const choice = await backendCandidates(cfg);
     const reasons = [...choice.reasons];
     /** GL stacks passed over because their canary failed (only these make a slower start worth a warning). */

@@ -93,13 +93,11 @@ export class RenderService {
     if (cfg?.rerender_expired === 'eager') this.expired.expired(this.lastState!, batch, cfg.rerender_max_zoom, cfg.dirty_queue_size);
   };
 
-  /** `processes`: the processes sharing this host's cores for rendering (RenderPoolKeeper); a seed's is 1. */
   constructor(
     runtime: RuntimeStatus,
     private readonly log: Logger,
-    processes?: number,
   ) {
-    this.keeper = new RenderPoolKeeper(runtime, log, processes);
+    this.keeper = new RenderPoolKeeper(runtime, log);
     expiries.on('batch', this.onExpiry);
   }
 

@@ -36,8 +36,7 @@ export async function startInProcess(loaded: LoadedConfig, log: Logger, o: { ren
   await initCodecs();
   const holder = new StateHolder(await buildAppState(loaded));
   const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false };
-  // The seed is the only process rendering on its host: its pool takes every core (RenderPoolKeeper, processes).
-  const render = new RenderService(runtime, log, 1);
+  const render = new RenderService(runtime, log);
   const ctx: ServerContext = { holder, version: VERSION, runtime, render };
   const { app } = createApp(ctx, log);
   // The renderers fetch their styles, sources, sprites and glyphs from the same app, in-process (server.ts does the same).
