@@ -1,8 +1,8 @@
 # The tileserver-ts image. Build: `podman build -t tileserver-ts .` (or `docker build`); docs/deployment.md.
-# BASE is any Debian 12 image with Node.js 24 (the maintenance LTS line; 22 and 26 work too, docs/deployment.md)
+# BASE is any Debian 12 image with Node.js 26 (the active LTS line; 22 and 24 work too, docs/deployment.md)
 # and npm on the PATH: the default is the public Node image; where no registry
-# is reachable, scripts/image-base.sh makes one from Debian's packages and the Node project's build of Node 24.
-ARG BASE=docker.io/library/node:24-bookworm-slim
+# is reachable, scripts/image-base.sh makes one from Debian's packages and the Node project's build of Node 26.
+ARG BASE=docker.io/library/node:26-bookworm-slim
 
 # What the service needs at run time, shared by both stages so apt fetches these packages once: Chromium (the
 # renderer), Mesa's Vulkan drivers (lavapipe, the GL stack Chromium draws with through ANGLE; SwiftShader is the
@@ -17,35 +17,43 @@ RUN apt-get update \
 
 # The build stage adds the compilers and headers, installs every npm package, compiles the native modules that
 # need it (gdal-async against Debian's libgdal, better-sqlite3), bundles dist/ and builds the world map archive.
+# gdal-async linked to the shared libgdal needs only GDAL's own headers and gdal-config (its flags), which the
+# libgdal-dev package holds: that package is unpacked rather than installed, since installing it pulls in the
+# headers of every library GDAL links (about a hundred packages, there for linking GDAL statically), which took
+# most of this stage's time and which nothing here includes. Its version is the installed libgdal's (one archive).
 FROM runtime-base AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libgdal-dev python3 make g++ \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && cd /tmp && apt-get download -q libgdal-dev && dpkg -x libgdal-dev_*.deb / && rm libgdal-dev_*.deb \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # npm trusts the system's certificate authorities (those of the base, with any added to it) rather than only its own.
 ENV npm_config_cafile=/etc/ssl/certs/ca-certificates.crt
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund --ignore-scripts
-# node-gyp compiles against the headers beside the running node (no download); sharp and esbuild bring their
-# binaries as npm packages, so their install scripts only check them. gdal-async's sources are edited first so a
-# Node.js 26 base compiles them too (the script says why).
 COPY scripts/patch-gdal-async.mjs ./scripts/
-RUN export npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" JOBS=max \
+# One step installs the packages, compiles the native modules and removes what those compiles leave (the GDAL and
+# SQLite sources, the objects) and npm's download cache: a step's layer is written out whole when the step ends
+# (55 s for the 951 MB of npm ci alone, on this two-core machine under load), so nothing deleted later should be
+# kept in one. gdal-async's sources are edited before they compile so that a Node.js 26 base builds them (the
+# script says why). node-gyp compiles against the headers beside the running node (no download), with every core
+# (JOBS); sharp and esbuild bring their binaries as npm packages, so their install scripts only check them.
+RUN npm ci --no-audit --no-fund --ignore-scripts \
+ && export npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" JOBS=max \
  && node scripts/patch-gdal-async.mjs \
  && npm_config_build_from_source=true npm_config_shared_gdal=true npm rebuild gdal-async better-sqlite3 \
- && npm rebuild esbuild sharp
+ && npm rebuild esbuild sharp \
+ && rm -rf node_modules/gdal-async/deps node_modules/gdal-async/src node_modules/gdal-async/build \
+       node_modules/better-sqlite3/deps node_modules/better-sqlite3/src node_modules/better-sqlite3/build/Release/obj* \
+       node_modules/better-sqlite3/build/Release/*.a node_modules/better-sqlite3/build/Release/test_extension.node \
+       /root/.npm /root/.cache
 COPY tsconfig.json ./
 COPY scripts ./scripts
 COPY workers ./workers
 COPY src ./src
 COPY wasm ./wasm
 RUN node scripts/build.mjs && node --import tsx scripts/build-world-data.ts
-# Only what runs: no dev packages, no sources and objects of the native builds, no npm cache.
-RUN npm prune --omit=dev --no-audit --no-fund \
- && rm -rf node_modules/gdal-async/deps node_modules/gdal-async/src node_modules/gdal-async/build \
-       node_modules/better-sqlite3/deps node_modules/better-sqlite3/src node_modules/better-sqlite3/build/Release/obj* \
-       node_modules/better-sqlite3/build/Release/*.a node_modules/better-sqlite3/build/Release/test_extension.node \
- && rm -rf /root/.npm /root/.cache
+# Only what runs: no dev packages (the native builds' sources and objects went with the step that made them).
+RUN npm prune --omit=dev --no-audit --no-fund && rm -rf /root/.npm /root/.cache
 
 FROM runtime-base
 # A fixed uid (not root) that a volume's owner can be matched to; the entries are written directly since a

@@ -1,10 +1,10 @@
 #!/bin/sh
 # Builds a Debian base image with Node.js in it, for building the image where no image registry is reachable:
-# `scripts/image-base.sh localhost/tsts-base:bookworm-node24`, then
-# `podman build --build-arg BASE=localhost/tsts-base:bookworm-node24 .`. Needs mmdebstrap and podman; the Debian
+# `scripts/image-base.sh localhost/tsts-base:bookworm-node26`, then
+# `podman build --build-arg BASE=localhost/tsts-base:bookworm-node26 .`. Needs mmdebstrap and podman; the Debian
 # mirror and the npm registry must be reachable. Nothing is done when the tag exists already (REBUILD=1 builds it
 # again).
-# NODE picks the Node.js: a version (default 24, the image's: docs/deployment.md) is the Node project's build of
+# NODE picks the Node.js: a version (default 26, the image's: docs/deployment.md) is the Node project's build of
 # it from the npm registry (scripts/node-fetch.sh, kept in .node/), laid out as the public Node images have it
 # (/usr/local/bin/node, its headers in /usr/local/include/node, npm in /usr/local/lib/node_modules), with this
 # machine's npm; NODE=machine takes the machine's installed `nodejs` package instead (Debian's Node 20:
@@ -14,7 +14,7 @@
 # NODE=no leaves Node out, for an image that only runs a client (test/owslib-edits.test.ts: trixie's OWSLib).
 set -eu
 tag=${1:?usage: [NODE=24|machine|no] [RELEASE=trixie] [INCLUDE=pkg,pkg] scripts/image-base.sh TAG}
-node=${NODE:-24}
+node=${NODE:-26}
 release=${RELEASE:-bookworm}
 include=ca-certificates${INCLUDE:+,$INCLUDE}
 if [ "${REBUILD:-}" != 1 ] && podman image exists "$tag"; then echo "base image $tag exists"; exit 0; fi
