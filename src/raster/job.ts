@@ -8,4 +8,5 @@ export type RasterJob =
   | { op: 'dem-grid'; task: DemWindowTask }
   | { op: 'dem-points'; task: DemPointsTask }
   | { op: 'describe'; file: string; storage?: GdalOptions }
+  | { op: 'crs'; input: string; fallback?: string }
   | { op: 'close'; generation: number };

@@ -40,9 +40,12 @@ async function databasePool(config: Config, options: BuildOptions): Promise<PgPo
 export async function buildAppState(loaded: LoadedConfig, options: BuildOptions = {}): Promise<AppState> {
   const { config } = loaded;
   const needsRaster = config.sources.some((s) => s.type === 'cog' || s.type === 'vrt') || (config.postgres?.outdb_rasters.length ?? 0) > 0;
-  const raster = needsRaster ? new RasterPool(config) : undefined;
+  let raster = needsRaster ? new RasterPool(config) : undefined;
+  // A data file in a projected CRS has GDAL read it in the raster pool's thread, started for it when no raster
+  // source did (files/crs.ts says why never in this one).
+  const readCrs = (input: string, fallback?: string) => (raster ??= new RasterPool(config)).readCrs(input, fallback);
   const results = await Promise.allSettled(
-    config.sources.map((s) => (s.type === 'cog' || s.type === 'vrt' ? CogSource.open(s, raster!, config) : openSource(s, config.storage))),
+    config.sources.map((s) => (s.type === 'cog' || s.type === 'vrt' ? CogSource.open(s, raster!, config) : openSource(s, config.storage, readCrs))),
   );
   const opened = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -58,7 +61,8 @@ export async function buildAppState(loaded: LoadedConfig, options: BuildOptions 
     if (postgres && config.postgres) {
       const taken = new Set([...opened.map((s) => s.info.id), ...config.composites.map((c) => c.id)]);
       const db = postgres;
-      const outdb = raster && ((r: Parameters<typeof OutdbRasterSource.open>[0], fn: Parameters<typeof OutdbRasterSource.open>[1]) => OutdbRasterSource.open(r, fn, db, raster, config));
+      const pool = raster;
+      const outdb = pool && ((r: Parameters<typeof OutdbRasterSource.open>[0], fn: Parameters<typeof OutdbRasterSource.open>[1]) => OutdbRasterSource.open(r, fn, db, pool, config));
       opened.push(...(await openDatabaseSources(config.postgres, postgres, taken, outdb)));
     }
   } catch (err) {
