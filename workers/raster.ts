@@ -3,7 +3,7 @@
 import { closeGeneration, describeRaster, warpTile } from '../src/raster/warp-tile.js';
 import { readDemGrid, readDemPoints, readDemWindow } from '../src/raster/dem-read.js';
 import type { RasterJob } from '../src/raster/job.js';
-import { readCrs } from '../src/raster/crs-proj4.js';
+import { epsgAxes, readCrs } from '../src/raster/crs-read.js';
 import { move } from 'piscina';
 
 export default async function run(job: RasterJob) {
@@ -25,6 +25,8 @@ export default async function run(job: RasterJob) {
       return describeRaster(job.file, job.storage);
     case 'crs':
       return readCrs(job.input, job.fallback);
+    case 'epsg-axes':
+      return epsgAxes(job.code);
     case 'close':
       return closeGeneration(job.generation);
   }

@@ -9,4 +9,5 @@ export type RasterJob =
   | { op: 'dem-points'; task: DemPointsTask }
   | { op: 'describe'; file: string; storage?: GdalOptions }
   | { op: 'crs'; input: string; fallback?: string }
+  | { op: 'epsg-axes'; code: number }
   | { op: 'close'; generation: number };

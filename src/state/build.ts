@@ -6,6 +6,7 @@ import type { LoadedConfig } from '../config/load.js';
 import { workerCount } from '../config/sizing.js';
 import { log } from '../log.js';
 import { RasterPool } from '../sources/raster/pool.js';
+import { learnOwnCrs } from '../sources/postgres/own-crs.js';
 import { openSource } from '../sources/open.js';
 import { PgPool } from '../sources/postgres/pool.js';
 import { openDatabaseSources } from '../sources/postgres/publish.js';
@@ -63,7 +64,9 @@ export async function buildAppState(loaded: LoadedConfig, options: BuildOptions 
       const db = postgres;
       const pool = raster;
       const outdb = pool && ((r: Parameters<typeof OutdbRasterSource.open>[0], fn: Parameters<typeof OutdbRasterSource.open>[1]) => OutdbRasterSource.open(r, fn, db, pool, config));
-      opened.push(...(await openDatabaseSources(config.postgres, postgres, taken, outdb)));
+      const tables = await openDatabaseSources(config.postgres, postgres, taken, outdb);
+      opened.push(...tables);
+      await learnOwnCrs(tables, () => (code) => (raster ??= new RasterPool(config)).epsgAxes(code));
     }
   } catch (err) {
     await Promise.all(opened.map((s) => s.close().catch(() => {})));

@@ -15,10 +15,10 @@ import { geometryBox } from './city-collection.js';
 export const STORAGE = v.parse(StorageSchema, {});
 
 /**
- * GDAL's reading of a projected file's CRS, as the server's raster thread does it (src/raster/crs-proj4.ts), here
+ * GDAL's reading of a projected file's CRS, as the server's raster thread does it (src/raster/crs-read.ts), here
  * in the test's own thread: a test process of readers has no raster pool, so GDAL may load in it.
  */
-export const readCrs: CrsReader = async (input, fallback) => (await import('../../src/raster/crs-proj4.js')).readCrs(input, fallback);
+export const readCrs: CrsReader = async (input, fallback) => (await import('../../src/raster/crs-read.js')).readCrs(input, fallback);
 
 /** GDAL's features of a file, as `ogr2ogr -f GeoJSON` writes them (extra arguments such as -t_srs before the file). */
 export function gdalFeatures(file: string, extra: string[] = []): Feature[] {

@@ -9,7 +9,7 @@
 // never a silent guess.
 import type { Geometry, Position } from 'geojson';
 import proj4 from 'proj4';
-import type { CrsReading } from '../../raster/crs-proj4.js';
+import type { CrsReading } from '../../raster/crs-read.js';
 
 /** x, y in one CRS to x, y in another. */
 export type ToLonLat = (x: number, y: number) => [number, number];
@@ -41,7 +41,7 @@ export const MERCATOR: CrsTransform = {
   },
 };
 
-/** GDAL's reading of a CRS (src/raster/crs-proj4.ts), asked of the raster pool's thread (RasterPool.readCrs). */
+/** GDAL's reading of a CRS (src/raster/crs-read.ts), asked of the raster pool's thread (RasterPool.readCrs). */
 export type CrsReader = (input: string, fallback?: string) => Promise<CrsReading>;
 
 /**

@@ -1,6 +1,8 @@
-// A data file's CRS read by GDAL's OSR, for src/sources/files/crs.ts: runs in the raster pool's thread
+// What GDAL's OSR says about a CRS, asked from the HTTP thread but answered in the raster pool's thread
 // (workers/raster.ts), the one thread of the process that may load gdal-async (src/sources/raster/pool.ts says
-// why). The answer is a PROJ string, which the HTTP thread hands to proj4js for the coordinates themselves.
+// why): a data file's CRS as a PROJ string, which the HTTP thread hands to proj4js for the coordinates themselves
+// (src/sources/files/crs.ts), and the axis order of a PostGIS table's EPSG code, which OGC API - Features Part 2
+// answers in (src/ogc/crs.ts).
 import gdal from 'gdal-async';
 
 /** What GDAL made of a CRS: its PROJ string (east, north), and whether it is longitude/latitude on WGS84 already. */
@@ -28,4 +30,18 @@ export function readCrs(input: string, fallback?: string): CrsReading {
     }
   }
   return { proj4: own.toProj4().trim(), lonLat: own.isSame(gdal.SpatialReference.fromProj4(WGS84)) };
+}
+
+/**
+ * Whether EPSG `code`'s definition puts latitude or northing first (as EPSG:4326 and many national grids do), or
+ * null when GDAL has no such EPSG code (a custom SRID of spatial_ref_sys has no EPSG URI to be named by).
+ */
+export function epsgAxes(code: number): { swap: boolean } | null {
+  let ref: gdal.SpatialReference;
+  try {
+    ref = gdal.SpatialReference.fromEPSGA(code);
+  } catch {
+    return null;
+  }
+  return { swap: ref.EPSGTreatsAsLatLong() || ref.EPSGTreatsAsNorthingEasting() };
 }
