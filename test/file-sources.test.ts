@@ -17,7 +17,7 @@ import { CITY_LAYERS, CITY_TILE, loadCityIntoPostgis, writeCityFiles, type CityF
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import type { Feature as GeoJsonFeature } from 'geojson';
 import { writeGeoParquet } from './helpers/file-data.js';
-import { freePort, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
+import { freePort, ROOT, runCli, startServer, writeTempConfig, type TestServer } from './helpers/server.js';
 import { get, getJson, readMlt, readMvt, type PlainFeature, type PlainTile } from './helpers/vector-tiles.js';
 
 let dir: string;
@@ -55,6 +55,13 @@ function writeRangeFormats(files: CityFiles, dir: string): string {
       // The same files with decoded-feature caches far too small for a tile.
       toml += `[[sources]]\nid = "tight_fgb"\ntype = "flatgeobuf"\npath = "${fgb}"\n${properties}feature_cache_mb = 0.05\n`;
       toml += `[[sources]]\nid = "tight_pq"\ntype = "geoparquet"\npath = "${parquet}"\n${properties}feature_cache_mb = 0.3\n`;
+      // The same layer in ETRS89 / UTM 32N (a CRS only GDAL can read here), beside a COG: both need GDAL, which
+      // loads in one thread of a process only.
+      const utm = path.join(dir, `${layer}-25832.fgb`);
+      const u = gdalTool('ogr2ogr', ['-f', 'FlatGeobuf', '-t_srs', 'EPSG:25832', utm, fgb]);
+      if (u.status !== 0) throw new Error(`ogr2ogr FlatGeobuf EPSG:25832: ${u.stderr}`);
+      toml += `[[sources]]\nid = "utm_fgb"\ntype = "flatgeobuf"\npath = "${utm}"\n${properties}`;
+      toml += `[[sources]]\nid = "rgb"\ntype = "cog"\npath = "${path.join(ROOT, 'fixtures/cog/test-rgb.cog.tif')}"\n`;
     }
   }
   return toml;
@@ -206,6 +213,25 @@ test('tiles of the GeoJSON, FlatGeobuf and GeoParquet files and of the GeoPackag
       assertSameFeatures(features(await tile(PQ(layer), z, x, y), PQ(layer)), want, `GeoParquet ${layer} ${z}/${x}/${y}`);
     }
   }
+});
+
+test('a FlatGeobuf in UTM cuts the tiles its lon/lat twin cuts, and a COG of the same server serves tiles: GDAL read the CRS in the raster thread', async () => {
+  for (const [z, x, y] of TILES) {
+    const want = features(await tile(FGB('transportation'), z, x, y), FGB('transportation'));
+    assert.ok(want.length > 0, `the lon/lat file has features in ${z}/${x}/${y}`);
+    assertSameFeatures(features(await tile('utm_fgb', z, x, y), 'utm_fgb'), want, `FlatGeobuf in EPSG:25832 ${z}/${x}/${y}`);
+  }
+  // gdal-async loaded in the HTTP thread for the file's CRS left the raster thread unable to load it: every COG
+  // tile failed (or the file did, when the raster thread came first).
+  const tj = (await getJson<{ center: [number, number, number]; maxzoom: number }>(`${server.url}/data/rgb.json`)).body;
+  const [lon, lat] = tj.center;
+  const z = tj.maxzoom;
+  const n = 2 ** z;
+  const x = Math.floor(((lon + 180) / 360) * n);
+  const y = Math.floor(((1 - Math.asinh(Math.tan((lat * Math.PI) / 180)) / Math.PI) / 2) * n);
+  const res = await get(`${server.url}/data/rgb/${z}/${x}/${y}.png`);
+  assert.equal(res.status, 200, res.body.toString());
+  assert.equal(res.headers['content-type'], 'image/png');
 });
 
 test('GeoPackage, FlatGeobuf and GeoParquet sources with feature caches too small for a tile (features evicted, read again) cut the same tiles', async () => {

@@ -10,7 +10,7 @@ import type { Feature } from 'geojson';
 import fc from './helpers/fast-check.js';
 import { cityFeatures } from './helpers/city-collection.js';
 import { writeBigFlatGeobuf } from './helpers/file-data.js';
-import { assertSameFeatures, gdalFeatures, meets, readAll, STORAGE } from './helpers/file-readers.js';
+import { assertSameFeatures, gdalFeatures, meets, readAll, readCrs, STORAGE } from './helpers/file-readers.js';
 import { gdalTool } from './helpers/gdal.js';
 import { startRangeServer, tempDir, type RangeServer } from './helpers/foundation.js';
 import { openFlatGeobuf } from '../src/sources/files/flatgeobuf.js';
@@ -19,7 +19,7 @@ import { SourceOpenError } from '../src/sources/source.js';
 
 const dir = tempDir('tsts-fgb-');
 const file = (name: string) => path.join(dir, name);
-const options = { sourceId: 'city', storage: STORAGE };
+const options = { sourceId: 'city', storage: STORAGE, readCrs };
 const fidOf = (f: Feature) => f.properties?.fid as number;
 /** Boxes inside, across the edge of and outside the city (lon/lat). */
 const BOXES: Array<[number, number, number, number]> = [

@@ -12,7 +12,7 @@ import { parquetWriteFile } from 'hyparquet-writer';
 import fc from './helpers/fast-check.js';
 import { cityFeatures } from './helpers/city-collection.js';
 import { shiftedCopies, spatialOrder, writeGeoParquet } from './helpers/file-data.js';
-import { assertSameFeatures, meets, readAll, STORAGE } from './helpers/file-readers.js';
+import { assertSameFeatures, meets, readAll, readCrs, STORAGE } from './helpers/file-readers.js';
 import { gdalTool } from './helpers/gdal.js';
 import { startRangeServer, tempDir, type RangeServer } from './helpers/foundation.js';
 import { openGeoParquet } from '../src/sources/files/geoparquet.js';
@@ -21,7 +21,7 @@ import { SourceOpenError } from '../src/sources/source.js';
 
 const dir = tempDir('tsts-geoparquet-');
 const file = (name: string) => path.join(dir, name);
-const options = { sourceId: 'city', storage: STORAGE };
+const options = { sourceId: 'city', storage: STORAGE, readCrs };
 const BOXES: Array<[number, number, number, number]> = [
   [7.45, 51.5, 7.46, 51.51],
   [7.3, 51.4, 7.42, 51.5],

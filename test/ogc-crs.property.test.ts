@@ -9,24 +9,26 @@ import { bboxToXy, crsNamed, CRS84_ENTRY, EPSG_3857, EPSG_4326, epsgUri, MERCATO
 import { checkFeature, type WriteSchema } from '../src/ogc/feature-input.js';
 
 const RUNS = { numRuns: 1000 };
-const LIST = tableCrss(25832).list;
+const LIST = tableCrss(25832, { swap: false }).list;
 const listed = fc.constantFrom(...LIST);
 const space = fc.constantFrom('', ' ', '  ', '\t');
 
-test('a table lists CRS84, EPSG:4326 (latitude first) and EPSG:3857; its SRID is its storageCrs only when one of them', () => {
+test('a table lists CRS84, EPSG:4326 (latitude first), EPSG:3857 and its own SRID with the axis order GDAL gave, its storageCrs', () => {
   assert.deepEqual(
     LIST.map((c) => [c.uri.split('/').slice(-3).join('/'), c.srid, c.swap]),
     [
       ['OGC/1.3/CRS84', 4326, false],
       ['EPSG/0/4326', 4326, true],
       ['EPSG/0/3857', 3857, false],
+      ['EPSG/0/25832', 25832, false],
     ],
   );
   assert.equal(tableCrss(4326).storage, EPSG_4326);
   assert.equal(tableCrss(3857).storage, EPSG_3857);
-  // Another SRID (UTM 32N here) is answered in the three, never in itself: its axis order is not known here.
-  assert.equal(tableCrss(25832).storage, undefined);
-  assert.deepEqual(tableCrss(25832).list, tableCrss(4326).list);
+  assert.equal(tableCrss(4258, { swap: true }).storage?.swap, true);
+  // An SRID whose axis order GDAL did not give (a code it does not know) is answered in the three, never in itself.
+  assert.equal(tableCrss(999_999).storage, undefined);
+  assert.deepEqual(tableCrss(999_999).list, tableCrss(4326).list);
 });
 
 test('a listed URI, bare or in angle brackets with spaces around, names its CRS', () => {

@@ -1,6 +1,6 @@
 // OGC API - Features Part 2 (CRS by reference) through the real server and a real PostgreSQL + PostGIS: what the
-// collections list (CRS84, EPSG:4326, EPSG:3857, the table's own SRID as storageCrs; CRS84 only for a data-file
-// layer), items and an item in each CRS compared with PostGIS's own ST_Transform of the rows, EPSG:4326's
+// collections list (CRS84, EPSG:4326, EPSG:3857, the table's own SRID as storageCrs with GDAL's axis order of it,
+// asked in the raster thread beside a COG source that must keep working; CRS84 only for a data-file layer), items and an item in each CRS compared with PostGIS's own ST_Transform of the rows, EPSG:4326's
 // latitude-first axis order, bbox-crs selecting the features the CRS84 bbox selects, refusals naming the
 // parameter; and writes with Content-Crs (EPSG:3857 stored at the right place, the tile covering it expired;
 // a Content-Crs the collection does not list refused naming it). GDAL's OGCAPI driver still reads every feature.
@@ -15,7 +15,7 @@ import { writeCityFiles } from './helpers/city-features.js';
 import { gdalTool } from './helpers/gdal.js';
 import { call as callAt, tileOf } from './helpers/feature-writes.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
-import { fixture, startServer, type TestServer } from './helpers/server.js';
+import { fixture, ROOT, startServer, type TestServer } from './helpers/server.js';
 import { get as getTile, readMvt } from './helpers/vector-tiles.js';
 
 const EDITOR = 'tsk_editor-key-for-the-crs-test-00000000000000';
@@ -50,7 +50,9 @@ before(async () => {
     INSERT INTO public.crs_points (name, geom)
       SELECT 'p' || i || '-' || j, ST_SetSRID(ST_MakePoint(5 + i * 0.7, 45 + j * 0.45), 4326) FROM generate_series(0, 9) i, generate_series(0, 9) j;
     CREATE TABLE public.crs_utm (id serial PRIMARY KEY, name text, geom geometry(Point, 25832));
-    INSERT INTO public.crs_utm (name, geom) SELECT name, ST_Transform(geom, 25832) FROM public.crs_points WHERE id <= 20;`);
+    INSERT INTO public.crs_utm (name, geom) SELECT name, ST_Transform(geom, 25832) FROM public.crs_points WHERE id <= 20;
+    CREATE TABLE public.crs_etrs (id serial PRIMARY KEY, name text, geom geometry(Point, 4258));
+    INSERT INTO public.crs_etrs (name, geom) SELECT name, ST_Transform(geom, 4258) FROM public.crs_points WHERE id <= 5;`);
   scratch = mkdtempSync(path.join(os.tmpdir(), 'tsts-ogc-crs-'));
   const files = writeCityFiles(scratch);
   server = await startServer({
@@ -68,6 +70,11 @@ layers = ["place"]
 id = "omt"
 type = "pmtiles"
 path = "${fixture('vector/omt-planet-z0-1.pmtiles')}"
+
+[[sources]]
+id = "rgb"
+type = "cog"
+path = "${path.join(ROOT, 'fixtures/cog/test-rgb.cog.tif')}"
 
 [auth]
 [[auth.keys]]
@@ -87,6 +94,10 @@ writable = true
 id = "crs_utm"
 table = "crs_utm"
 
+[[postgres.tables]]
+id = "crs_etrs"
+table = "crs_etrs"
+
 [cache]
 dir = "${path.join(scratch, 'cache')}"
 `,
@@ -100,15 +111,18 @@ after(async () => {
 });
 
 describe('what the service declares', () => {
-  test("conformance lists Part 2's crs class; a table lists CRS84, EPSG:4326 and EPSG:3857; its SRID is its storageCrs when one of them", async () => {
+  test("conformance lists Part 2's crs class; a table lists CRS84, EPSG:4326, EPSG:3857 and its own SRID, its storageCrs", async () => {
     assert.ok((await getJson('/ogc/conformance?f=json')).json().conformsTo.includes(PART2));
     const points = (await getJson('/ogc/collections/crs_points?f=json')).json();
     assert.deepEqual(points.crs, [CRS84, EPSG(4326), EPSG(3857)]);
     assert.equal(points.storageCrs, EPSG(4326));
     const utm = (await getJson('/ogc/collections/crs_utm?f=json')).json();
-    // A table in another SRID is answered in the same three, not in its own (docs/ogc.md): no storageCrs.
-    assert.deepEqual(utm.crs, [CRS84, EPSG(4326), EPSG(3857)]);
-    assert.equal(utm.storageCrs, undefined);
+    // A table in another SRID lists its own last (GDAL knows the EPSG code), as its storageCrs.
+    assert.deepEqual(utm.crs, [CRS84, EPSG(4326), EPSG(3857), EPSG(25832)]);
+    assert.equal(utm.storageCrs, EPSG(25832));
+    const etrs = (await getJson('/ogc/collections/crs_etrs?f=json')).json();
+    assert.deepEqual(etrs.crs, [CRS84, EPSG(4326), EPSG(3857), EPSG(4258)]);
+    assert.equal(etrs.storageCrs, EPSG(4258));
     // The list of collections says the same as each collection.
     const all = (await getJson('/ogc/collections?f=json')).json();
     assert.deepEqual(all.collections.find((c: { id: string }) => c.id === 'crs_utm').crs, utm.crs);
@@ -168,15 +182,38 @@ describe('reading in a CRS', () => {
     assert.deepEqual(plain.json().geometry.coordinates, [5, 45]);
   });
 
-  test('a table stored in UTM 32N: answered in EPSG:3857 as PostGIS transforms its rows, and refused in its own CRS', async () => {
+  test('a table stored in UTM 32N: answered in EPSG:3857 as PostGIS transforms its rows, and in its own CRS as stored (easting first)', async () => {
     const want = await rowsIn('crs_utm', 3857);
     const r = await getJson(`/ogc/collections/crs_utm/items?limit=100&crs=${encodeURIComponent(EPSG(3857))}`);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.json().features.length, 20);
     for (const f of r.json().features) assert.deepEqual(f.geometry.coordinates.map((n: number) => Math.round(n * 1000)), want.get(f.id)!.map((n) => Math.round(n * 1000)));
-    const own = await getJson(`/ogc/collections/crs_utm/items/3?crs=${encodeURIComponent(EPSG(25832))}`);
-    assert.equal(own.status, 400);
-    assert.equal(own.json().parameter, 'crs');
+    const stored = await rowsIn('crs_utm', 25832);
+    const own = await getJson(`/ogc/collections/crs_utm/items?limit=100&crs=${encodeURIComponent(EPSG(25832))}`);
+    assert.equal(own.status, 200, own.text);
+    assert.equal(own.headers.get('content-crs'), `<${EPSG(25832)}>`);
+    for (const f of own.json().features) {
+      close(f.geometry.coordinates[0], stored.get(f.id)![0], 1e-3, `easting of ${f.id}`);
+      close(f.geometry.coordinates[1], stored.get(f.id)![1], 1e-3, `northing of ${f.id}`);
+    }
+    const one = await getJson(`/ogc/collections/crs_utm/items/3?crs=${encodeURIComponent(EPSG(25832))}`);
+    assert.equal(one.status, 200, one.text);
+    close(one.json().geometry.coordinates[0], stored.get(3)![0], 1e-3, 'easting');
+  });
+
+  test("a table stored in ETRS89 (EPSG:4258, latitude first by GDAL's EPSG definition): answered latitude first in its own CRS", async () => {
+    const stored = await rowsIn('crs_etrs', 4258);
+    const one = await getJson(`/ogc/collections/crs_etrs/items/2?crs=${encodeURIComponent(EPSG(4258))}`);
+    assert.equal(one.status, 200, one.text);
+    const [a, b] = one.json().geometry.coordinates as [number, number];
+    close(a, stored.get(2)![1], 1e-9, 'latitude first');
+    close(b, stored.get(2)![0], 1e-9, 'longitude second');
+  });
+
+  test('the COG source of the same server serves tiles: GDAL answered the axis orders in the raster thread, never in the HTTP one', async () => {
+    const tile = await getTile(`${server.url}/data/rgb/12/655/1582.png`);
+    assert.equal(tile.status, 200, tile.body.toString());
+    assert.equal(tile.headers['content-type'], 'image/png');
   });
 
   test('bbox-crs=EPSG:3857 (and EPSG:4326, latitude first) select the features the CRS84 bbox selects', async () => {
@@ -206,6 +243,7 @@ describe('reading in a CRS', () => {
       ['crs', EPSG(2056)],
       ['crs', 'EPSG:3857'],
       ['bbox-crs', EPSG(25832)],
+      ['crs', EPSG(4258)],
       ['crs', ''],
     ]) {
       const r = await getJson(`/ogc/collections/crs_points/items?bbox=0,0,1,1&${name}=${encodeURIComponent(value)}`);

@@ -3,6 +3,7 @@
 import { closeGeneration, describeRaster, warpTile } from '../src/raster/warp-tile.js';
 import { readDemGrid, readDemPoints, readDemWindow } from '../src/raster/dem-read.js';
 import type { RasterJob } from '../src/raster/job.js';
+import { epsgAxes, readCrs } from '../src/raster/crs-read.js';
 import { move } from 'piscina';
 
 export default async function run(job: RasterJob) {
@@ -22,6 +23,10 @@ export default async function run(job: RasterJob) {
       return readDemPoints(job.task);
     case 'describe':
       return describeRaster(job.file, job.storage);
+    case 'crs':
+      return readCrs(job.input, job.fallback);
+    case 'epsg-axes':
+      return epsgAxes(job.code);
     case 'close':
       return closeGeneration(job.generation);
   }

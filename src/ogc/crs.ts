@@ -8,11 +8,12 @@
 // is latitude, longitude; EPSG:3857 is easting, northing. PostGIS keeps x = longitude (easting) whatever the CRS,
 // so EPSG:4326 is answered with its axes swapped.
 //
-// A table stored in another SRID (a UTM zone, a national grid) is still answered in these three, but its own CRS
-// is not listed: the axis order of an arbitrary EPSG code needs GDAL's OSR, and gdal-async may load in one thread
-// per process only, the raster pool's (src/sources/raster/pool.ts; loaded here as well, it broke every raster
-// source of the process). PostGIS's spatial_ref_sys cannot say it either: its WKT leaves the EPSG axes out
-// (4326 and SWEREF99 TM carry no AXIS). docs/ogc.md says so.
+// A table stored in another SRID (a UTM zone, a national grid) is answered in these three and in its own CRS, which
+// is its storageCrs, when GDAL knows the SRID as an EPSG code: the axis order of an arbitrary EPSG code needs
+// GDAL's OSR, asked once per SRID when the state is built (src/sources/postgres/own-crs.ts), in the raster pool's
+// thread, since gdal-async may load in one thread per process only (loaded here, it broke every raster source of
+// the process). PostGIS's spatial_ref_sys cannot say it: its WKT leaves the EPSG axes out (4326 and SWEREF99 TM
+// carry no AXIS). docs/ogc.md says so.
 import type { FeatureCollectionOf } from './feature-collections.js';
 import { CRS84 } from './tms.js';
 
@@ -36,10 +37,16 @@ export const MERCATOR_HALF = Math.PI * 6378137;
 
 /**
  * The CRSs a PostGIS table with geometries in `srid` answers in, CRS84 first, and its storage CRS: the table's
- * SRID when it is one of them, else none (Part 2 makes storageCrs optional).
+ * SRID, listed last when it is another than 4326 and 3857 and `own` (GDAL's axis order of it) is known, else none
+ * (Part 2 makes storageCrs optional).
  */
-export function tableCrss(srid: number): { list: Crs[]; storage: Crs | undefined } {
-  return { list: [CRS84_ENTRY, EPSG_4326, EPSG_3857], storage: srid === 4326 ? EPSG_4326 : srid === 3857 ? EPSG_3857 : undefined };
+export function tableCrss(srid: number, own?: { swap: boolean }): { list: Crs[]; storage: Crs | undefined } {
+  const list = [CRS84_ENTRY, EPSG_4326, EPSG_3857];
+  if (srid === 4326) return { list, storage: EPSG_4326 };
+  if (srid === 3857) return { list, storage: EPSG_3857 };
+  if (!own) return { list, storage: undefined };
+  const crs: Crs = { uri: epsgUri(srid), srid, swap: own.swap };
+  return { list: [...list, crs], storage: crs };
 }
 
 /** What a data-file layer answers in: CRS84 only. */
@@ -69,5 +76,5 @@ export const isLonLat = (crs: Crs) => crs.srid === 4326;
 
 /** The CRSs a collection of features offers (a table's per its SRID, a file layer's CRS84 only). */
 export function collectionCrss(t: FeatureCollectionOf): { list: Crs[]; storage: Crs | undefined } {
-  return t.kind === 'table' ? tableCrss(t.source.features.srid) : FILE_CRSS;
+  return t.kind === 'table' ? tableCrss(t.source.features.srid, t.source.features.ownCrs) : FILE_CRSS;
 }

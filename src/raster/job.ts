@@ -8,4 +8,6 @@ export type RasterJob =
   | { op: 'dem-grid'; task: DemWindowTask }
   | { op: 'dem-points'; task: DemPointsTask }
   | { op: 'describe'; file: string; storage?: GdalOptions }
+  | { op: 'crs'; input: string; fallback?: string }
+  | { op: 'epsg-axes'; code: number }
   | { op: 'close'; generation: number };

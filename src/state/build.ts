@@ -6,6 +6,7 @@ import type { LoadedConfig } from '../config/load.js';
 import { workerCount } from '../config/sizing.js';
 import { log } from '../log.js';
 import { RasterPool } from '../sources/raster/pool.js';
+import { learnOwnCrs } from '../sources/postgres/own-crs.js';
 import { openSource } from '../sources/open.js';
 import { PgPool } from '../sources/postgres/pool.js';
 import { openDatabaseSources } from '../sources/postgres/publish.js';
@@ -40,9 +41,12 @@ async function databasePool(config: Config, options: BuildOptions): Promise<PgPo
 export async function buildAppState(loaded: LoadedConfig, options: BuildOptions = {}): Promise<AppState> {
   const { config } = loaded;
   const needsRaster = config.sources.some((s) => s.type === 'cog' || s.type === 'vrt') || (config.postgres?.outdb_rasters.length ?? 0) > 0;
-  const raster = needsRaster ? new RasterPool(config) : undefined;
+  let raster = needsRaster ? new RasterPool(config) : undefined;
+  // A data file in a projected CRS has GDAL read it in the raster pool's thread, started for it when no raster
+  // source did (files/crs.ts says why never in this one).
+  const readCrs = (input: string, fallback?: string) => (raster ??= new RasterPool(config)).readCrs(input, fallback);
   const results = await Promise.allSettled(
-    config.sources.map((s) => (s.type === 'cog' || s.type === 'vrt' ? CogSource.open(s, raster!, config) : openSource(s, config.storage))),
+    config.sources.map((s) => (s.type === 'cog' || s.type === 'vrt' ? CogSource.open(s, raster!, config) : openSource(s, config.storage, readCrs))),
   );
   const opened = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -58,8 +62,11 @@ export async function buildAppState(loaded: LoadedConfig, options: BuildOptions 
     if (postgres && config.postgres) {
       const taken = new Set([...opened.map((s) => s.info.id), ...config.composites.map((c) => c.id)]);
       const db = postgres;
-      const outdb = raster && ((r: Parameters<typeof OutdbRasterSource.open>[0], fn: Parameters<typeof OutdbRasterSource.open>[1]) => OutdbRasterSource.open(r, fn, db, raster, config));
-      opened.push(...(await openDatabaseSources(config.postgres, postgres, taken, outdb)));
+      const pool = raster;
+      const outdb = pool && ((r: Parameters<typeof OutdbRasterSource.open>[0], fn: Parameters<typeof OutdbRasterSource.open>[1]) => OutdbRasterSource.open(r, fn, db, pool, config));
+      const tables = await openDatabaseSources(config.postgres, postgres, taken, outdb);
+      opened.push(...tables);
+      await learnOwnCrs(tables, () => (code) => (raster ??= new RasterPool(config)).epsgAxes(code));
     }
   } catch (err) {
     await Promise.all(opened.map((s) => s.close().catch(() => {})));

@@ -3,6 +3,7 @@
 // features in the same order, coordinates within 1e-9 degrees, the same properties (nulls left out, as tiles
 // leave them out) and the same ids.
 import assert from 'node:assert/strict';
+import type { CrsReader } from '../../src/sources/files/crs.js';
 import { readFileSync } from 'node:fs';
 import type { Feature, Geometry, Position } from 'geojson';
 import * as v from 'valibot';
@@ -12,6 +13,12 @@ import { gdalTool } from './gdal.js';
 import { geometryBox } from './city-collection.js';
 
 export const STORAGE = v.parse(StorageSchema, {});
+
+/**
+ * GDAL's reading of a projected file's CRS, as the server's raster thread does it (src/raster/crs-read.ts), here
+ * in the test's own thread: a test process of readers has no raster pool, so GDAL may load in it.
+ */
+export const readCrs: CrsReader = async (input, fallback) => (await import('../../src/raster/crs-read.js')).readCrs(input, fallback);
 
 /** GDAL's features of a file, as `ogr2ogr -f GeoJSON` writes them (extra arguments such as -t_srs before the file). */
 export function gdalFeatures(file: string, extra: string[] = []): Feature[] {

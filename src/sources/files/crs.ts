@@ -1,10 +1,15 @@
 // Coordinates of a data file to longitude/latitude. Longitude/latitude files (EPSG:4326, OGC:CRS84, or no CRS
 // given, which both FlatGeobuf and GeoParquet define as that) pass through untouched; Web Mercator (EPSG:3857
-// and its aliases) is inverted here with the spherical formulas; any other CRS GDAL knows is transformed with
-// GDAL's OSR (gdal-async, loaded only then). Files store x as east whatever the CRS's official axis order
-// (GeoParquet says so, FlatGeobuf writers do), so both sides go through PROJ strings, which are always
-// (east, north), as the raster code does. A CRS GDAL cannot read is an open error, never a silent guess.
+// and its aliases) is inverted here with the spherical formulas; any other CRS is read by GDAL's OSR into a PROJ
+// string and transformed by proj4js from it. GDAL runs in the raster pool's thread (RasterPool.readCrs), never
+// here: gdal-async loads in one thread per process only, and loaded in the HTTP thread it left every raster
+// source of the process unable to load it (docs/files.md). Files store x as east whatever the CRS's official axis
+// order (GeoParquet says so, FlatGeobuf writers do), so both sides go through PROJ strings, which are always
+// (east, north), as the raster code does. A CRS GDAL cannot read, or proj4js cannot transform, is an open error,
+// never a silent guess.
 import type { Geometry, Position } from 'geojson';
+import proj4 from 'proj4';
+import type { CrsReading } from '../../raster/crs-read.js';
 
 /** x, y in one CRS to x, y in another. */
 export type ToLonLat = (x: number, y: number) => [number, number];
@@ -23,6 +28,7 @@ export interface CrsName {
 }
 
 const R = 6378137;
+const WGS84_PROJ = '+proj=longlat +datum=WGS84 +no_defs';
 const MERCATOR_CODES = new Set(['3857', '900913', '3785', '102100', '102113']);
 
 const MAX_LAT = 85.0511287798066;
@@ -35,43 +41,43 @@ export const MERCATOR: CrsTransform = {
   },
 };
 
+/** GDAL's reading of a CRS (src/raster/crs-read.ts), asked of the raster pool's thread (RasterPool.readCrs). */
+export type CrsReader = (input: string, fallback?: string) => Promise<CrsReading>;
+
 /**
  * The transformation of a CRS to longitude/latitude: undefined when the coordinates already are, a function
- * otherwise. Throws Error with a one-line reason when GDAL cannot read the CRS.
+ * otherwise. GDAL reads the CRS (through `read`, in the raster pool's thread) and proj4js transforms the
+ * coordinates here, synchronously, from GDAL's PROJ string. Throws Error with a one-line reason when GDAL cannot
+ * read the CRS or proj4js cannot transform it.
  */
-export async function crsTransform(crs: CrsName | undefined): Promise<CrsTransform | undefined> {
+export async function crsTransform(crs: CrsName | undefined, read: CrsReader | undefined): Promise<CrsTransform | undefined> {
   if (!crs || (crs.authority === undefined && crs.definition === undefined)) return undefined;
   const auth = crs.authority?.toUpperCase();
   const code = crs.code === undefined ? undefined : String(crs.code);
   if ((auth === 'EPSG' && code === '4326') || (auth === 'OGC' && (code === 'CRS84' || code === 'CRS:84'))) return undefined;
   if ((auth === 'EPSG' || auth === 'ESRI') && code !== undefined && MERCATOR_CODES.has(code)) return MERCATOR;
   const input = auth !== undefined && code !== undefined ? `${auth}:${code}` : crs.definition!;
-  const { default: gdal } = await import('gdal-async');
-  let own;
+  // Only the server's state hands a reader over; a caller without one (a tool reading a file by itself) has no
+  // thread where GDAL may load.
+  if (!read) throw new Error(`its CRS ${input.slice(0, 80)} needs GDAL, which this reader was given no thread for`);
+  const own = await read(input, crs.definition);
+  if (own.lonLat) return undefined;
+  let converter: proj4.Converter;
   try {
-    own = gdal.SpatialReference.fromProj4(gdal.SpatialReference.fromUserInput(input).toProj4());
-  } catch {
-    if (crs.definition === undefined || input === crs.definition) throw new Error(`GDAL cannot read its CRS ${input.slice(0, 80)}`);
-    try {
-      own = gdal.SpatialReference.fromProj4(gdal.SpatialReference.fromUserInput(crs.definition).toProj4());
-    } catch {
-      throw new Error(`GDAL cannot read its CRS ${input}`);
-    }
+    converter = proj4(own.proj4, WGS84_PROJ);
+  } catch (err) {
+    throw new Error(`its CRS ${input.slice(0, 80)} (PROJ: ${own.proj4.slice(0, 120)}) cannot be transformed: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const wgs = gdal.SpatialReference.fromProj4('+proj=longlat +datum=WGS84 +no_defs');
-  if (own.isSame(wgs)) return undefined;
-  const forward = new gdal.CoordinateTransformation(own, wgs);
-  const backward = new gdal.CoordinateTransformation(wgs, own);
-  const through = (t: InstanceType<typeof gdal.CoordinateTransformation>): ToLonLat => (x, y) => {
+  const through = (fn: (p: [number, number]) => number[]): ToLonLat => (x, y) => {
     try {
-      const p = t.transformPoint(x, y);
-      return [p.x, p.y];
+      const p = fn([x, y]);
+      // Outside the projection's domain proj4js answers non-finite numbers (or throws): a position nothing can meet.
+      return Number.isFinite(p[0]) && Number.isFinite(p[1]) ? [p[0], p[1]] : [NaN, NaN];
     } catch {
-      // Outside the projection's domain: a position nothing can meet.
       return [NaN, NaN];
     }
   };
-  return { toLonLat: through(forward), fromLonLat: through(backward) };
+  return { toLonLat: through((p) => converter.forward(p)), fromLonLat: through((p) => converter.inverse(p)) };
 }
 
 /** `g` with every position passed through `fn` (Z and M are already gone: positions are [x, y]). */

@@ -288,6 +288,7 @@ export async function openFlatGeobuf(location: string, options: RangeReaderOptio
       header.crs && (header.crs.code !== 0 || header.crs.wkt || header.crs.code_string)
         ? { authority: header.crs.org ?? 'EPSG', code: header.crs.code || header.crs.code_string || undefined, definition: header.crs.wkt ?? undefined }
         : undefined,
+      options.readCrs,
     );
     const indexed = header.indexNodeSize > 0 && header.featuresCount > 0;
     const treeStart = 8 + 4 + headerLength;

@@ -312,7 +312,7 @@ export async function openGeoParquet(location: string, options: RangeReaderOptio
     if (typeof geo === 'string') throw new Error(geo);
     let crs: CrsTransform | undefined;
     try {
-      crs = await crsTransform(geo.crs);
+      crs = await crsTransform(geo.crs, options.readCrs);
     } catch (err) {
       throw new Error(err instanceof Error ? err.message : String(err));
     }

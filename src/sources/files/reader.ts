@@ -4,6 +4,7 @@
 import type { Geometry } from 'geojson';
 import type { FileSourceConfig, StorageConfig } from '../../config/schema.js';
 import type { Bounds } from '../source.js';
+import type { CrsReader } from './crs.js';
 
 /** A property's type as TileJSON's `vector_layers` names it. */
 export type FieldType = 'String' | 'Number' | 'Boolean';
@@ -77,6 +78,8 @@ export interface ReaderOptions {
   boxesInMemory?: number;
   /** The source's configuration, for the storage keys of a remote file (endpoint, region, credentials). */
   source?: FileSourceConfig;
+  /** GDAL's reading of a CRS other than longitude/latitude and Web Mercator (files/crs.ts): the raster pool's. */
+  readCrs?: CrsReader;
 }
 
 /**

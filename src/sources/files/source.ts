@@ -20,6 +20,7 @@ import { SourceOpenError, TileUnavailableError, type Bounds, type SourceInfo, ty
 import { GpkgGeometryError } from './gpkg-geometry.js';
 import { trackMemory, untrackMemory } from './metrics.js';
 import type { FileFeature, FileLayer } from './reader.js';
+import type { CrsReader } from './crs.js';
 import { FILE_READERS, type FileSourceType } from './readers.js';
 import { FileChangedError } from './range-file.js';
 import { Reading, type FileStamp } from './reading.js';
@@ -92,6 +93,7 @@ export class FileSource implements TileSource {
   private constructor(
     private readonly cfg: FileSourceConfig,
     private readonly storage: StorageConfig,
+    private readonly readCrs: CrsReader | undefined,
     private current: Reading,
   ) {
     trackMemory(this, cfg.id, () => this.memoryBytes());
@@ -108,11 +110,12 @@ export class FileSource implements TileSource {
     return this.current.reader.layers;
   }
 
-  static async open(cfg: FileSourceConfig, storage: StorageConfig): Promise<FileSource> {
-    return new FileSource(cfg, storage, await FileSource.read(cfg, storage));
+  /** `readCrs`: GDAL's reading of a projected file's CRS, in the raster pool's thread (files/crs.ts). */
+  static async open(cfg: FileSourceConfig, storage: StorageConfig, readCrs?: CrsReader): Promise<FileSource> {
+    return new FileSource(cfg, storage, readCrs, await FileSource.read(cfg, storage, readCrs));
   }
 
-  private static async read(cfg: FileSourceConfig, storage: StorageConfig): Promise<Reading> {
+  private static async read(cfg: FileSourceConfig, storage: StorageConfig, readCrs: CrsReader | undefined): Promise<Reading> {
     const type = cfg.type as FileSourceType;
     let stamp: FileStamp;
     try {
@@ -128,6 +131,7 @@ export class FileSource implements TileSource {
       maxBytes: cfg.max_size_mb !== undefined ? Math.floor(cfg.max_size_mb * 1048576) : undefined,
       cacheBytes: cfg.feature_cache_mb !== undefined ? Math.floor(cfg.feature_cache_mb * 1048576) : undefined,
       source: cfg,
+      readCrs,
     });
     try {
       return new Reading(cfg, reader, stamp);
@@ -156,7 +160,7 @@ export class FileSource implements TileSource {
     if (now && now.size >= 0 && now.mtimeMs === seen.stamp.mtimeMs && now.size === seen.stamp.size) return;
     let next: Reading;
     try {
-      next = await FileSource.read(this.cfg, this.storage);
+      next = await FileSource.read(this.cfg, this.storage, this.readCrs);
     } catch (err) {
       const reason = err instanceof SourceOpenError ? err.reason : (err as Error).message;
       throw new SourceOpenError(this.cfg.id, `${reason}; the last good reading of the file is still served`);
@@ -208,7 +212,7 @@ export class FileSource implements TileSource {
   private renew(seen: Reading): Promise<Reading> {
     if (this.current !== seen) return Promise.resolve(this.current);
     if (!this.renewing) {
-      this.renewing = FileSource.read(this.cfg, this.storage)
+      this.renewing = FileSource.read(this.cfg, this.storage, this.readCrs)
         .then((next) => {
           // A reload may have read it meanwhile: the newest reading stays.
           if (this.current === seen) {

@@ -58,6 +58,11 @@ export interface FeatureTable {
   properties: ColumnInfo[];
   /** Set when the table is `writable` (OGC API - Features Part 4, docs/editing.md); absent: read-only. */
   edit?: EditRules;
+  /**
+   * The axis order of the table's SRID as an EPSG code, when it is neither 4326 nor 3857 and GDAL knows it: set
+   * by the state after the sources opened (own-crs.ts), so that OGC API - Features Part 2 lists the table's own CRS.
+   */
+  ownCrs?: { swap: boolean };
 }
 
 /** How a writable table takes writes. */

@@ -22,6 +22,7 @@ import { SourceOpenError, TileUnavailableError } from '../source.js';
 import type { RasterInfo, RasterTask } from '../../raster/warp-tile.js';
 import type { DemPointsTask, DemWindowTask } from '../../raster/dem-read.js';
 import type { RasterJob } from '../../raster/job.js';
+import type { CrsReading } from '../../raster/crs-read.js';
 import type { GridSamples } from '../../grid/bilinear.js';
 
 /** A remote raster file GDAL could not read now (its retries and timeout spent): the store's outage, 503. */
@@ -146,6 +147,19 @@ export class RasterPool {
     } catch (err) {
       return err instanceof StoreError && err.kind === 'unavailable';
     }
+  }
+
+  /**
+   * A data file's CRS as GDAL reads it (src/raster/crs-read.ts), for src/sources/files/crs.ts: through this
+   * thread because no other thread of the process may load gdal-async. Not a tile: never refused for a full queue.
+   */
+  readCrs(input: string, fallback?: string): Promise<CrsReading> {
+    return this.unbounded.run({ op: 'crs', input, fallback } satisfies RasterJob) as Promise<CrsReading>;
+  }
+
+  /** The axis order of an EPSG code as GDAL knows it (src/raster/crs-read.ts), or null for a code it does not know. */
+  epsgAxes(code: number): Promise<{ swap: boolean } | null> {
+    return this.unbounded.run({ op: 'epsg-axes', code } satisfies RasterJob) as Promise<{ swap: boolean } | null>;
   }
 
   describe(file: string): Promise<RasterInfo> {
