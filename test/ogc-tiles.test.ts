@@ -124,6 +124,9 @@ describe('OGC API - Tiles documents', () => {
     assert.equal(html.status, 200);
     assert.match(html.headers.get('content-type')!, /^text\/html/);
     assert.match(html.body.toString(), /<a href="http:\/\/127\.0\.0\.1:\d+\/ogc\/conformance">/);
+    // Conformance and collections are linked under two relation names each: one item each, with both names.
+    assert.equal(html.body.toString().match(/<a href="http:\/\/127\.0\.0\.1:\d+\/ogc\/conformance">/g)?.length, 1);
+    assert.match(html.body.toString(), /\/ogc\/collections">collections \(sources\)<\/a> <small>\(http:\/\/www\.opengis\.net\/def\/rel\/ogc\/1\.0\/data data, application\/json\)<\/small>/);
     const browser = await get(`${server.url}/ogc/collections`, { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' });
     assert.match(browser.headers.get('content-type')!, /^text\/html/);
     assert.match(browser.headers.get('vary')!, /Accept\b/);

@@ -18,11 +18,21 @@ export function htmlPage(title: string, doc: unknown): string {
   const links = (doc && typeof doc === 'object' && Array.isArray((doc as { links?: unknown }).links) ? (doc as { links: LinkLike[] }).links : []).filter(
     (l) => typeof l?.href === 'string',
   );
-  const items = links
-    .map((l) => {
+  // A target linked under several relation names (the landing page names conformance and collections both as
+  // OGC's URIs and as Part 1's short names, for QGIS) is one item, its names together.
+  const merged = new Map<string, { link: LinkLike; rels: string[] }>();
+  for (const l of links) {
+    const key = `${String(l.href)} ${String(l.type ?? '')}`;
+    const seen = merged.get(key);
+    if (seen) {
+      if (l.rel !== undefined && !seen.rels.includes(String(l.rel))) seen.rels.push(String(l.rel));
+    } else merged.set(key, { link: l, rels: l.rel === undefined ? [] : [String(l.rel)] });
+  }
+  const items = [...merged.values()]
+    .map(({ link: l, rels }) => {
       const href = String(l.href);
       const label = escapeHtml(String(l.title ?? l.rel ?? href));
-      const meta = escapeHtml(`${String(l.rel ?? '')}${l.type ? `, ${String(l.type)}` : ''}`);
+      const meta = escapeHtml(`${rels.join(' ')}${l.type ? `, ${String(l.type)}` : ''}`);
       const anchor = linkable(href) && l.templated !== true ? `<a href="${escapeHtml(href)}">${label}</a>` : `${label} <code>${escapeHtml(href)}</code>`;
       return `<li>${anchor} <small>(${meta})</small></li>`;
     })
