@@ -115,8 +115,8 @@ function crsWords(crs: Crs): string {
 
 /**
  * Checks positions in the CRS they are given in (Content-Crs, default CRS84): longitude/latitude ranges for CRS84
- * and EPSG:4326 (in each one's axis order), EPSG:3857's square for web mercator. A collection lists only these
- * three (src/ogc/crs.ts); any other CRS would get finite numbers only.
+ * and EPSG:4326 (in each one's axis order), EPSG:3857's square for web mercator, finite numbers for a table's own
+ * CRS (listed when GDAL knows its SRID, src/ogc/crs.ts; PostGIS stores them as given).
  */
 class GeometryChecker {
   dims: number | undefined;

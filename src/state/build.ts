@@ -66,7 +66,7 @@ export async function buildAppState(loaded: LoadedConfig, options: BuildOptions 
       const outdb = pool && ((r: Parameters<typeof OutdbRasterSource.open>[0], fn: Parameters<typeof OutdbRasterSource.open>[1]) => OutdbRasterSource.open(r, fn, db, pool, config));
       const tables = await openDatabaseSources(config.postgres, postgres, taken, outdb);
       opened.push(...tables);
-      await learnOwnCrs(tables, () => (code) => (raster ??= new RasterPool(config)).epsgAxes(code));
+      await learnOwnCrs(tables, (code) => (raster ??= new RasterPool(config)).epsgAxes(code));
     }
   } catch (err) {
     await Promise.all(opened.map((s) => s.close().catch(() => {})));

@@ -15,10 +15,9 @@ export type EpsgAxes = (code: number) => Promise<{ swap: boolean } | null>;
  * that fails (the raster thread could not start) leaves the table's own CRS unlisted, with a warning; the tables
  * are still served and answer in CRS84, EPSG:4326 and EPSG:3857.
  */
-export async function learnOwnCrs(sources: readonly TileSource[], axes: () => EpsgAxes): Promise<void> {
+export async function learnOwnCrs(sources: readonly TileSource[], ask: EpsgAxes): Promise<void> {
   const tables = sources.flatMap((s) => (s instanceof PgTableSource && ![0, 4326, 3857].includes(s.features.srid) ? [s.features] : []));
   if (tables.length === 0) return;
-  const ask = axes();
   const answers = new Map<number, { swap: boolean } | null>();
   for (const srid of new Set(tables.map((t) => t.srid))) {
     answers.set(
