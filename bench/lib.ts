@@ -511,8 +511,10 @@ export function cpuByKind(root: number): CpuByKind {
       }
       const cpu = statCpu(st);
       const p = seen.get(key);
+      // A process that has exited but is not yet reaped (Chromium leaves some so) has an empty command line: it
+      // keeps the kind it was last seen as, else a renderer's whole CPU would move to "other" at its last sample.
       if (p) {
-        p.kind = processKind(cmdline);
+        if (cmdline !== '') p.kind = processKind(cmdline);
         p.last = cpu;
       } else seen.set(key, { kind: processKind(cmdline), first: started ? 0 : cpu, last: cpu });
     }

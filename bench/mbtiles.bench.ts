@@ -5,6 +5,9 @@
 // The archives: random (incompressible) tiles of 4-28 KiB at zooms 0..N until the size is reached; the second
 // file is a copy of the first with 1 % of the tiles given new bytes (a third of those deleted instead, and as
 // many added). Made once per schema in a scratch folder (not timed); their agg_tiles_hash written.
+// Each timed verb starts after `sync`: the files made just before it (the archives, the base copied for
+// apply-patch) would otherwise still be written back to the disk while it runs, and a verb's own fsyncs would wait
+// behind a gigabyte of someone else's dirty pages. A user's base has long been on the disk when a diff arrives.
 // Settings: MBTILES_BENCH_MB (default 1024: the issue's 1 GB), MBTILES_BENCH_SCHEMAS (default
 // normalized,flat-with-hash,flat).
 import { spawnSync } from 'node:child_process';
@@ -91,8 +94,9 @@ interface Run {
   seconds: number;
   rssMb: number;
 }
-/** One verb through the CLI under /usr/bin/time: wall seconds and peak RSS. */
+/** One verb through the CLI under /usr/bin/time, on a settled disk: wall seconds and peak RSS. */
 function run(args: string[]): Run {
+  spawnSync('sync');
   const r = spawnSync('/usr/bin/time', ['-f', '%e %M', process.execPath, CLI, 'mbtiles', ...args], { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
   const last = r.stderr.trim().split('\n').pop() ?? '';
   if (r.status !== 0) throw new Error(`mbtiles ${args[0]} failed: ${r.stderr}`);

@@ -51,7 +51,7 @@ const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   max_renders: { kind: { int: [1, Number.MAX_SAFE_INTEGER] }, default: 2000 },
   metatile: { kind: { oneOf: ['auto', 1, 2, 4] }, default: 'auto' },
   tile_buffer: { kind: { int: [0, 256] }, default: 32 },
-  bulk_metatile: { kind: { oneOf: [1, 2, 4, 8] }, default: 8 },
+  bulk_metatile: { kind: { oneOf: [1, 2, 4, 8] }, default: 4 },
   bulk_max_frame: { kind: { int: [256, 8192] }, default: 8192 },
   memory_cache_mb: { kind: { num: [0, Number.MAX_SAFE_INTEGER] }, default: 64 },
   disk_cache_mb: { kind: { num: [0, Number.MAX_SAFE_INTEGER] }, default: 1024 },

@@ -366,8 +366,8 @@ ${render}
   });
 
   test('background re-renders of an expired block are drawn in large frames; a person\'s missing tile there is drawn in a frame of its own', async () => {
-    await renderConfig('metatile = "auto"\nrerender_expired = "eager"\nrerender_max_zoom = 12\nmemory_cache_mb = 61');
-    // The 8x8 block x 8-15, y 16-23 at z6 (render.bulk_metatile's default), all drawn for people but the last row's
+    await renderConfig('metatile = "auto"\nrerender_expired = "eager"\nrerender_max_zoom = 12\nmemory_cache_mb = 61\nbulk_metatile = 8');
+    // The 8x8 block x 8-15, y 16-23 at z6 (bulk_metatile = 8), all drawn for people but the last row's
     // east half (so no person's frame covered it).
     const block = Array.from({ length: 64 }, (_, i) => [8 + (i % 8), 16 + Math.floor(i / 8)] as const);
     const unseen = ([x, y]: readonly [number, number]) => x >= 12 && y === 23;

@@ -5,6 +5,7 @@
 // what a write touched (a cached vector tile shows the edit right after the answer, at the old place and the new).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -187,6 +188,22 @@ describe('create, read, replace, update, delete', () => {
     const again = await fetch(location, { headers: { 'if-none-match': etag } });
     assert.equal(again.status, 304);
     assert.match(server.output(), new RegExp(`"principal":"editor".*"feature":"${f.id}"|"feature":"${f.id}".*"principal":"editor"`), 'the write is logged with its principal and id');
+  });
+
+  test('the Location of a create is spelled `Location` on the wire, as QGIS 3.40 looks for it (a client comparing names exactly)', async () => {
+    const body = JSON.stringify(feature({ name: 'spelled', rank: 3 }));
+    const raw = await new Promise<string[]>((resolve, reject) => {
+      const req = request(`${server.url}/ogc/collections/edits/items`, { method: 'POST', headers: { ...editor, 'content-type': 'application/geo+json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 201 ? resolve(res.rawHeaders) : reject(new Error(`status ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    const names = raw.filter((_, i) => i % 2 === 0);
+    assert.ok(names.includes('Location'), `header names sent: ${names.join(', ')}`);
+    assert.ok(!names.includes('location'), 'one Location, not two spellings');
+    assert.match(raw[names.indexOf('Location') * 2 + 1], /\/ogc\/collections\/edits\/items\/\d+$/);
   });
 
   test('a null id column is no id: POST with properties.id null (as QGIS sends a new feature) lets the database number it', async () => {

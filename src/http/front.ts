@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import { requestId } from './access-log.js';
 import { CORS_ALLOW_METHODS, simpleCorsHeaders, type SimpleCors } from './cors.js';
 import { problemBody } from '../problem.js';
+import { spellLocation } from './header-case.js';
 
 /** Why a request target cannot be routed, or undefined when it can. Mirrors what @hono/node-server refuses. */
 export function malformedTarget(url: string | undefined, host: string | undefined): string | undefined {
@@ -90,6 +91,7 @@ export function front(opts: FrontOptions, next: RequestListener): RequestListene
     }
     const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
     if (hasBody && !req.complete) watchBody(req, res, opts.bodyTimeoutMs, corsFor);
+    if (req.method === 'POST') spellLocation(res);
     next(req, res);
   };
 }

@@ -29,9 +29,10 @@ export const RenderSchema = v.object({
   /**
    * Work nobody waits for (`tileserver-ts seed`, background re-renders of expired tiles) is drawn in blocks of up
    * to bulk_metatile x bulk_metatile tiles: larger frames share a frame's fixed cost among more tiles (measured:
-   * docs/rendering.md, "Bulk frames"). 1 draws each such tile alone.
+   * docs/rendering.md, "Bulk frames"; 4 by measurement: as cheap per tile as 8, in two thirds of the memory). 1
+   * draws each such tile alone.
    */
-  bulk_metatile: v.optional(v.picklist([1, 2, 4, 8]), 8),
+  bulk_metatile: v.optional(v.picklist([1, 2, 4, 8]), 4),
   /**
    * Largest edge in device pixels of a bulk frame, buffer included; a larger block is drawn as smaller ones (8x8 of
    * 512 px tiles at @2x is 8320 px: drawn as 4x4). Capped by the GL stacks' frame limit, 8192.

@@ -184,6 +184,24 @@ function settled(m) {
 `;
 
 /**
+ * How a page sizes MapLibre's cache of source tiles out of view (plain JavaScript for a page):
+ * `sizeTileCaches(map)` before each frame. MapLibre sizes that cache by the view, five zoom levels' worth of the
+ * tiles in view, so a bulk frame (8x8 tiles, 4160 px) would keep about 500 parsed source tiles out of view and the
+ * page's memory would grow with the square of the frame's edge, while a seed walking blocks in order reuses only
+ * the ring around the next block. Frames up to a person's largest (4x4 tiles of 512 px and a 32 px buffer, 2112
+ * px) keep MapLibre's five levels; a larger frame keeps fewer (at least one), so that the cache holds about what a
+ * 4x4 frame's holds.
+ */
+export const TILE_CACHE_SIZING = `const FULL_CACHE_AREA = 2112 * 2112;
+function sizeTileCaches(m) {
+  const box = m.getContainer();
+  const area = box.clientWidth * box.clientHeight;
+  const levels = area <= FULL_CACHE_AREA ? 5 : Math.max(1, Math.floor((5 * FULL_CACHE_AREA) / area));
+  const managers = m.style.tileManagers || {};
+  for (const id of Object.keys(managers)) managers[id]._maxTileCacheZoomLevels = levels;
+}`;
+
+/**
  * How a page drops the source tiles an expiry reached (plain JavaScript for a page): `refreshExpired(map, url,
  * style, since)` lists the tiles each tiled source holds (in view and in MapLibre's cache of tiles out of view),
  * asks the renderer's server which of them an expiry at or after `since` reached (expired-source-tiles.ts), drops
@@ -246,6 +264,7 @@ let lastError = '';
 let contextLost = false;
 const LOST = 'webgl context lost';
 
+
 function glLost() {
   return contextLost || (map && map.painter && map.painter.context.gl.isContextLost());
 }
@@ -274,6 +293,7 @@ function canary() {
 
 ${FRAME_WAIT}
 ${EXPIRED_REFRESH}
+${TILE_CACHE_SIZING}
 async function load(url, key, rev) {
   if (glLost()) throw new Error(LOST);
   const res = await fetch(url);
@@ -345,6 +365,7 @@ async function render(job) {
     map.resize();
   }
   if (map.getPixelRatio() !== job.ratio) map.setPixelRatio(job.ratio);
+  sizeTileCaches(map);
   const since = revision;
   const newer = job.revision > revision;
   // Tiles requested from now on are fetched past the browser's cache.
