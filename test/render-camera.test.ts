@@ -2,17 +2,12 @@
 // This checks that projection against MapLibre's own `map.project` in headless Chromium, for random cameras
 // with bearing and pitch, and random points around the centre.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from './helpers/fast-check.js';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { findChromium } from '../src/render/backends/chromium.js';
+import type { Browser, Page } from 'playwright-core';
+import { openMapLibrePage } from './helpers/browser.js';
 import { project, type Camera } from '../src/render/camera.js';
 
-const ORIGIN = 'http://maplibre.test';
-const DIST = path.join(path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/package.json')), 'dist');
 const PAGE = `<!doctype html><html><body style="margin:0"><div id="map" style="width:640px;height:480px"></div>
 <script type="module">
 import * as ml from './maplibre-gl.mjs';
@@ -25,19 +20,7 @@ describe('overlay projection matches MapLibre', () => {
   let browser: Browser;
   let page: Page;
   before(async () => {
-    const executablePath = findChromium();
-    assert.ok(executablePath, 'Chromium is installed (Debian package chromium)');
-    browser = await chromium.launch({ executablePath, args: ['--headless', '--no-sandbox', '--use-gl=angle', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'] });
-    page = await browser.newPage();
-    // maplibre-gl from the npm package, through request interception: no socket, no CDN.
-    await page.route(`${ORIGIN}/**`, (route) => {
-      const name = new URL(route.request().url()).pathname.slice(1);
-      if (name === 'index.html') return route.fulfill({ body: PAGE, contentType: 'text/html' });
-      if (name === 'maplibre-gl.mjs' || name === 'maplibre-gl-worker.mjs') return route.fulfill({ body: readFileSync(path.join(DIST, name)), contentType: 'text/javascript' });
-      return route.fulfill({ status: 404, body: '' });
-    });
-    await page.goto(`${ORIGIN}/index.html`);
-    await page.waitForFunction('window.ready === true', undefined, { timeout: 60_000 });
+    ({ browser, page } = await openMapLibrePage(PAGE));
   });
   after(() => browser?.close());
 

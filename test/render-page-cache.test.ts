@@ -3,20 +3,15 @@
 // MapLibre's own sizing (five zoom levels' worth of the tiles in view), a bulk 8x8 frame (4160 px) one level's,
 // which bounds a seeding page's memory; a frame drawn small again gets the five levels back.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { findChromium } from '../src/render/backends/chromium.js';
+import type { Browser, Page } from 'playwright-core';
+import { MAPLIBRE_ORIGIN, openMapLibrePage } from './helpers/browser.js';
 import { TILE_CACHE_SIZING } from '../src/render/backends/chromium-page.js';
 
-const ORIGIN = 'http://maplibre.test';
-const DIST = path.join(path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/package.json')), 'dist');
 // One vector source of 512 px tiles (its tiles are not found: only the cache's size is looked at).
 const STYLE = {
   version: 8,
-  sources: { v: { type: 'vector', tiles: [`${ORIGIN}/t/{z}/{x}/{y}.pbf`], tileSize: 512, maxzoom: 14 } },
+  sources: { v: { type: 'vector', tiles: [`${MAPLIBRE_ORIGIN}/t/{z}/{x}/{y}.pbf`], tileSize: 512, maxzoom: 14 } },
   layers: [{ id: 'bg', type: 'background', paint: { 'background-color': '#fff' } }, { id: 'roads', type: 'line', source: 'v', 'source-layer': 'roads' }],
 };
 const PAGE = `<!doctype html><html><body style="margin:0"><div id="map" style="width:640px;height:480px"></div>
@@ -32,18 +27,7 @@ describe('the page sizes MapLibre\'s cache of tiles out of view by the frame', (
   let browser: Browser;
   let page: Page;
   before(async () => {
-    const executablePath = findChromium();
-    assert.ok(executablePath, 'Chromium is installed (Debian package chromium)');
-    browser = await chromium.launch({ executablePath, args: ['--headless', '--no-sandbox', '--use-gl=angle', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'] });
-    page = await browser.newPage();
-    await page.route(`${ORIGIN}/**`, (route) => {
-      const name = new URL(route.request().url()).pathname.slice(1);
-      if (name === 'index.html') return route.fulfill({ body: PAGE, contentType: 'text/html' });
-      if (name === 'maplibre-gl.mjs' || name === 'maplibre-gl-worker.mjs') return route.fulfill({ body: readFileSync(path.join(DIST, name)), contentType: 'text/javascript' });
-      return route.fulfill({ status: 404, body: '' });
-    });
-    await page.goto(`${ORIGIN}/index.html`);
-    await page.waitForFunction('window.ready === true', undefined, { timeout: 60_000 });
+    ({ browser, page } = await openMapLibrePage(PAGE));
   });
   after(() => browser?.close());
 

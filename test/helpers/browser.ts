@@ -105,3 +105,25 @@ export function startPageServer(page: string): Promise<http.Server> {
   });
   return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve(srv)));
 }
+
+/** The origin of openMapLibrePage's page: requests to it are answered by the test, none reach a socket. */
+export const MAPLIBRE_ORIGIN = 'http://maplibre.test';
+const MAPLIBRE_DIST = path.join(path.dirname(createRequire(import.meta.url).resolve('maplibre-gl/package.json')), 'dist');
+
+/**
+ * A page holding `html` (which imports './maplibre-gl.mjs' and sets `window.ready` once its map has loaded), with
+ * maplibre-gl served from the npm package through request interception; anything else under the origin is a 404.
+ */
+export async function openMapLibrePage(html: string): Promise<{ browser: Browser; page: Page }> {
+  const browser = await launchChromium();
+  const page = await browser.newPage();
+  await page.route(`${MAPLIBRE_ORIGIN}/**`, async (route) => {
+    const name = new URL(route.request().url()).pathname.slice(1);
+    if (name === 'index.html') return route.fulfill({ body: html, contentType: 'text/html' });
+    if (name === 'maplibre-gl.mjs' || name === 'maplibre-gl-worker.mjs') return route.fulfill({ body: await readFile(path.join(MAPLIBRE_DIST, name)), contentType: 'text/javascript' });
+    return route.fulfill({ status: 404, body: '' });
+  });
+  await page.goto(`${MAPLIBRE_ORIGIN}/index.html`);
+  await page.waitForFunction('window.ready === true', undefined, { timeout: 60_000 });
+  return { browser, page };
+}

@@ -264,7 +264,6 @@ let lastError = '';
 let contextLost = false;
 const LOST = 'webgl context lost';
 
-
 function glLost() {
   return contextLost || (map && map.painter && map.painter.context.gl.isContextLost());
 }
