@@ -1,8 +1,10 @@
 # The tileserver-ts image. Build: `podman build -t tileserver-ts .` (or `docker build`); docs/deployment.md.
-# BASE is any Debian 12 image with Node.js 26 (the active LTS line; 22 and 24 work too, docs/deployment.md)
+# BASE is any Debian 13 image with Node.js 26 (the active LTS line; 22 and 24 work too, docs/deployment.md)
 # and npm on the PATH: the default is the public Node image; where no registry
 # is reachable, scripts/image-base.sh makes one from Debian's packages and the Node project's build of Node 26.
-ARG BASE=docker.io/library/node:26-bookworm-slim
+# Debian 13 rather than 12: its Mesa 25 and Chromium draw a tile with less CPU than Debian 12's Mesa 22.3
+# (docs/rendering.md, "Debian 12 or 13"), and the renderer is most of what a rendering host pays for.
+ARG BASE=docker.io/library/node:26-trixie-slim
 
 # What the service needs at run time, shared by both stages so apt fetches these packages once: Chromium (the
 # renderer), Mesa's Vulkan drivers (lavapipe, the GL stack Chromium draws with through ANGLE; SwiftShader is the
@@ -12,7 +14,7 @@ ARG BASE=docker.io/library/node:26-bookworm-slim
 FROM ${BASE} AS runtime-base
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates chromium mesa-vulkan-drivers libvulkan1 libgdal32 fonts-dejavu-core fonts-noto-core fonts-droid-fallback \
+ && apt-get install -y --no-install-recommends ca-certificates chromium mesa-vulkan-drivers libvulkan1 libgdal36 fonts-dejavu-core fonts-noto-core fonts-droid-fallback \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log
 
 # The build stage adds the compilers and headers, installs every npm package, compiles the native modules that
@@ -78,7 +80,7 @@ COPY fixtures/vector/omt-planet-z0-1.pmtiles fixtures/vector/world_cities.mbtile
 COPY fixtures/raster/natural-earth-png-z0-1.pmtiles fixtures/raster/geography-class-jpg.mbtiles ./fixtures/raster/
 COPY deploy/image/entrypoint.sh /usr/local/bin/tileserver-ts-entrypoint
 # gdal-async refuses to load without GDAL's and PROJ's data files: it looks for its own bundled copies (deleted
-# above with its sources) unless these name others, here Debian's (gdal-data and proj-data, libgdal32's dependencies).
+# above with its sources) unless these name others, here Debian's (gdal-data and proj-data, libgdal36's dependencies).
 ENV NODE_ENV=production HOME=/home/tileserver CHROMIUM_PATH=/usr/lib/chromium/chromium GDAL_DATA=/usr/share/gdal PROJ_LIB=/usr/share/proj
 USER 10001:10001
 EXPOSE 8080

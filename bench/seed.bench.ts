@@ -17,7 +17,8 @@
 // (bench/browse-data.ts, BENCH_BROWSE_DATA) seeded with OSM Liberty over a square at the centre of the browse area
 // (BENCH_SEED_CITY_EDGE tiles on an edge at z12, default 2) at BENCH_SEED_CITY_ZOOMS (default 12-16), once per bulk
 // frame size (BENCH_SEED_FRAMES, render.bulk_metatile, default "2,4,8"; BENCH_SEED_POOL sets render.pool_size,
-// BENCH_SEED_PNG render.seed_png_compression), then the browse bench's 4-user run on a fresh server over the same
+// BENCH_SEED_PNG render.seed_png_compression, BENCH_SEED_CPUS a taskset CPU list for the seed such as "0"), then
+// (unless BENCH_SEED_BROWSE=off) the browse bench's 4-user run on a fresh server over the same
 // archive. Per frame size: tiles written, tiles written per second, the whole machine's busy CPU (/proc/stat) per
 // tile written (less the bench's own sampling), the seed's process tree's CPU per tile by kind of process, the archive's bytes per tile, the peak
 // PSS of the browser's processes per browser (and against the 2x2 frame's, the interactive size); beside it the
@@ -205,6 +206,12 @@ const FRAMES = (process.env.BENCH_SEED_FRAMES ?? '2,4,8').split(',').map(Number)
 const SEED_POOL = process.env.BENCH_SEED_POOL ? envNumber('BENCH_SEED_POOL', 0) : undefined;
 /** render.seed_png_compression of the city's seeds (BENCH_SEED_PNG, a zlib level); unset: the default (6). */
 const SEED_PNG = process.env.BENCH_SEED_PNG ? envNumber('BENCH_SEED_PNG', 6) : undefined;
+/** A taskset CPU list the city's seeds run on (BENCH_SEED_CPUS, e.g. "0" for one core); unset: every core. */
+const SEED_CPUS = process.env.BENCH_SEED_CPUS;
+/** BENCH_SEED_BROWSE=off leaves out the browse run and the ratios (a rate measured on fewer cores, for sizing). */
+const CITY_BROWSE = (process.env.BENCH_SEED_BROWSE ?? 'on').toLowerCase() !== 'off';
+/** The cores of a CPU list such as "0", "0,1" or "0-3". */
+const cpuCount = (list: string) => list.split(',').reduce((n, part) => n + (part.includes('-') ? Number(part.split('-')[1]) - Number(part.split('-')[0]) + 1 : 1), 0);
 
 /** The seeded square: CITY_EDGE tiles on an edge at z12, at the centre of the browse area; west, south, east, north. */
 function cityBox(): string {
@@ -263,7 +270,9 @@ function citySeed(cityFile: string, frame: number): Promise<CitySeed> {
     `fonts = "${path.join(ROOT, 'fixtures/fonts')}"\n[[sources]]\nid = "openmaptiles"\ntype = "mbtiles"\npath = "${cityFile}"\n[[sources]]\nid = "natural_earth"\ntype = "pmtiles"\npath = "${path.join(ROOT, 'fixtures/raster/natural-earth-png-z0-1.pmtiles')}"\n` +
       `[[styles]]\nid = "osm-liberty"\npath = "${path.join(ROOT, 'fixtures/styles/osm-liberty/style.json')}"\n[cache]\ndir = "${scratch}"\n[render]\nbulk_metatile = ${frame}\n${SEED_POOL ? `pool_size = ${SEED_POOL}\n` : ''}${SEED_PNG !== undefined ? `seed_png_compression = ${SEED_PNG}\n` : ''}`,
   );
-  const child = spawn(process.execPath, [CLI, 'seed', '--config', config, '--style', 'osm-liberty', '--bbox', cityBox(), '--zoom', CITY_ZOOMS, '--out', path.join(scratch, 'city.mbtiles')], {
+  const seedArgs = [CLI, 'seed', '--config', config, '--style', 'osm-liberty', '--bbox', cityBox(), '--zoom', CITY_ZOOMS, '--out', path.join(scratch, 'city.mbtiles')];
+  // taskset execs the seed in its own process, so the pid sampled below is the seed's; its browsers inherit the CPUs.
+  const child = spawn(SEED_CPUS ? 'taskset' : process.execPath, SEED_CPUS ? ['-c', SEED_CPUS, process.execPath, ...seedArgs] : seedArgs, {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, TMPDIR: scratch, LOG_LEVEL: 'warn' },
   });
@@ -308,12 +317,24 @@ async function cityRuns(): Promise<void> {
   try {
     const cityFile = path.join(work, 'city.mbtiles');
     writeCityArchive(cityFile);
-    process.stdout.write(`\ncity: OSM Liberty over the browse city archive, ${CITY_EDGE}x${CITY_EDGE} tiles at z12 (bbox ${cityBox()}), zooms ${CITY_ZOOMS}; frame sizes ${FRAMES.join(', ')}; seed_png_compression ${SEED_PNG ?? 'default'}\n`);
+    process.stdout.write(
+      `\ncity: OSM Liberty over the browse city archive, ${CITY_EDGE}x${CITY_EDGE} tiles at z12 (bbox ${cityBox()}), zooms ${CITY_ZOOMS}; frame sizes ${FRAMES.join(', ')}; ` +
+        `seed_png_compression ${SEED_PNG ?? 'default'}; pool_size ${SEED_POOL ?? 'default'}; the seed on ${SEED_CPUS ? `CPUs ${SEED_CPUS} (${cpuCount(SEED_CPUS)} of ${os.cpus().length})` : `all ${os.cpus().length} cores`}\n`,
+    );
     const seeds: CitySeed[] = [];
     for (const f of FRAMES) {
       const s = await citySeed(cityFile, f);
       seeds.push(s);
       process.stdout.write(`city seed ${f}x${f}: ${fmt(s.written)} tiles written, ${fmt(s.tilesPerS, 2)} tiles/s, ${perTile(s.machine, s.written)} ms machine CPU per tile\n`);
+    }
+    if (!CITY_BROWSE) {
+      const rows = [['frame', 'tiles written', 'tiles/s', 'machine CPU ms/tile', 'renderer', 'gpu', 'browser', 'node', 'other', 'tree ms/tile', 'peak PSS MB/browser']];
+      for (const s of seeds) {
+        const k = (v: number) => perTile(v, s.written);
+        rows.push([`${s.frame}x${s.frame}`, fmt(s.written), fmt(s.tilesPerS, 2), k(s.machine), k(s.split.renderer), k(s.split.gpu), k(s.split.browser), k(s.split.node), k(s.split.network + s.split.other), k(s.split.total), fmt(s.peakPerBrowser / 1e6)]);
+      }
+      process.stdout.write(`\n${table(rows)}\n(CPU ms per tile written; the split is the seed's process tree by kind; no browse run: BENCH_SEED_BROWSE=off)\n`);
+      return;
     }
     const busy0 = machineBusySeconds();
     // The browse's clients run in this process: their CPU is the machine's but not the server's.
@@ -362,7 +383,7 @@ async function cityRuns(): Promise<void> {
     );
     // No peer publishes a seeding rate for a MapLibre style; the nearest published figures are renderd's with
     // Mapnik, in 8x8 metatiles of 256 px tiles, converted here to 512 px tiles (four 256 px tiles each).
-    const cores = os.cpus().length;
+    const cores = SEED_CPUS ? cpuCount(SEED_CPUS) : os.cpus().length;
     const rates = seeds.map((s) => `${s.frame}x${s.frame} ${fmt(s.tilesPerS, 2)} (${fmt(s.tilesPerS / cores, 2)} per core)`).join(', ');
     process.stdout.write(
       `seeding rate here, 512 px tiles/s on ${cores} cores: ${rates}\n` +

@@ -42,7 +42,8 @@ for v in $variants; do
 done
 
 case " $releases " in *" trixie "*) need_container=1 ;; *) need_container= ;; esac
-[ -z "$need_container" ] || RELEASE=trixie INCLUDE=make "$root/scripts/image-base.sh" "$base"
+# The base of `make test-debian13`, with the same arguments (the machine's Node, as the host runs the floor with).
+[ -z "$need_container" ] || NODE=machine RELEASE=trixie INCLUDE=make "$root/scripts/image-base.sh" "$base"
 git -C "$root" archive --format=tar -o "$out/src.tar" HEAD
 key=$( (cat "$root/package-lock.json"; grep -E '^(BENCH_)?APT_PACKAGES' "$root/Makefile") | sha256sum | cut -c1-12)
 prepared=localhost/tsts-bench:trixie-$key
@@ -68,7 +69,7 @@ in_container() {
         eval "[ -n \"\${$v}\" ]" || unset "$v"
       done
       '"$prelude"'
-      echo "versions: $(dpkg-query -W -f "\${Package} \${Version}, " mesa-vulkan-drivers libegl-mesa0 chromium)"
+      echo "versions: $(dpkg-query -W -f "\${Package} \${Version}, " mesa-vulkan-drivers libegl-mesa0 chromium)node $(node --version)"
       make bench BENCH=floor
     ' > "$log" 2>&1
 }
@@ -96,7 +97,7 @@ fresh='mkdir /bench-src && tar -C /bench-src -xf /src.tar && mv /src/node_module
 [ "$rounds" -gt 0 ] || { echo "bench-debian13: $prepared is ready"; exit 0; }
 rows=${ROWS:-$out/rows.jsonl}
 [ "${APPEND:-}" = 1 ] || : > "$rows"
-host_versions="versions: $(dpkg-query -W -f '${Package} ${Version}, ' mesa-vulkan-drivers libegl-mesa0 chromium)"
+host_versions="versions: $(dpkg-query -W -f '${Package} ${Version}, ' mesa-vulkan-drivers libegl-mesa0 chromium)node $(node --version)"
 echo "bench-debian13: $(git -C "$root" rev-parse --short HEAD), ${rounds} round(s) of: $variants; floor of $users user(s), $data, $pages page(s); logs in $out"
 for round in $(seq 1 "$rounds"); do
   for v in $variants; do

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds a Debian base image with Node.js in it, for building the image where no image registry is reachable:
-# `scripts/image-base.sh localhost/tsts-base:bookworm-node26`, then
-# `podman build --build-arg BASE=localhost/tsts-base:bookworm-node26 .`. Needs mmdebstrap and podman; the Debian
+# `scripts/image-base.sh localhost/tsts-base:trixie-node26`, then
+# `podman build --build-arg BASE=localhost/tsts-base:trixie-node26 .`. Needs mmdebstrap and podman; the Debian
 # mirror and the npm registry must be reachable. Nothing is done when the tag exists already (REBUILD=1 builds it
 # again).
 # NODE picks the Node.js: a version (default 26, the image's: docs/deployment.md) is the Node project's build of
@@ -9,13 +9,14 @@
 # (/usr/local/bin/node, its headers in /usr/local/include/node, npm in /usr/local/lib/node_modules), with this
 # machine's npm; NODE=machine takes the machine's installed `nodejs` package instead (Debian's Node 20:
 # `make test-debian13` builds a fresh Debian 13 as the README's user has it).
-# RELEASE (default bookworm) picks the Debian release and INCLUDE adds packages (comma-separated): `make
-# test-debian13` builds its Debian 13 machine with NODE=machine RELEASE=trixie INCLUDE=make (scripts/test-debian13.sh).
+# RELEASE (default trixie, Debian 13: the image's release, docs/deployment.md) picks the Debian release and INCLUDE
+# adds packages (comma-separated): `make test-debian13` builds its Debian 13 machine with NODE=machine
+# RELEASE=trixie INCLUDE=make (scripts/test-debian13.sh).
 # NODE=no leaves Node out, for an image that only runs a client (test/owslib-edits.test.ts: trixie's OWSLib).
 set -eu
-tag=${1:?usage: [NODE=24|machine|no] [RELEASE=trixie] [INCLUDE=pkg,pkg] scripts/image-base.sh TAG}
+tag=${1:?usage: [NODE=24|machine|no] [RELEASE=bookworm] [INCLUDE=pkg,pkg] scripts/image-base.sh TAG}
 node=${NODE:-26}
-release=${RELEASE:-bookworm}
+release=${RELEASE:-trixie}
 include=ca-certificates${INCLUDE:+,$INCLUDE}
 if [ "${REBUILD:-}" != 1 ] && podman image exists "$tag"; then echo "base image $tag exists"; exit 0; fi
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,5 +1,5 @@
 // The container image (Dockerfile) and the fleet (deploy/compose.yaml), with a real container engine: Debian's
-// podman. The image is built from the Dockerfile over a local Debian 12 base holding the Node project's Node 26
+// podman. The image is built from the Dockerfile over a local Debian 13 base holding the Node project's Node 26
 // (scripts/image-base.sh; no image registry is reachable here), with the very command and tag of
 // docs/deployment.md, started with the bundled data and asked from outside (the published port) and from inside
 // (`podman exec`). Then the compose file runs two instances, Redis and nginx, with its default image (the tag
@@ -23,7 +23,7 @@ const DOCS = readFileSync(path.join(ROOT, 'docs/deployment.md'), 'utf8');
 const DOC_BUILD = /^podman build --format docker --build-arg BASE=(\S+) -t (\S+) \.$/m.exec(DOCS);
 assert.ok(DOC_BUILD, 'docs/deployment.md has the build command over a local base');
 const [, BASE, DOC_TAG] = DOC_BUILD;
-/** The Node.js major of the Dockerfile's default base (the public `node:N-bookworm-slim`), which the local base carries. */
+/** The Node.js major of the Dockerfile's default base (the public `node:N-trixie-slim`), which the local base carries. */
 const NODE_MAJOR = /^ARG BASE=docker\.io\/library\/node:(\d+)-/m.exec(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'))?.[1];
 assert.ok(NODE_MAJOR, 'the Dockerfile names a public node:N image as its default base');
 /** What an engine names `-t NAME`: a name without a registry host goes under `localhost/` (podman) or
@@ -138,6 +138,15 @@ test("the image runs the Node.js major of the Dockerfile's default base, over th
   assert.match(version.stdout.trim(), new RegExp(`^v${major}\\.`));
 });
 
+test('the image is Debian 13 (trixie), the release of its default base and of the documented local base', async () => {
+  assert.ok(image.ok, 'the image did not build');
+  assert.match(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'), /^ARG BASE=docker\.io\/library\/node:\d+-trixie-slim$/m);
+  assert.match(BASE, /:trixie-node\d+$/);
+  const release = await podmanRun(['run', '--rm', '--entrypoint', 'cat', DOC_TAG, '/etc/os-release'], 120_000);
+  assert.equal(release.code, 0, release.stderr);
+  assert.match(release.stdout, /^VERSION_CODENAME=trixie$/m);
+});
+
 describe('the image, started with the bundled data', { timeout: 600_000 }, () => {
   let url = '';
   before(async () => {
@@ -174,6 +183,10 @@ describe('the image, started with the bundled data', { timeout: 600_000 }, () =>
     assert.equal(tile.headers.get('content-type'), 'image/png');
     const png = PNG.sync.read(tile.body);
     assert.deepEqual([png.width, png.height], [512, 512]);
+    // The image's Mesa is why it runs Debian 13: the renderer draws with lavapipe, not Chromium's SwiftShader
+    // fallback (which it takes silently when the Vulkan driver is missing or fails).
+    const ping = JSON.parse((await get(`${url}/ping`)).body.toString()) as { renderer: string | null; renderer_gl: string | null };
+    assert.deepEqual([ping.renderer, ping.renderer_gl], ['chromium', 'lavapipe']);
     const map = await get(`${url}/styles/osm-liberty/static/10,20,2/300x200.png`);
     assert.equal(map.status, 200);
     const mapPng = PNG.sync.read(map.body);
@@ -272,7 +285,7 @@ describe('the compose fleet: two instances, Redis and nginx', { timeout: 900_000
     // No registry here: Redis and nginx come from Debian's packages in one small image over the same base.
     const dir = tempDir('tsts-fleet-helpers-');
     const containerfile = `FROM ${BASE}
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server nginx-light \\
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server nginx \\
  && rm -rf /var/lib/apt/lists/* /etc/nginx/sites-enabled/default
 `;
     writeFileSync(path.join(dir, 'Containerfile'), containerfile);
