@@ -2,8 +2,8 @@
 # BASE is any Debian 13 image with Node.js 26 (the active LTS line; 22 and 24 work too, docs/deployment.md)
 # and npm on the PATH: the default is the public Node image; where no registry
 # is reachable, scripts/image-base.sh makes one from Debian's packages and the Node project's build of Node 26.
-# Debian 13 rather than 12: its Mesa 25 and Chromium draw a tile with less CPU than Debian 12's Mesa 22.3
-# (docs/rendering.md, "Debian 12 or 13"), and the renderer is most of what a rendering host pays for.
+# Debian 13 rather than 12: the stable release, while Debian 12 left Debian's regular security support in mid-2026;
+# its Mesa 25 draws a tile at Debian 12's cost within the noise (docs/rendering.md, "Debian 12 or 13").
 ARG BASE=docker.io/library/node:26-trixie-slim
 
 # What the service needs at run time, shared by both stages so apt fetches these packages once: Chromium (the

@@ -469,4 +469,20 @@ describe('the render queue classes', () => {
     assert.equal(q.shift(0, 4), 'e');
     assert.equal(q.mayStart('bulk', 0, 4), false, 'bulk waits behind the bulk already queued');
   });
+
+  test("a pool no one asks interactively (the seed's) lends background renders every renderer", () => {
+    assert.equal(backgroundShare(4, false), 4);
+    assert.equal(backgroundShare(2, false), 2);
+    const q = new PriorityQueue<string>(false);
+    assert.equal(q.mayStart('bulk', 1, 2), true, 'the second of two renderers goes to bulk work too');
+    assert.equal(q.mayStart('bulk', 2, 2), false);
+    q.push('bulk', 'seed', 'b0');
+    q.push('bulk', 'seed', 'b1');
+    assert.equal(q.shift(3, 4), 'b0', 'the last free renderer of four');
+    assert.equal(q.shift(4, 4), undefined, 'none free');
+    // The server's queue keeps that renderer back.
+    const server = new PriorityQueue<string>();
+    server.push('bulk', 'seed', 'b0');
+    assert.equal(server.shift(3, 4), undefined);
+  });
 });

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { PMTiles, TileType, type RangeResponse, type Source } from 'pmtiles';
+import { defaultConcurrency } from '../src/seed/runner.js';
 import { LocalFileSource } from '../src/sources/pmtiles.js';
 import { tempDir } from './helpers/foundation.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
@@ -655,4 +656,13 @@ describe('tileserver-ts seed: a raster source, and a style at 256 px @2x', () =>
       db.close();
     }
   });
+});
+
+test("the default --concurrency gives each of the seed's renderers a frame and gathers one more", () => {
+  // One renderer: two 4x4 frames' tiles, one drawn while the next gathers. Sixteen (a 64-core host's share): 17.
+  assert.equal(defaultConcurrency(4, 1), 32);
+  assert.equal(defaultConcurrency(4, 16), 17 * 16);
+  assert.equal(defaultConcurrency(8, 2), 3 * 64);
+  // A source's tiles (no frames) and small frames: at least 8.
+  assert.equal(defaultConcurrency(1, 1), 8);
 });

@@ -59,6 +59,8 @@ export class RenderPoolKeeper {
   constructor(
     private readonly runtime: RuntimeStatus,
     private readonly log: Logger,
+    /** Pools keep a renderer for interactive renders (false: `tileserver-ts seed`, where no one asks interactively). */
+    private readonly reserveInteractive = true,
   ) {}
 
   /** The app whose routes answer the renderers' resource requests (in-process). */
@@ -144,6 +146,7 @@ export class RenderPoolKeeper {
         fetch: withExpiredTiles(inProcessFetcher(fetcher), () => this.state),
         onThreadError: (err) => this.log.error({ err: err.message }, 'render thread error'),
         onEvent: (e, thread) => this.onRendererEvent(e, thread, trial && this.pool !== pool),
+        reserveInteractive: this.reserveInteractive,
       });
       this.warming = pool;
       try {

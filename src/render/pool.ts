@@ -36,6 +36,11 @@ export interface PoolOptions {
   onThreadError?: (err: Error) => void;
   /** What happened to the threads' renderers (replaced, recycled, failed to start), to log and count. */
   onEvent?: (e: RendererEvent, threadId: number) => void;
+  /**
+   * Keep one renderer for interactive renders when background work (expired, bulk) could take them all; false only
+   * where no one asks interactively (`tileserver-ts seed`). Default true.
+   */
+  reserveInteractive?: boolean;
 }
 
 /** A render waiting for a free renderer. */
@@ -93,12 +98,13 @@ export class RenderPool {
    */
   private readonly capacity: number;
   private running = 0;
-  private readonly waiting = new PriorityQueue<Waiter>();
+  private readonly waiting: PriorityQueue<Waiter>;
   /** Renders done, failed and dropped since the pool started (for /ping-style reports and the tests). */
   readonly counts = { rendered: 0, failed: 0, dropped: 0, expired: 0, retried: 0 };
 
   constructor(private readonly o: PoolOptions) {
     this.capacity = o.threads * o.pages;
+    this.waiting = new PriorityQueue<Waiter>(o.reserveInteractive ?? true);
     const cfg: ThreadConfig = {
       backend: o.backend,
       pages: o.pages,

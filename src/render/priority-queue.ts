@@ -12,13 +12,17 @@ export const PRIORITIES: readonly RenderPriority[] = ['interactive', 'expired', 
 /**
  * Renderers background classes may hold at once out of `capacity`: all but one, so one stays for interactive
  * renders. A pool of one renderer lends it (else background work would never run); an interactive render then
- * waits for at most the one background frame being drawn.
+ * waits for at most the one background frame being drawn. A pool nobody asks interactively (`tileserver-ts seed`'s
+ * own) keeps none back: `reserve` false gives background work every renderer.
  */
-export function backgroundShare(capacity: number): number {
-  return Math.max(1, capacity - 1);
+export function backgroundShare(capacity: number, reserve = true): number {
+  return reserve ? Math.max(1, capacity - 1) : capacity;
 }
 
 export class PriorityQueue<T> {
+  /** `reserveInteractive` false: background work may hold every renderer (a pool that serves no one interactively). */
+  constructor(private readonly reserveInteractive = true) {}
+
   private readonly classes = new Map<RenderPriority, FairQueue<T>>(PRIORITIES.map((p) => [p, new FairQueue<T>()]));
 
   get size(): number {
@@ -34,7 +38,7 @@ export class PriorityQueue<T> {
 
   /** Whether a new item of `priority` may start now with `running` of `capacity` renderers busy: nothing it must yield to waits, and its class has room. */
   mayStart(priority: RenderPriority, running: number, capacity: number): boolean {
-    if (running >= (priority === 'interactive' ? capacity : backgroundShare(capacity))) return false;
+    if (running >= (priority === 'interactive' ? capacity : backgroundShare(capacity, this.reserveInteractive))) return false;
     for (const p of PRIORITIES) {
       if (this.classes.get(p)!.size) return false;
       if (p === priority) return true;
@@ -51,7 +55,7 @@ export class PriorityQueue<T> {
     if (running >= capacity) return undefined;
     const interactive = this.classes.get('interactive')!;
     if (interactive.size) return interactive.shift();
-    if (running >= backgroundShare(capacity)) return undefined;
+    if (running >= backgroundShare(capacity, this.reserveInteractive)) return undefined;
     return this.classes.get('expired')!.shift() ?? this.classes.get('bulk')!.shift();
   }
 

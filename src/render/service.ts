@@ -93,11 +93,16 @@ export class RenderService {
     if (cfg?.rerender_expired === 'eager') this.expired.expired(this.lastState!, batch, cfg.rerender_max_zoom, cfg.dirty_queue_size);
   };
 
+  /**
+   * `reserveInteractive` false: background renders (bulk, expired) may hold every renderer. Only for a process that
+   * answers no one interactively: `tileserver-ts seed` (src/seed/service.ts).
+   */
   constructor(
     runtime: RuntimeStatus,
     private readonly log: Logger,
+    o: { reserveInteractive?: boolean } = {},
   ) {
-    this.keeper = new RenderPoolKeeper(runtime, log);
+    this.keeper = new RenderPoolKeeper(runtime, log, o.reserveInteractive ?? true);
     expiries.on('batch', this.onExpiry);
   }
 

@@ -5,6 +5,7 @@
 // second signal leaves at once (the journal keeps what was done for --resume).
 import { gzipSync } from 'node:zlib';
 import type { LoadedConfig } from '../config/load.js';
+import { poolShare, workerCount } from '../config/sizing.js';
 import type { Logger } from '../log.js';
 import { renderMetrics, type BulkFrameResult } from '../render/metrics.js';
 import { sharedCache } from '../shared-cache/client.js';
@@ -32,10 +33,12 @@ export interface SeedIo {
 
 /**
  * Tiles asked at once unless --concurrency says otherwise: enough for the render batches to fill their blocks; for a
- * style, the tiles of two bulk frames (render.bulk_metatile), so one frame gathers its tiles while one is drawn.
+ * style, the tiles of one bulk frame (render.bulk_metatile) per renderer and one more, so that every renderer draws
+ * a frame while the next gathers its tiles. (Two frames' worth, whatever the pool, kept all but two renderers of a
+ * large seeding host idle.)
  */
 const DEFAULT_CONCURRENCY = 8;
-const defaultConcurrency = (frame: number) => Math.max(DEFAULT_CONCURRENCY, 2 * frame * frame);
+export const defaultConcurrency = (frame: number, renderers: number) => Math.max(DEFAULT_CONCURRENCY, (renderers + 1) * frame * frame);
 /** A 503 (render queue full, renderer restarting) is asked again after its Retry-After, this many times. */
 const RETRIES = 4;
 const SHARED_CONNECT_MS = 10_000;
@@ -209,7 +212,9 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
         counts.done++;
       }
     };
-    await Promise.all(Array.from({ length: req.concurrency ?? defaultConcurrency(frame) }, worker));
+    // The seed's renderers, as its render pool sizes itself (src/render/pool-keeper.ts): one worker's share unless set.
+    const renderers = loaded.config.render.pool_size ?? poolShare(workerCount(loaded.config.server.workers));
+    await Promise.all(Array.from({ length: req.concurrency ?? defaultConcurrency(frame, renderers) }, worker));
     if (journal && req.out !== undefined) {
       const finishing = journal;
       journal = undefined;

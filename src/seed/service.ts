@@ -36,7 +36,9 @@ export async function startInProcess(loaded: LoadedConfig, log: Logger, o: { ren
   await initCodecs();
   const holder = new StateHolder(await buildAppState(loaded));
   const runtime: RuntimeStatus = { rendererEnabled: false, renderer: undefined, rendererState: 'unavailable', rendererWanted: false, peersNotReady: [], renderRoutesMounted: false, scrapeListenerActive: false };
-  const render = new RenderService(runtime, log);
+  // The seed's own app answers only the seed and its renderers: no person waits, so bulk frames may use every
+  // renderer (a server keeps one back for interactive renders: src/render/priority-queue.ts).
+  const render = new RenderService(runtime, log, { reserveInteractive: false });
   const ctx: ServerContext = { holder, version: VERSION, runtime, render };
   const { app } = createApp(ctx, log);
   // The renderers fetch their styles, sources, sprites and glyphs from the same app, in-process (server.ts does the same).
