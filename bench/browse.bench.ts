@@ -36,7 +36,7 @@ import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.j
 import { floorOptions, formatFloor, runFloor, type FloorResult } from './floor.bench.js';
 import { areaAt, BROWSE, percentile, userWalk, viewTiles } from './k6/browse-scenario.js';
 import { unmercator } from '../src/render/camera.js';
-import { ChildServer, cores, cpuByKind, envNumber, fmt, formatCpuSplit, freePort, httpGet, outsideRendererGpu, processTree, ROOT, serverTimings, statCpu, table, treePss, type CpuSplit } from './lib.js';
+import { ChildServer, cores, cpuByKind, cpuListSize, envNumber, fmt, formatCpuSplit, freePort, httpGet, outsideRendererGpu, processTree, ROOT, serverTimings, statCpu, table, treePss, type CpuSplit } from './lib.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 const fixture = (...p: string[]) => path.join(ROOT, 'fixtures', ...p);
@@ -280,7 +280,7 @@ async function main(): Promise<void> {
   const work = mkdtempSync(path.join(os.tmpdir(), 'tsts-browse-data-'));
   const cityFile = path.join(work, 'city.mbtiles');
   const stored = writeCityArchive(cityFile);
-  const n = CPUS ? CPUS.split(',').reduce((k, part) => k + (part.includes('-') ? Number(part.split('-')[1]) - Number(part.split('-')[0]) + 1 : 1), 0) : cores();
+  const n = CPUS ? cpuListSize(CPUS) : cores();
   console.log(
     `machine: ${cores()} cores${CPUS ? `, server on CPUs ${CPUS} (${n})` : ''}; style ${STYLE_ID}; ${BROWSE.cols}x${BROWSE.rows} tiles of 512 px per screen, ` +
       `${BROWSE.connections} connections per user, ${BROWSE.thinkMs} ms think time, ${BROWSE.views} views per user, z${BROWSE.minZoom}-${BROWSE.maxZoom}, every ${BROWSE.hiDpiEvery}th user @2x; seed ${SEED}`,

@@ -45,6 +45,11 @@ export function ensurePeer(): void {
 }
 
 
+/** The cores of a taskset CPU list such as "0", "0,1" or "0-3" (BENCH_CPUS, BENCH_SEED_CPUS). */
+export function cpuListSize(list: string): number {
+  return list.split(',').reduce((n, part) => n + (part.includes('-') ? Number(part.split('-')[1]) - Number(part.split('-')[0]) + 1 : 1), 0);
+}
+
 export function cores(): number {
   return Math.max(1, typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
 }

@@ -33,7 +33,7 @@ import { bboxCoverage, tilesOf } from '../src/seed/coverage.js';
 import { unmercator } from '../src/render/camera.js';
 import { run as browseRun, writeCityArchive } from './browse.bench.js';
 import { areaAt, BROWSE } from './k6/browse-scenario.js';
-import { ChildServer, cpuByKind, ensurePeer, envNumber, fmt, freePort, groupCpuSeconds, machineBusySeconds, PEER_MAIN, PEER_VERSION, processTree, ROOT, table, type CpuSplit } from './lib.js';
+import { ChildServer, cpuByKind, cpuListSize, ensurePeer, envNumber, fmt, freePort, groupCpuSeconds, machineBusySeconds, PEER_MAIN, PEER_VERSION, processTree, ROOT, table, type CpuSplit } from './lib.js';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 const CONFIG = path.join(ROOT, 'config/default.toml');
@@ -212,8 +212,6 @@ const SEED_CPUS = process.env.BENCH_SEED_CPUS;
 const SEED_CONCURRENCY = process.env.BENCH_SEED_CONCURRENCY ? envNumber('BENCH_SEED_CONCURRENCY', 0) : undefined;
 /** BENCH_SEED_BROWSE=off leaves out the browse run and the ratios (a rate measured on fewer cores, for sizing). */
 const CITY_BROWSE = (process.env.BENCH_SEED_BROWSE ?? 'on').toLowerCase() !== 'off';
-/** The cores of a CPU list such as "0", "0,1" or "0-3". */
-const cpuCount = (list: string) => list.split(',').reduce((n, part) => n + (part.includes('-') ? Number(part.split('-')[1]) - Number(part.split('-')[0]) + 1 : 1), 0);
 
 /** The seeded square: CITY_EDGE tiles on an edge at z12, at the centre of the browse area; west, south, east, north. */
 function cityBox(): string {
@@ -321,7 +319,7 @@ async function cityRuns(): Promise<void> {
     writeCityArchive(cityFile);
     process.stdout.write(
       `\ncity: OSM Liberty over the browse city archive, ${CITY_EDGE}x${CITY_EDGE} tiles at z12 (bbox ${cityBox()}), zooms ${CITY_ZOOMS}; frame sizes ${FRAMES.join(', ')}; ` +
-        `seed_png_compression ${SEED_PNG ?? 'default'}; pool_size ${SEED_POOL ?? 'default'}; concurrency ${SEED_CONCURRENCY ?? 'default'}; the seed on ${SEED_CPUS ? `CPUs ${SEED_CPUS} (${cpuCount(SEED_CPUS)} of ${os.cpus().length})` : `all ${os.cpus().length} cores`}\n`,
+        `seed_png_compression ${SEED_PNG ?? 'default'}; pool_size ${SEED_POOL ?? 'default'}; concurrency ${SEED_CONCURRENCY ?? 'default'}; the seed on ${SEED_CPUS ? `CPUs ${SEED_CPUS} (${cpuListSize(SEED_CPUS)} of ${os.cpus().length})` : `all ${os.cpus().length} cores`}\n`,
     );
     const seeds: CitySeed[] = [];
     for (const f of FRAMES) {
@@ -329,12 +327,14 @@ async function cityRuns(): Promise<void> {
       seeds.push(s);
       process.stdout.write(`city seed ${f}x${f}: ${fmt(s.written)} tiles written, ${fmt(s.tilesPerS, 2)} tiles/s, ${perTile(s.machine, s.written)} ms machine CPU per tile\n`);
     }
+    // The seed's own columns, in both tables (the second adds the archive, memory against 2x2 and the ratios).
+    const seedHead = ['frame', 'tiles written', 'tiles/s', 'machine CPU ms/tile', 'renderer', 'gpu', 'browser', 'node', 'other', 'tree ms/tile'];
+    const seedColumns = (s: CitySeed) => {
+      const k = (v: number) => perTile(v, s.written);
+      return [`${s.frame}x${s.frame}`, fmt(s.written), fmt(s.tilesPerS, 2), k(s.machine), k(s.split.renderer), k(s.split.gpu), k(s.split.browser), k(s.split.node), k(s.split.network + s.split.other), k(s.split.total)];
+    };
     if (!CITY_BROWSE) {
-      const rows = [['frame', 'tiles written', 'tiles/s', 'machine CPU ms/tile', 'renderer', 'gpu', 'browser', 'node', 'other', 'tree ms/tile', 'peak PSS MB/browser']];
-      for (const s of seeds) {
-        const k = (v: number) => perTile(v, s.written);
-        rows.push([`${s.frame}x${s.frame}`, fmt(s.written), fmt(s.tilesPerS, 2), k(s.machine), k(s.split.renderer), k(s.split.gpu), k(s.split.browser), k(s.split.node), k(s.split.network + s.split.other), k(s.split.total), fmt(s.peakPerBrowser / 1e6)]);
-      }
+      const rows = [[...seedHead, 'peak PSS MB/browser'], ...seeds.map((s) => [...seedColumns(s), fmt(s.peakPerBrowser / 1e6)])];
       process.stdout.write(`\n${table(rows)}\n(CPU ms per tile written; the split is the seed's process tree by kind; no browse run: BENCH_SEED_BROWSE=off)\n`);
       return;
     }
@@ -352,24 +352,13 @@ async function cityRuns(): Promise<void> {
       `browse, 4 users: ${browse.distinct} distinct tiles; per distinct tile ${fmt(browseTree)} ms of CPU of the server's process tree, ${fmt(browseMs)} ms of the machine's, ` +
         `${fmt(browseServerMs)} ms of the machine's less the bench's own clients (the server's CPU counted as the seed's is)\n`,
     );
-    const rows = [['frame', 'tiles written', 'tiles/s', 'machine CPU ms/tile', 'renderer', 'gpu', 'browser', 'node', 'other', 'tree ms/tile', 'archive KB/tile', 'peak PSS MB/browser', 'PSS vs 2x2', 'ratio (machine)', 'ratio (tree)', 'ratio (server)']];
+    const rows = [[...seedHead, 'archive KB/tile', 'peak PSS MB/browser', 'PSS vs 2x2', 'ratio (machine)', 'ratio (tree)', 'ratio (server)']];
     // The interactive route's frame: the memory a larger bulk frame is held to (at most 1.5x) is this one's.
     const interactive = seeds.find((s) => s.frame === 2);
     for (const s of seeds) {
-      const k = (v: number) => perTile(v, s.written);
-      const other = s.split.network + s.split.other;
       const seedMachine = s.machine / Math.max(1, s.written);
       rows.push([
-        `${s.frame}x${s.frame}`,
-        fmt(s.written),
-        fmt(s.tilesPerS, 2),
-        k(s.machine),
-        k(s.split.renderer),
-        k(s.split.gpu),
-        k(s.split.browser),
-        k(s.split.node),
-        k(other),
-        k(s.split.total),
+        ...seedColumns(s),
         fmt(s.archiveBytes / 1024 / Math.max(1, s.written), 1),
         fmt(s.peakPerBrowser / 1e6),
         interactive ? `${fmt(s.peakPerBrowser / interactive.peakPerBrowser, 2)}x` : '-',
@@ -385,7 +374,7 @@ async function cityRuns(): Promise<void> {
     );
     // No peer publishes a seeding rate for a MapLibre style; the nearest published figures are renderd's with
     // Mapnik, in 8x8 metatiles of 256 px tiles, converted here to 512 px tiles (four 256 px tiles each).
-    const cores = SEED_CPUS ? cpuCount(SEED_CPUS) : os.cpus().length;
+    const cores = SEED_CPUS ? cpuListSize(SEED_CPUS) : os.cpus().length;
     const rates = seeds.map((s) => `${s.frame}x${s.frame} ${fmt(s.tilesPerS, 2)} (${fmt(s.tilesPerS / cores, 2)} per core)`).join(', ');
     process.stdout.write(
       `seeding rate here, 512 px tiles/s on ${cores} cores: ${rates}\n` +

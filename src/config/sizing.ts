@@ -19,3 +19,8 @@ export function workerCount(setting: 'auto' | number, cores = cpuCount()): numbe
 export function poolShare(workers: number, cores = cpuCount()): number {
   return Math.max(1, Math.floor(cores / Math.max(1, workers)));
 }
+
+/** The renderers of one process's render pool: `render.pool_size`, else its share of the cores by `server.workers`. */
+export function renderersPerProcess(poolSize: number | undefined, workers: 'auto' | number): number {
+  return poolSize ?? poolShare(workerCount(workers));
+}

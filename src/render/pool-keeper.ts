@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { LanguageTag } from '../config/language-tag.js';
 import type { RenderConfig } from '../config/schema.js';
-import { poolShare, workerCount } from '../config/sizing.js';
+import { renderersPerProcess } from '../config/sizing.js';
 import { startValues } from '../config/restart-only.js';
 import type { Logger } from '../log.js';
 import type { RuntimeStatus } from '../runtime.js';
@@ -122,7 +122,7 @@ export class RenderPoolKeeper {
     this.runtime.rendererEnabled = false;
     this.runtime.renderer = undefined;
     this.runtime.rendererState = 'starting';
-    const renderers = cfg.pool_size ?? poolShare(workerCount(this.workers ?? 'auto'));
+    const renderers = renderersPerProcess(cfg.pool_size, this.workers ?? 'auto');
     const choice = await backendCandidates(cfg);
     const reasons = [...choice.reasons];
     /** GL stacks passed over because their canary failed (only these make a slower start worth a warning). */

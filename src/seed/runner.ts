@@ -5,7 +5,7 @@
 // second signal leaves at once (the journal keeps what was done for --resume).
 import { gzipSync } from 'node:zlib';
 import type { LoadedConfig } from '../config/load.js';
-import { poolShare, workerCount } from '../config/sizing.js';
+import { renderersPerProcess } from '../config/sizing.js';
 import type { Logger } from '../log.js';
 import { renderMetrics, type BulkFrameResult } from '../render/metrics.js';
 import { sharedCache } from '../shared-cache/client.js';
@@ -212,8 +212,8 @@ export async function runSeed(req: SeedRequest, loaded: LoadedConfig, log: Logge
         counts.done++;
       }
     };
-    // The seed's renderers, as its render pool sizes itself (src/render/pool-keeper.ts): one worker's share unless set.
-    const renderers = loaded.config.render.pool_size ?? poolShare(workerCount(loaded.config.server.workers));
+    // The seed's renderers, counted as its render pool counts them (src/render/pool-keeper.ts).
+    const renderers = renderersPerProcess(loaded.config.render.pool_size, loaded.config.server.workers);
     await Promise.all(Array.from({ length: req.concurrency ?? defaultConcurrency(frame, renderers) }, worker));
     if (journal && req.out !== undefined) {
       const finishing = journal;
