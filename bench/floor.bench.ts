@@ -39,8 +39,13 @@
 // BENCH_FLOOR_ROUNDS (1), BENCH_FLOOR_ENCODER_TABLE (0), BENCH_FLOOR_TABLE_TILES (tiles in the table's frames, 32),
 // BENCH_FLOOR_GL (the GL stack: lavapipe, the default and the service's own on this machine, egl or swiftshader;
 // src/render/backends/gl-stack.ts), LP_NUM_THREADS (the rasteriser threads of Mesa's llvmpipe under lavapipe and egl, passed on to the browser; unset:
-// the service's 0, drawing on the GPU process's own thread). The last line of the output, "floor-row:", is the
-// run's figures as JSON for scripts that compare runs (scripts/bench-debian13.sh).
+// the service's 0, drawing on the GPU process's own thread), BENCH_FLOOR_SWITCHES (more Chromium switches for the
+// browser, space-separated, after the service's: a way to weigh one, e.g. --enable-features=...). The last line of
+// the output, "floor-row:", is the run's figures as JSON for scripts that compare runs (scripts/bench-debian13.sh).
+//
+// The line "kernel share and page faults per tile" gives the renderer and GPU processes' CPU in the kernel and their
+// minor page faults: on a virtual machine a page fault costs several microseconds, and the allocators of Chromium,
+// V8 and Mesa hand memory back to the kernel and take it again every frame (bench/RESULTS.md).
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -69,7 +74,7 @@ import { sourceTileJson } from '../src/sources/tilejson.js';
 import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.js';
 import { areaAt, BROWSE, userWalk, viewTiles } from './k6/browse-scenario.js';
 import { ENCODER_TABLE_PAGE, encoderTable, formatEncoderTable, type EncoderRow, type RawUploads } from './floor-encoders.js';
-import { cpuByKind, cpuTimes, envNumber, fmt, formatCpuSplit, processTree, ROOT, stealShare, threadCpu, treePss, type CpuSplit } from './lib.js';
+import { cpuByKind, cpuTimes, kernelByKind, type KernelShare, type ProcessKind, envNumber, fmt, formatCpuSplit, processTree, ROOT, stealShare, threadCpu, treePss, type CpuSplit } from './lib.js';
 
 /** The service's settings that shape frames: render.tile_buffer, the renderer's largest frame, the tile base. */
 const TILE_BUFFER = 32;
@@ -560,6 +565,8 @@ export interface FloorPass {
   servedTimed: number;
   /** CPU seconds of the busiest threads of the browser tree during the timed pass, "process kind/thread name". */
   threads: [string, number][];
+  /** Kernel time and minor page faults of the renderer and GPU processes (those alive through the pass). */
+  kernel: Map<ProcessKind, KernelShare>;
   /** Share of the machine's CPU time the hypervisor stole during the timed pass. */
   steal: number;
   /** The browser tree's largest resident and proportional set sizes (bytes) sampled during the timed pass. */
@@ -675,6 +682,7 @@ async function timedPass(pages: Page[], frames: FloorFrame[], o: FloorOptions, e
   const served0 = server.served();
   const cpu = cpuByKind(root);
   const threads0 = threadCpu(root);
+  const kernel = kernelByKind(root);
   const steal0 = cpuTimes();
   const t0 = performance.now();
   const memory = memorySampler(root);
@@ -682,6 +690,7 @@ async function timedPass(pages: Page[], frames: FloorFrame[], o: FloorOptions, e
   const seconds = (performance.now() - t0) / 1000;
   const peak = memory.stop();
   const lpThreads = lpThreadCount(root);
+  const kernelShares = kernel();
   const split = cpu.end();
   const steal = stealShare(steal0, cpuTimes());
   const threads = [...threadCpu(root)].map(([k, v]): [string, number] => [k, v - (threads0.get(k) ?? 0)]).sort((a, b) => b[1] - a[1]).slice(0, 8);
@@ -709,6 +718,7 @@ async function timedPass(pages: Page[], frames: FloorFrame[], o: FloorOptions, e
     timed,
     servedTimed,
     threads,
+    kernel: kernelShares,
     steal,
     peak,
     lpThreads,
@@ -725,7 +735,7 @@ export async function runFloor(o: FloorOptions): Promise<FloorResult> {
   const server = await staticServer(store);
   const launch = glLaunch(o.gl);
   const { chromium } = await import('playwright-core');
-  const browser: Browser = await chromium.launch({ executablePath: executable, args: [...CHROMIUM_FLAGS, ...launch.args], env: { ...process.env, ...launch.env }, timeout: 60_000 });
+  const browser: Browser = await chromium.launch({ executablePath: executable, args: [...CHROMIUM_FLAGS, ...launch.args, ...(process.env.BENCH_FLOOR_SWITCHES ?? '').split(' ').filter(Boolean)], env: { ...process.env, ...launch.env }, timeout: 60_000 });
   try {
     const root = browserPid(executable);
     const pages: Page[] = [];
@@ -817,6 +827,7 @@ export function formatFloor(r: FloorResult): string[] {
     );
   }
   if (r.threads.length) {
+    lines.push(`  kernel share and page faults per tile: ${(['renderer', 'gpu'] as const).map((k) => { const s = r.kernel.get(k); return s ? `${k} ${fmt((1000 * s.system) / r.tiles)} ms in the kernel of ${fmt((1000 * (s.system + s.user)) / r.tiles)}, ${fmt(s.faults / r.tiles)} faults` : `${k} -`; }).join('; ')}`);
     lines.push(`  CPU ms per tile by thread (top ${r.threads.length}): ${r.threads.map(([k, s]) => `${k} ${fmt((1000 * s) / r.tiles)}`).join(', ')}`);
   }
   if (r.passes.length > 1) lines.push(...formatPasses(r));

@@ -550,6 +550,50 @@ export function cpuByKind(root: number): CpuByKind {
   };
 }
 
+/** Kernel CPU and memory faults of one kind of process over a span: what page faults and unmapping cost it. */
+export interface KernelShare {
+  /** CPU seconds in the kernel (stime). */
+  system: number;
+  /** CPU seconds in user space (utime). */
+  user: number;
+  /** Minor page faults (first touches of memory the process had given back, or never had). */
+  faults: number;
+}
+
+/**
+ * Kernel time and minor page faults of each kind of process under `root` from now until the returned function is
+ * called, for the processes alive at both ends (a browser's stay for a floor pass). On a virtual machine a page
+ * fault and the TLB shootdown of an unmapping cost far more than on bare metal, so this says how much of a
+ * renderer's CPU is its allocators handing memory back and taking it again.
+ */
+export function kernelByKind(root: number): () => Map<ProcessKind, KernelShare> {
+  const read = () => {
+    const out = new Map<number, { kind: ProcessKind; f: string[] }>();
+    for (const [pid, st] of processTree(root)) {
+      try {
+        out.set(pid, { kind: processKind(readFileSync(`/proc/${pid}/cmdline`, 'utf8')), f: statFields(st) });
+      } catch {
+        /* ended meanwhile */
+      }
+    }
+    return out;
+  };
+  const start = read();
+  return () => {
+    const out = new Map<ProcessKind, KernelShare>();
+    for (const [pid, { kind, f }] of read()) {
+      const s = start.get(pid);
+      if (!s || s.f[19] !== f[19]) continue; // born during the span, or a reused pid
+      const k = out.get(kind) ?? { system: 0, user: 0, faults: 0 };
+      k.user += (Number(f[11]) - Number(s.f[11])) / CLK;
+      k.system += (Number(f[12]) - Number(s.f[12])) / CLK;
+      k.faults += Number(f[7]) - Number(s.f[7]);
+      out.set(kind, k);
+    }
+    return out;
+  };
+}
+
 /** Share of the CPU outside the renderer and GPU processes (what a service adds around the drawing itself). */
 export const outsideRendererGpu = (s: CpuSplit) => (s.total > 0 ? (s.total - s.renderer - s.gpu) / s.total : NaN);
 

@@ -6,7 +6,8 @@
 // then answers from (rendered tiles, and a source's tiles transcoded to MLT); vector export in MVT and MLT, a
 // raster source's tiles byte for byte, a style at 256 px @2x;
 // tiles that fail (a remote archive's store answering 500) are counted, retried after Retry-After, left out with
-// exit 1, and fetched by --resume alone; bad arguments are one line and exit 2.
+// exit 1, and fetched by --resume alone; bad arguments are one line and exit 2; the seed's pool of two draws two
+// bulk frames at once (a server's pool keeps one renderer for interactive frames).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -665,4 +666,45 @@ test("the default --concurrency gives each of the seed's renderers a frame and g
   assert.equal(defaultConcurrency(8, 2), 3 * 64);
   // A source's tiles (no frames) and small frames: at least 8.
   assert.equal(defaultConcurrency(1, 1), 8);
+});
+
+test("the seed's own renderers all draw bulk frames at once (a server keeps one back for people)", { timeout: 180_000 }, async () => {
+  const { loadConfigFile } = await import('../src/config/load.js');
+  const { startInProcess } = await import('../src/seed/service.js');
+  const { pino } = await import('pino');
+  const loaded = loadConfigFile(writeTempConfig(worldToml(path.join(work, 'pool-cache')).replace('pool_size = 1', 'pool_size = 2')));
+  const service = await startInProcess(loaded, pino({ level: 'silent' }), { render: true });
+  try {
+    const render = service.ctx.render;
+    assert.ok(render, 'the seed renders');
+    // Eight z8 tiles in a row, each its own frame (bulk_metatile 1), asked for at once as the seed asks.
+    let most = 0;
+    let drawing = true;
+    const watch = (async () => {
+      while (drawing) {
+        most = Math.max(most, render.load.busy);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    })();
+    const ask = async (x: number): Promise<Response> => {
+      for (;;) {
+        const res = await service.get(`/styles/world/8/${x}/90.png`);
+        // The renderers are still starting: the seed asks again after Retry-After, as here.
+        if (res.status !== 503) return res;
+        await res.arrayBuffer();
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    };
+    const answers = await Promise.all([130, 132, 134, 136, 138, 140, 142, 144].map(ask));
+    drawing = false;
+    await watch;
+    for (const res of answers) {
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'image/png');
+      assert.equal((await decode(Buffer.from(await res.arrayBuffer()))).width, 512);
+    }
+    assert.equal(most, 2, 'both renderers drew bulk frames at the same time');
+  } finally {
+    await service.close();
+  }
 });
