@@ -16,7 +16,8 @@
 // Then the city (BENCH_SEED_CITY: "on", "only" for this part alone, "off"): the browse bench's city archive
 // (bench/browse-data.ts, BENCH_BROWSE_DATA) seeded with OSM Liberty over a square at the centre of the browse area
 // (BENCH_SEED_CITY_EDGE tiles on an edge at z12, default 2) at BENCH_SEED_CITY_ZOOMS (default 12-16), once per bulk
-// frame size (BENCH_SEED_FRAMES, render.bulk_metatile, default "2,4,8"; BENCH_SEED_POOL sets render.pool_size,
+// frame size (BENCH_SEED_FRAMES, render.bulk_metatile, default "2,4,8"; BENCH_SEED_POOL sets render.pool_size and
+// BENCH_SEED_PAGES render.pages_per_browser,
 // BENCH_SEED_PNG render.seed_png_compression, BENCH_SEED_CPUS a taskset CPU list for the seed such as "0", BENCH_SEED_CONCURRENCY its --concurrency), then
 // (unless BENCH_SEED_BROWSE=off) the browse bench's 4-user run on a fresh server over the same
 // archive. Per frame size: tiles written, tiles written per second, the whole machine's busy CPU (/proc/stat) per
@@ -204,6 +205,8 @@ const CITY_ZOOMS = process.env.BENCH_SEED_CITY_ZOOMS ?? '12-16';
 const FRAMES = (process.env.BENCH_SEED_FRAMES ?? '2,4,8').split(',').map(Number);
 /** render.pool_size of the city's seeds (BENCH_SEED_POOL); unset: the seed's default (one worker's share). */
 const SEED_POOL = process.env.BENCH_SEED_POOL ? envNumber('BENCH_SEED_POOL', 0) : undefined;
+/** render.pages_per_browser of the city's seeds (BENCH_SEED_PAGES); unset: the default (2). With 1, each renderer has its own browser and GPU process. */
+const SEED_PAGES = process.env.BENCH_SEED_PAGES ? envNumber('BENCH_SEED_PAGES', 2) : undefined;
 /** render.seed_png_compression of the city's seeds (BENCH_SEED_PNG, a zlib level); unset: the default (6). */
 const SEED_PNG = process.env.BENCH_SEED_PNG ? envNumber('BENCH_SEED_PNG', 6) : undefined;
 /** A taskset CPU list the city's seeds run on (BENCH_SEED_CPUS, e.g. "0" for one core); unset: every core. */
@@ -268,7 +271,7 @@ function citySeed(cityFile: string, frame: number): Promise<CitySeed> {
   writeFileSync(
     config,
     `fonts = "${path.join(ROOT, 'fixtures/fonts')}"\n[[sources]]\nid = "openmaptiles"\ntype = "mbtiles"\npath = "${cityFile}"\n[[sources]]\nid = "natural_earth"\ntype = "pmtiles"\npath = "${path.join(ROOT, 'fixtures/raster/natural-earth-png-z0-1.pmtiles')}"\n` +
-      `[[styles]]\nid = "osm-liberty"\npath = "${path.join(ROOT, 'fixtures/styles/osm-liberty/style.json')}"\n[cache]\ndir = "${scratch}"\n[render]\nbulk_metatile = ${frame}\n${SEED_POOL ? `pool_size = ${SEED_POOL}\n` : ''}${SEED_PNG !== undefined ? `seed_png_compression = ${SEED_PNG}\n` : ''}`,
+      `[[styles]]\nid = "osm-liberty"\npath = "${path.join(ROOT, 'fixtures/styles/osm-liberty/style.json')}"\n[cache]\ndir = "${scratch}"\n[render]\nbulk_metatile = ${frame}\n${SEED_POOL ? `pool_size = ${SEED_POOL}\n` : ''}${SEED_PAGES ? `pages_per_browser = ${SEED_PAGES}\n` : ''}${SEED_PNG !== undefined ? `seed_png_compression = ${SEED_PNG}\n` : ''}`,
   );
   const seedArgs = [CLI, 'seed', '--config', config, '--style', 'osm-liberty', '--bbox', cityBox(), '--zoom', CITY_ZOOMS, '--out', path.join(scratch, 'city.mbtiles'), ...(SEED_CONCURRENCY ? ['--concurrency', String(SEED_CONCURRENCY)] : [])];
   // taskset execs the seed in its own process, so the pid sampled below is the seed's; its browsers inherit the CPUs.
@@ -319,7 +322,7 @@ async function cityRuns(): Promise<void> {
     writeCityArchive(cityFile);
     process.stdout.write(
       `\ncity: OSM Liberty over the browse city archive, ${CITY_EDGE}x${CITY_EDGE} tiles at z12 (bbox ${cityBox()}), zooms ${CITY_ZOOMS}; frame sizes ${FRAMES.join(', ')}; ` +
-        `seed_png_compression ${SEED_PNG ?? 'default'}; pool_size ${SEED_POOL ?? 'default'}; concurrency ${SEED_CONCURRENCY ?? 'default'}; the seed on ${SEED_CPUS ? `CPUs ${SEED_CPUS} (${cpuListSize(SEED_CPUS)} of ${os.cpus().length})` : `all ${os.cpus().length} cores`}\n`,
+        `seed_png_compression ${SEED_PNG ?? 'default'}; pool_size ${SEED_POOL ?? 'default'}; pages_per_browser ${SEED_PAGES ?? 'default'}; concurrency ${SEED_CONCURRENCY ?? 'default'}; the seed on ${SEED_CPUS ? `CPUs ${SEED_CPUS} (${cpuListSize(SEED_CPUS)} of ${os.cpus().length})` : `all ${os.cpus().length} cores`}\n`,
     );
     const seeds: CitySeed[] = [];
     for (const f of FRAMES) {
