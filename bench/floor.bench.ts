@@ -74,7 +74,7 @@ import { sourceTileJson } from '../src/sources/tilejson.js';
 import { archiveCover, archiveZooms, browseData, omtTile } from './browse-data.js';
 import { areaAt, BROWSE, userWalk, viewTiles } from './k6/browse-scenario.js';
 import { ENCODER_TABLE_PAGE, encoderTable, formatEncoderTable, type EncoderRow, type RawUploads } from './floor-encoders.js';
-import { cpuByKind, cpuTimes, kernelByKind, type KernelShare, type ProcessKind, envNumber, fmt, formatCpuSplit, processTree, ROOT, stealShare, threadCpu, treePss, type CpuSplit } from './lib.js';
+import { cpuByKind, cpuTimes, envNumber, fmt, formatCpuSplit, kernelByKind, processTree, ROOT, stealShare, threadCpu, treePss, type CpuSplit, type KernelShare, type ProcessKind } from './lib.js';
 
 /** The service's settings that shape frames: render.tile_buffer, the renderer's largest frame, the tile base. */
 const TILE_BUFFER = 32;
@@ -835,7 +835,6 @@ export function formatFloor(r: FloorResult): string[] {
   return lines;
 }
 
-/** Every timed pass on a line, then each encoder's mean floor and the first encoder's over it (the target: 1.15x). */
 /** "renderer 52 ms in the kernel of 205, 3,498 faults; gpu …": per tile, for the processes that lived through a pass. */
 function kernelShares(kernel: Map<ProcessKind, KernelShare>, tiles: number): string {
   return (['renderer', 'gpu'] as const)
@@ -846,6 +845,7 @@ function kernelShares(kernel: Map<ProcessKind, KernelShare>, tiles: number): str
     .join('; ');
 }
 
+/** Every timed pass on a line, then each encoder's mean floor and the first encoder's over it (the target: 1.15x). */
 function formatPasses(r: FloorResult): string[] {
   const perTile = (p: FloorPass) => (1000 * p.split.total) / r.tiles;
   const lines = [`  timed passes (the same ${r.frames} frames each, pages' tile caches emptied before each):`];
