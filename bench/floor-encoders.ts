@@ -34,14 +34,16 @@ export interface EncoderRow {
 /** The alternatives, the page's writer before issue 49 first (the others' bytes are compared with it). */
 const ENCODERS: [string, string][] = [
   ['stream', 'PNG, CompressionStream (zlib 6, rows unfiltered): the page before issue 49'],
-  ['fflate-1', 'PNG, fflate level 1'],
-  ['fflate-2', 'PNG, fflate level 2'],
-  ['fflate-3', 'PNG, fflate level 3 (render.png_compression default)'],
-  ['fflate-4', 'PNG, fflate level 4'],
+  ['fflate-3', 'PNG, fflate level 3 (the page before libdeflate)'],
   ['fflate-6', 'PNG, fflate level 6'],
-  ['fflate-9', 'PNG, fflate level 9'],
-  ['fflate-up-1', 'PNG, fflate level 1, rows filtered "up"'],
-  ['fflate-up-3', 'PNG, fflate level 3, rows filtered "up"'],
+  ['libdeflate-1', 'PNG, libdeflate level 1'],
+  ['libdeflate-2', 'PNG, libdeflate level 2'],
+  ['libdeflate-3', 'PNG, libdeflate level 3 (render.png_compression default)'],
+  ['libdeflate-4', 'PNG, libdeflate level 4'],
+  ['libdeflate-6', 'PNG, libdeflate level 6'],
+  ['libdeflate-9', 'PNG, libdeflate level 9'],
+  ['libdeflate-up-1', 'PNG, libdeflate level 1, rows filtered "up"'],
+  ['libdeflate-up-3', 'PNG, libdeflate level 3, rows filtered "up"'],
   ['chromium-png', "PNG, Chromium's encoder (convertToBlob)"],
   ['webp-lossless', "WebP lossless, Chromium's encoder (quality 1)"],
   ['raw-node', 'PNG, raw frame uploaded to Node, sharp level 3'],
@@ -50,7 +52,7 @@ const ENCODERS: [string, string][] = [
 /** Times each encoder encodes the kept frames (the first time's bytes are counted). */
 const REPEATS = 3;
 
-/** Plain JavaScript for the floor page (after PNG_WRITER, whose pngTile and levelDeflate it uses). */
+/** Plain JavaScript for the floor page (after PNG_WRITER, whose pngTile and levelDeflate it uses, and useDeflate). */
 export const ENCODER_TABLE_PAGE = `const keptFrames = [];
 
 function keepFrame(px, W, H, tiles, opaque) {
@@ -99,9 +101,18 @@ const PNG_FRAME_BYTES = 57;
 async function encodeAs(name, f) {
   const each = (fn) => Promise.all(f.tiles.map(fn));
   let m;
-  if (name === 'stream') return (await each((r) => pngTile(f.px, f.W, f.H, r, f.opaque, undefined))).map((b) => b.size);
-  if ((m = /^fflate-(\\d)$/.exec(name))) return (await each((r) => pngTile(f.px, f.W, f.H, r, f.opaque, Number(m[1])))).map((b) => b.size);
-  if ((m = /^fflate-up-(\\d)$/.exec(name))) return each(async (r) => levelDeflate(upRows(f, r), { level: Number(m[1]) }).length + PNG_FRAME_BYTES);
+  if (name === 'stream') {
+    useDeflate('stream');
+    return (await each((r) => pngTile(f.px, f.W, f.H, r, f.opaque, undefined))).map((b) => b.size);
+  }
+  if ((m = /^(fflate|libdeflate)-(\\d)$/.exec(name))) {
+    useDeflate(m[1]);
+    return (await each((r) => pngTile(f.px, f.W, f.H, r, f.opaque, Number(m[2])))).map((b) => b.size);
+  }
+  if ((m = /^libdeflate-up-(\\d)$/.exec(name))) {
+    useDeflate('libdeflate');
+    return each(async (r) => levelDeflate(upRows(f, r), Number(m[1])).length + PNG_FRAME_BYTES);
+  }
   if (name === 'chromium-png' || name === 'webp-lossless') {
     return each(async (r) => {
       const c = new OffscreenCanvas(r.width, r.height);
@@ -118,7 +129,7 @@ async function encodeAs(name, f) {
 }
 
 async function encodeKept(name, repeats) {
-  if (!levelDeflate) throw new Error('fflate did not load: ' + deflateProblem);
+  if (!deflates.libdeflate.levelDeflate || !deflates.fflate) throw new Error('a deflate did not load: ' + deflateProblem);
   let bytes = 0, tiles = 0;
   for (let k = 0; k < repeats; k++) {
     for (const f of keptFrames) {

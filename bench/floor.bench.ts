@@ -3,8 +3,8 @@
 // maplibre-gl from npm, the same style (OSM Liberty with flat extrusions, as pitch-0 frames get it) and the same
 // frames as the browse bench's users ask for, but every source tile, TileJSON, glyph range and sprite is already in
 // the page's memory (maplibre's addProtocol('mem')), no tile server is around it, and each tile is encoded to PNG in
-// the page by the same writer as the service's pages (PNG_WRITER: one whole-frame readPixels, unfiltered rows, fflate
-// at a zlib level or the browser's CompressionStream), and kept there. The CPU of the browser's process tree per tile is about the least a service built
+// the page by the same writer as the service's pages (PNG_WRITER: one whole-frame readPixels into one buffer kept for
+// every frame, unfiltered rows, libdeflate at a zlib level or the browser's CompressionStream), and kept there. The CPU of the browser's process tree per tile is about the least a service built
 // on this renderer can spend; the service's own figure over it says what everything around the drawing costs
 // (bench/browse.bench.ts prints both). The PNG check line compares the writer with Chromium's own encoder and sharp.
 //
@@ -30,7 +30,8 @@
 // Encoders (issue 49): the timed pass runs once per PNG deflate of BENCH_FLOOR_ENCODERS, the same frames each time
 // (the pages' tile caches cleared in between), BENCH_FLOOR_ROUNDS times in turn, and prints each pass and the ratio
 // of the first encoder's floor to the others': "stream" is CompressionStream (zlib level 6, the writer before issue
-// 49), a digit is fflate at that zlib level (3: render.png_compression's default, what the service writes now).
+// 49), a digit is libdeflate at that zlib level (3: render.png_compression's default, what the service writes now),
+// "fflate" and a digit fflate's JavaScript deflate at that level (the page's deflate before libdeflate).
 // BENCH_FLOOR_ENCODER_TABLE=1 adds the table of every alternative on frames of the workload (floor-encoders.ts).
 //
 // Environment: BENCH_BROWSE_DATA (paris | dortmund), BENCH_BROWSE_USERS (the largest count is replayed; "1,4"),
@@ -109,18 +110,21 @@ export interface FloorOptions {
   gl: GlStack;
 }
 
-/** A PNG deflate of the page's writer: CompressionStream (level undefined) or fflate at a zlib level. */
+/** A PNG deflate of the page's writer: CompressionStream (level undefined), or libdeflate or fflate at a zlib level. */
 export interface FloorEncoder {
   name: string;
+  deflate: 'stream' | 'libdeflate' | 'fflate';
   level: number | undefined;
 }
 
-/** "stream" or a zlib level 0-9, as BENCH_FLOOR_ENCODERS lists them. */
+/** "stream", a zlib level 0-9 (libdeflate) or "fflate" and a level, as BENCH_FLOOR_ENCODERS lists them. */
 export function parseEncoders(text: string): FloorEncoder[] {
-  return text.split(',').map((t) => t.trim()).filter(Boolean).map((t) => {
-    if (t === 'stream') return { name: 'CompressionStream (zlib 6)', level: undefined };
-    if (/^[0-9]$/.test(t)) return { name: `fflate level ${t}`, level: Number(t) };
-    throw new Error(`BENCH_FLOOR_ENCODERS: "${t}" is neither "stream" nor a zlib level 0-9`);
+  return text.split(',').map((t) => t.trim()).filter(Boolean).map((t): FloorEncoder => {
+    if (t === 'stream') return { name: 'CompressionStream (zlib 6)', deflate: 'stream', level: undefined };
+    if (/^[0-9]$/.test(t)) return { name: `libdeflate level ${t}`, deflate: 'libdeflate', level: Number(t) };
+    const f = /^fflate([0-9])$/.exec(t);
+    if (f) return { name: `fflate level ${f[1]}`, deflate: 'fflate', level: Number(f[1]) };
+    throw new Error(`BENCH_FLOOR_ENCODERS: "${t}" is neither "stream", a zlib level 0-9 nor "fflate" and a level`);
   });
 }
 
@@ -352,6 +356,7 @@ function canary() {
 
 let map = null;
 let lastError = '';
+let framePixels = null;
 
 // The service page's own wait for a frame (FRAME_WAIT: transformOf, sourcesUpdated, settled).
 ${FRAME_WAIT}
@@ -410,9 +415,12 @@ async function render(job, keep) {
   // then written by the service page's own PNG writer (PNG_WRITER: unfiltered rows, the browser's zlib).
   const gl = map.painter.context.gl;
   const W = gl.drawingBufferWidth, H = gl.drawingBufferHeight;
-  const pixels = new Uint8Array(W * H * 4);
+  // One buffer for every frame, as the service's page keeps one.
+  if (!framePixels || framePixels.length < W * H * 4) framePixels = new Uint8Array(W * H * 4);
+  const pixels = framePixels.subarray(0, W * H * 4);
   gl.readPixels(0, 0, W, H, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
   const t3r = performance.now();
+  useDeflate(job.deflate);
   const blobs = await Promise.all(job.tiles.map((r) => pngTile(pixels, W, H, r, !job.alpha, job.level)));
   const t5 = performance.now();
   // Frames for the encoder table (floor-encoders.ts) keep a copy of their pixels.
@@ -457,6 +465,23 @@ function clearTiles() {
 
 window.__floor = { preload, load, render, run, clearTiles, counts: () => counts, encodeKept };
 const deflater = await loadDeflate('${DEFLATE_MODULE}');
+// The other deflates a pass may ask for: CompressionStream with a plain rows buffer (the page before issue 49), and
+// fflate with the hash table the page gave it before libdeflate (mem 6), its rows in a plain buffer as well.
+const deflates = { libdeflate: { levelDeflate, rowsBuffer } };
+const plain = rowsBuffer;
+deflates.stream = { levelDeflate: null, rowsBuffer: plain };
+try {
+  const fflate = await import('./encoder/fflate.mjs');
+  deflates.fflate = { levelDeflate: (rows, level) => fflate.zlibSync(rows, { level, mem: 6 }), rowsBuffer: plain };
+} catch (e) {
+  deflateProblem += ' fflate: ' + e.message;
+}
+function useDeflate(kind) {
+  const d = deflates[kind];
+  if (!d) throw new Error('no deflate ' + kind + ' in the page');
+  levelDeflate = d.levelDeflate;
+  rowsBuffer = d.rowsBuffer;
+}
 window.__floorReady = Object.assign(canary(), deflater);
 </script></body></html>`;
 }
@@ -478,6 +503,7 @@ async function staticServer(store: Store): Promise<{ origin: string; served: () 
     '/store.json': ['application/json', Buffer.from(JSON.stringify({ entries: index, tiles: store.tiles }))],
     '/store.bin': ['application/octet-stream', blob],
     [`/${DEFLATE_MODULE.slice(2)}`]: ['text/javascript', (await pageAsset(DEFLATE_MODULE.slice(2)))!],
+    '/encoder/fflate.mjs': ['text/javascript', readFileSync(path.join(path.dirname(createRequire(import.meta.url).resolve('fflate/package.json')), 'esm/browser.js'))],
   };
   let served = 0;
   const raw: RawUploads = { frames: [], nodeCpuMs: 0 };
@@ -513,8 +539,8 @@ async function staticServer(store: Store): Promise<{ origin: string; served: () 
 }
 
 /** The job a page gets for a frame: the camera and the device-pixel rectangle of every tile to encode. */
-function jobOf(plan: MetatilePlan, alpha: boolean, level?: number) {
-  return { ...plan.frame, alpha, level, tiles: cells(plan).map(([x, y]) => tileRect(plan, x, y)) };
+function jobOf(plan: MetatilePlan, alpha: boolean, e: FloorEncoder) {
+  return { ...plan.frame, alpha, level: e.level, deflate: e.deflate, tiles: cells(plan).map(([x, y]) => tileRect(plan, x, y)) };
 }
 
 /** The browser's own process (the root of its tree): the chromium executable among this process's children. */
@@ -678,7 +704,7 @@ async function comparePng(r: FrameStats): Promise<PngCheck> {
 
 /** One timed pass of the workload's frames with one encoder: its CPU, time and bytes. */
 async function timedPass(pages: Page[], frames: FloorFrame[], o: FloorOptions, e: FloorEncoder, round: number, root: number, server: { served: () => number }): Promise<FloorPass> {
-  const lists = pages.map((_, i) => frames.filter((f) => f.page === i).map((f) => jobOf(f.plan, o.alpha, e.level)));
+  const lists = pages.map((_, i) => frames.filter((f) => f.page === i).map((f) => jobOf(f.plan, o.alpha, e)));
   const served0 = server.served();
   const cpu = cpuByKind(root);
   const threads0 = threadCpu(root);
@@ -761,7 +787,7 @@ export async function runFloor(o: FloorOptions): Promise<FloorResult> {
       for (const z of [BROWSE.minZoom, BROWSE.maxZoom]) {
         const a = areaAt(BROWSE, z);
         const plan = planMetatile({ z, x: a.x0 - 2, y: a.y0 - 2, base: BASE, scale: 1 }, 2, TILE_BUFFER, MAX_FRAME);
-        for (const e of o.encoders) await page.evaluate(`window.__floor.render(${JSON.stringify(jobOf(plan, o.alpha, e.level))}, false)`);
+        for (const e of o.encoders) await page.evaluate(`window.__floor.render(${JSON.stringify(jobOf(plan, o.alpha, e))}, false)`);
       }
     }
     const warmup = (await pages[0].evaluate('window.__floor.counts()')) as StoreCounts;
@@ -780,7 +806,7 @@ export async function runFloor(o: FloorOptions): Promise<FloorResult> {
     const sample = frames.find((f) => cells(f.plan).length >= 4) ?? frames[0];
     let png: PngCheck | undefined;
     if (sample) {
-      const r = (await pages[sample.page].evaluate(`window.__floor.render(${JSON.stringify(jobOf(sample.plan, o.alpha, last.level))}, true)`)) as FrameStats;
+      const r = (await pages[sample.page].evaluate(`window.__floor.render(${JSON.stringify(jobOf(sample.plan, o.alpha, last))}, true)`)) as FrameStats;
       png = await comparePng(r);
     }
     // The encoder table: the first frames of page 1 up to o.table tiles, drawn again and kept in the page.
@@ -789,7 +815,7 @@ export async function runFloor(o: FloorOptions): Promise<FloorResult> {
       let n = 0;
       for (const f of frames.filter((x) => x.page === 0)) {
         if (n >= o.table) break;
-        await pages[0].evaluate(`window.__floor.render(${JSON.stringify(jobOf(f.plan, o.alpha, last.level))}, 'table')`);
+        await pages[0].evaluate(`window.__floor.render(${JSON.stringify(jobOf(f.plan, o.alpha, last))}, 'table')`);
         n += cells(f.plan).length;
       }
       table = await encoderTable(pages[0], root, server.raw);

@@ -2,7 +2,7 @@
 // from a frame as readPixels leaves it (rows bottom to top, premultiplied alpha) decode to exactly the pixels sharp
 // writes from the same raw frame taken the service's other way (rows flipped, alpha undone in Node, cut and encoded
 // by sharp), for an opaque and a translucent frame, at the levels the settings allow and with CompressionStream; the
-// level reaches fflate; and a page whose deflate module does not load still writes the same pixels, with
+// level reaches libdeflate; and a page whose deflate module does not load still writes the same pixels, with
 // CompressionStream, and says so; and which level a frame gets (seeding's or everyone else's). One browser, no server of the project's: a small HTTP server gives the page, and
 // the deflate module as the renderer's own server serves it (local-server.ts, pageAsset).
 import assert from 'node:assert/strict';
@@ -85,6 +85,27 @@ window.encode = async (b64, W, H, tiles, opaque, level) => {
   }
   return out;
 };
+// A frame made in the page (too large to send cheaply): opaque, rows bottom to top as readPixels leaves them, the
+// pattern bigFrameRows below makes top to bottom; its tiles as base64 PNGs.
+window.encodeMade = async (W, H, tiles, level) => {
+  const px = new Uint8Array(W * H * 4);
+  for (let y = 0; y < H; y++) {
+    for (let x = 0; x < W; x++) {
+      const i = ((H - 1 - y) * W + x) * 4;
+      px[i] = x & 255;
+      px[i + 1] = y & 255;
+      px[i + 2] = (x * y) & 255;
+      px[i + 3] = 255;
+    }
+  }
+  const blobs = await Promise.all(tiles.map((r) => pngTile(px, W, H, r, true, level)));
+  return Promise.all(blobs.map(async (b) => {
+    const bytes = new Uint8Array(await b.arrayBuffer());
+    let s = '';
+    for (const c of bytes) s += String.fromCharCode(c);
+    return btoa(s);
+  }));
+};
 window.ready = await loadDeflate(${JSON.stringify(deflateUrl)});
 </script>`;
   server = http.createServer((req, res) => {
@@ -130,10 +151,10 @@ async function assertSameAsSharp(pngs: Buffer[], px: Uint8Array, opaque: boolean
 }
 
 describe("the page's PNG writer", () => {
-  test('loads fflate, and its PNGs decode to exactly the pixels sharp writes from the same frame (opaque and translucent, every level)', async () => {
+  test('loads libdeflate, and its PNGs decode to exactly the pixels sharp writes from the same frame (opaque and translucent, every level)', async () => {
     const { page, deflater } = await open('page.html');
     try {
-      assert.deepEqual(deflater, { deflate: 'fflate', problem: '' });
+      assert.deepEqual(deflater, { deflate: 'libdeflate', problem: '' });
       for (const translucent of [false, true]) {
         const px = frame(translucent);
         for (const level of [undefined, 0, 1, 3, 6, 9]) {
@@ -161,6 +182,32 @@ describe("the page's PNG writer", () => {
     }
   });
 
+  test("a tile larger than the WebAssembly memory the deflate started with still comes out right, and smaller ones after it", async () => {
+    const { page } = await open('page.html');
+    try {
+      const made = (w: number, h: number, tiles: Rect[]) => page.evaluate(([a, b, t]) => (window as unknown as { encodeMade: (...x: unknown[]) => Promise<string[]> }).encodeMade(a, b, t, 3), [w, h, tiles] as const);
+      // The module starts with 16 MB of memory: a 2048 px tile's RGB rows (12.6 MB) and the room for their deflate
+      // (as much again) cannot fit, so the writer's blocks move into grown memory between the small tiles.
+      const sizes: [number, number, Rect][] = [[64, 48, { left: 0, top: 0, width: 64, height: 48 }], [2048, 2048, { left: 0, top: 0, width: 2048, height: 2048 }], [80, 40, { left: 8, top: 4, width: 64, height: 32 }]];
+      for (const [w, h, r] of sizes) {
+        const [png] = (await made(w, h, [r])).map((b) => Buffer.from(b, 'base64'));
+        const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+        assert.deepEqual([info.width, info.height, info.channels], [r.width, r.height, 3], `${w}x${h}: the tile's shape`);
+        let wrong = 0;
+        for (let y = 0; y < r.height; y++) {
+          for (let x = 0; x < r.width; x++) {
+            const [fx, fy] = [r.left + x, r.top + y];
+            const o = (y * r.width + x) * 3;
+            if (data[o] !== (fx & 255) || data[o + 1] !== (fy & 255) || data[o + 2] !== ((fx * fy) & 255)) wrong++;
+          }
+        }
+        assert.equal(wrong, 0, `${w}x${h}: pixels unlike the frame's`);
+      }
+    } finally {
+      await page.close();
+    }
+  });
+
   test('a page whose deflate module does not load says so and writes the same pixels with CompressionStream', async () => {
     const broken = await open('broken.html');
     const good = await open('page.html');
@@ -171,7 +218,7 @@ describe("the page's PNG writer", () => {
         const px = frame(translucent);
         const pngs = await encodeInPage(broken.page, px, !translucent, 3);
         await assertSameAsSharp(pngs, px, !translucent, `fallback, ${translucent ? 'translucent' : 'opaque'} frame`);
-        // What it wrote is CompressionStream's output, byte for byte, as a page that has fflate writes with no level.
+        // What it wrote is CompressionStream's output, byte for byte, as a page that has libdeflate writes with no level.
         const streamed = await encodeInPage(good.page, px, !translucent, undefined);
         assert.deepEqual(pngs, streamed);
       }

@@ -45,7 +45,7 @@ export const RenderSchema = v.object({
   /** Rendered tiles kept on disk under [cache] dir, shared by all processes; 0 disables the disk cache. */
   disk_cache_mb: v.optional(v.pipe(v.number(), v.minValue(0)), 1024),
   /**
-   * zlib level of rendered PNGs, sharp's and the Chromium page's (fflate there): 3 costs about half the CPU of 6 for a
+   * zlib level of rendered PNGs, sharp's and the Chromium page's (libdeflate there): 3 costs about half the CPU of 6 for a
    * few percent more bytes (docs/rendering.md, "Encoding").
    */
   png_compression: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(9)), 3),

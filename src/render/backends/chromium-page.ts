@@ -23,8 +23,8 @@ export interface PageOptions {
   maxCanvas: number;
 }
 
-/** Where a page finds the deflate it writes PNGs with (fflate's browser module, served by local-server.ts). */
-export const DEFLATE_MODULE = './encoder/fflate.mjs';
+/** Where a page finds the deflate it writes PNGs with (libdeflate in WebAssembly, served by local-server.ts). */
+export const DEFLATE_MODULE = './encoder/libdeflate.mjs';
 
 /**
  * The page's PNG writer (plain JavaScript for a page): `pngTile(pixels, W, H, rect, opaque, level)` turns a region
@@ -32,12 +32,14 @@ export const DEFLATE_MODULE = './encoder/fflate.mjs';
  * `loadDeflate(url)` loads the low-level deflate once, before the first frame. The floor bench
  * (bench/floor.bench.ts) puts the same text in its page, so both encode alike.
  *
- * Why fflate at a zlib level rather than the browser's CompressionStream: CompressionStream always deflates at
+ * Why libdeflate at a zlib level rather than the browser's CompressionStream: CompressionStream always deflates at
  * zlib's level 6, and on map tiles that costs about twice level 3 for 1-2 % fewer bytes (docs/rendering.md,
- * "Encoding"). fflate is a small deflate in plain JavaScript that takes a level. Rows stay unfiltered: the "up"
- * filter that suits shaded relief made map tiles 20-30 % larger (flat fills repeat the row above exactly, which
- * deflate finds as matches one row back; filtered, they become runs of zeros broken by every anti-aliased edge).
- * A page whose module does not load (level undefined, or loadDeflate failed) deflates with CompressionStream.
+ * "Encoding"). libdeflate (the npm package's WebAssembly build, one self-contained ES module) takes a level and,
+ * compiled to WebAssembly, deflated map tiles in half the time fflate's plain JavaScript took for the same bytes.
+ * Rows stay unfiltered: the "up" filter that suits shaded relief made map tiles 20-30 % larger (flat fills repeat
+ * the row above exactly, which deflate finds as matches one row back; filtered, they become runs of zeros broken by
+ * every anti-aliased edge). A page whose module does not load (level undefined, or loadDeflate failed) deflates with
+ * CompressionStream.
  */
 export const PNG_WRITER = `const CRC_TABLE = (() => {
   const t = new Uint32Array(256);
@@ -63,47 +65,87 @@ function pngChunk(type, data) {
 
 const PNG_SIGNATURE = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]);
 
-let tileRows = null;
-// fflate's zlibSync once loadDeflate has loaded it; until then, or when it could not be, CompressionStream.
+// The deflate at a level once loadDeflate has loaded it: levelDeflate(rows, level) gives the zlib stream, and
+// rowsBuffer(size) the bytes the next tile's rows are built in (inside the WebAssembly memory, so they are not
+// copied there). Until then, or when the module could not be loaded, CompressionStream and a plain buffer.
 let levelDeflate = null;
 let deflateProblem = '';
+let plainRows = null;
+let rowsBuffer = (size) => {
+  if (!plainRows || plainRows.length < size) plainRows = new Uint8Array(size);
+  return plainRows.subarray(0, size);
+};
+
+// libdeflate's module instantiates its WebAssembly synchronously. One compressor per level and one input and one
+// output block are kept for the page's life: allocated per tile, they were most of what the deflate cost beyond the
+// deflating itself (the last JavaScript deflate's 2 MB hash table was zeroed per tile and faulted in again).
+function libdeflateWriter(lib) {
+  const compressors = [];
+  let input = 0, inputSize = 0, output = 0, outputSize = 0;
+  const fit = (size) => {
+    if (size <= inputSize) return;
+    // Both blocks are grown together, before any rows are built: a later allocation could grow the memory and
+    // detach the view the rows were written in.
+    if (input) lib._free(input);
+    if (output) lib._free(output);
+    const bound = lib._libdeflate_zlib_compress_bound(0, size);
+    input = lib._malloc(size);
+    output = lib._malloc(bound);
+    if (!input || !output) throw new Error('libdeflate could not allocate ' + (size + bound) + ' bytes');
+    inputSize = size;
+    outputSize = bound;
+  };
+  rowsBuffer = (size) => {
+    fit(size);
+    return lib.HEAPU8.subarray(input, input + size);
+  };
+  levelDeflate = (rows, level) => {
+    if (!compressors[level]) compressors[level] = lib._libdeflate_alloc_compressor(level);
+    const c = compressors[level];
+    if (!c) throw new Error('libdeflate has no compression level ' + level);
+    // Rows built elsewhere (the floor bench's table) are copied in.
+    if (rows.buffer !== lib.HEAPU8.buffer || rows.byteOffset !== input) {
+      fit(rows.length);
+      lib.HEAPU8.set(rows, input);
+    }
+    const n = lib._libdeflate_zlib_compress(c, input, rows.length, output, outputSize);
+    if (!n) throw new Error('libdeflate wrote nothing for ' + rows.length + ' bytes of rows');
+    return lib.HEAPU8.slice(output, output + n);
+  };
+}
 
 async function loadDeflate(url) {
   try {
     const m = await import(url);
-    if (typeof m.zlibSync !== 'function') throw new Error('the module has no zlibSync');
-    levelDeflate = m.zlibSync;
+    if (typeof m.default !== 'function') throw new Error('the module exports no factory');
+    const lib = m.default();
+    if (typeof lib._libdeflate_zlib_compress !== 'function') throw new Error('the module has no libdeflate_zlib_compress');
+    libdeflateWriter(lib);
   } catch (e) {
     deflateProblem = String(e && e.message || e);
   }
   return pngDeflater();
 }
 
-// Which deflate the writer uses, for the renderer to report: 'fflate', or 'stream' with the reason.
+// Which deflate the writer uses, for the renderer to report: 'libdeflate', or 'stream' with the reason.
 function pngDeflater() {
-  return levelDeflate ? { deflate: 'fflate', problem: '' } : { deflate: 'stream', problem: deflateProblem };
+  return levelDeflate ? { deflate: 'libdeflate', problem: '' } : { deflate: 'stream', problem: deflateProblem };
 }
 
-// fflate sizes its hash table by the input unless told: 2^20 entries for a 512 px tile's rows, a 2 MB table allocated
-// and zeroed for every tile. mem 6 (2^18 entries) wrote the same bytes for map tiles in about 15 % less encoding
-// time, with a sixth fewer page faults in the renderer (bench/RESULTS.md, the floor's kernel share).
-const DEFLATE_MEM = 6;
-
 async function zlibOf(rows, level) {
-  if (levelDeflate && level !== undefined && level !== null) return levelDeflate(rows, { level, mem: DEFLATE_MEM });
+  if (levelDeflate && level !== undefined && level !== null) return levelDeflate(rows, level);
   return new Uint8Array(await new Response(new Blob([rows]).stream().pipeThrough(new CompressionStream('deflate'))).arrayBuffer());
 }
 
 // One tile of a frame read back by readPixels (rows bottom to top, premultiplied alpha) as a PNG: rows top to bottom,
 // each with filter byte 0, RGB for an opaque style, else RGBA with alpha undone; deflated at zlib level "level" (0-9) by
-// fflate, or by CompressionStream (its level 6) when level is undefined or fflate did not load.
+// libdeflate, or by CompressionStream (its level 6) when level is undefined or libdeflate did not load.
 async function pngTile(px, W, H, r, opaque, level) {
   const ch = opaque ? 3 : 4;
   const stride = r.width * ch + 1;
-  // The rows are deflated (fflate) or copied into a Blob (CompressionStream) before the first await below, so every
-  // tile can build them in one buffer.
-  if (!tileRows || tileRows.length < stride * r.height) tileRows = new Uint8Array(stride * r.height);
-  const rows = tileRows.subarray(0, stride * r.height);
+  // The rows are deflated (libdeflate) or copied into a Blob (CompressionStream) before the first await below, so
+  // every tile can build them in one buffer.
+  const rows = rowsBuffer(stride * r.height);
   for (let y = 0; y < r.height; y++) {
     rows[y * stride] = 0;
     let i = ((H - 1 - (r.top + y)) * W + r.left) * 4;
@@ -420,7 +462,7 @@ async function checkReadback(gl, pixels) {
 // alpha; an opaque style's tiles go through a canvas without alpha, JPEG onto white as the service flattens it).
 // PNG does not: Chromium's PNG encoder wrote 12-65 % more bytes than the service's own PNGs of the same pixels, so
 // PNG tiles are made from one readback of the frame as the service made them (rows unfiltered, RGB when the style
-// is opaque, straight alpha otherwise), deflated at the frame's zlib level by fflate (PNG_WRITER).
+// is opaque, straight alpha otherwise), deflated at the frame's zlib level by libdeflate (PNG_WRITER).
 let framePixels = null;
 
 async function encodeTiles(job, gl, W, H, times) {

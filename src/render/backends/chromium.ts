@@ -92,7 +92,7 @@ async function openPage(browser: Browser, server: LocalServer, renderer: RegExp,
     if (!canary.ok) throw new Error(`the page's WebGL canary frame failed: ${canary.detail}`);
     if (!renderer.test(canary.renderer)) throw new Error(`WebGL runs on ${canary.renderer || 'an unknown renderer'}, not the GL stack asked for`);
     // The page still writes correct PNGs without its deflate module (CompressionStream), only at a higher CPU cost.
-    if (canary.deflate !== 'fflate') onEvent({ kind: 'encoder-fallback', reason: `the page's PNG deflate did not load (${canary.problem || 'unknown'}): PNG tiles are deflated by CompressionStream` });
+    if (canary.deflate !== 'libdeflate') onEvent({ kind: 'encoder-fallback', reason: `the page's PNG deflate did not load (${canary.problem || 'unknown'}): PNG tiles are deflated by CompressionStream` });
     return page;
   } catch (err) {
     await page.close().catch(() => {});

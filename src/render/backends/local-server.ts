@@ -36,16 +36,29 @@ export function styleQuery(style: StyleRef, flat: boolean): string {
 const QUESTION_MAX = 4 << 20;
 /**
  * Files of npm packages the page may load, by the path it asks for: maplibre-gl, and the deflate of its PNG writer
- * (chromium-page.ts, DEFLATE_MODULE: fflate's browser build, one self-contained ES module). Nothing else of
- * node_modules is reachable.
+ * (chromium-page.ts, DEFLATE_MODULE: libdeflate's WebAssembly build, one self-contained ES module). Nothing else
+ * of node_modules is reachable.
  */
 const ASSETS: Record<string, { pkg: string; file: string }> = {
   'maplibre/maplibre-gl.mjs': { pkg: 'maplibre-gl', file: 'dist/maplibre-gl.mjs' },
   'maplibre/maplibre-gl-worker.mjs': { pkg: 'maplibre-gl', file: 'dist/maplibre-gl-worker.mjs' },
-  'encoder/fflate.mjs': { pkg: 'fflate', file: 'esm/browser.js' },
+  'encoder/libdeflate.mjs': { pkg: 'libdeflate', file: 'dist/libdeflate.wasm.mjs' },
 };
 
 const assetCache = new Map<string, Promise<Buffer>>();
+
+/**
+ * The folder of an installed package. Found from its package.json where the package lets that be resolved, else
+ * from its main module: libdeflate's `exports` name only its entry, which sits at the package's top.
+ */
+function packageDir(pkg: string): string {
+  const require = createRequire(import.meta.url);
+  try {
+    return path.dirname(require.resolve(`${pkg}/package.json`));
+  } catch {
+    return path.dirname(require.resolve(pkg));
+  }
+}
 
 /** The bytes of a page asset (read once per process). Exported for the floor bench, which serves the same files. */
 export function pageAsset(name: string): Promise<Buffer> | undefined {
@@ -53,8 +66,7 @@ export function pageAsset(name: string): Promise<Buffer> | undefined {
   if (!a) return undefined;
   let p = assetCache.get(name);
   if (!p) {
-    const packageJson = createRequire(import.meta.url).resolve(`${a.pkg}/package.json`);
-    p = readFile(path.join(path.dirname(packageJson), a.file));
+    p = readFile(path.join(packageDir(a.pkg), a.file));
     assetCache.set(name, p);
   }
   return p;
