@@ -207,8 +207,8 @@ const FRAMES = (process.env.BENCH_SEED_FRAMES ?? '2,4,8').split(',').map(Number)
 const SEED_POOL = process.env.BENCH_SEED_POOL ? envNumber('BENCH_SEED_POOL', 0) : undefined;
 /** render.pages_per_browser of the city's seeds (BENCH_SEED_PAGES); unset: the default (2). With 1, each renderer has its own browser and GPU process. */
 const SEED_PAGES = process.env.BENCH_SEED_PAGES ? envNumber('BENCH_SEED_PAGES', 2) : undefined;
-/** render.seed_png_compression of the city's seeds (BENCH_SEED_PNG, a zlib level); unset: the default (6). */
-const SEED_PNG = process.env.BENCH_SEED_PNG ? envNumber('BENCH_SEED_PNG', 6) : undefined;
+/** render.seed_png_compression of the city's seeds (BENCH_SEED_PNG, a zlib level); unset: the default (8). */
+const SEED_PNG = process.env.BENCH_SEED_PNG ? envNumber('BENCH_SEED_PNG', 8) : undefined;
 /** A taskset CPU list the city's seeds run on (BENCH_SEED_CPUS, e.g. "0" for one core); unset: every core. */
 const SEED_CPUS = process.env.BENCH_SEED_CPUS;
 /** --concurrency of the city's seeds (BENCH_SEED_CONCURRENCY); unset: the seed's default. */

@@ -56,7 +56,7 @@ const RENDER: Record<string, { kind: Kind; default: unknown }> = {
   memory_cache_mb: { kind: { num: [0, Number.MAX_SAFE_INTEGER] }, default: 64 },
   disk_cache_mb: { kind: { num: [0, Number.MAX_SAFE_INTEGER] }, default: 1024 },
   png_compression: { kind: { int: [0, 9] }, default: 3 },
-  seed_png_compression: { kind: { int: [0, 9] }, default: 6 },
+  seed_png_compression: { kind: { int: [0, 9] }, default: 8 },
   jpeg_quality: { kind: { int: [1, 100] }, default: 85 },
   webp_quality: { kind: { int: [1, 100] }, default: 85 },
   avif_quality: { kind: { int: [1, 100] }, default: 50 },

@@ -309,6 +309,10 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
 
   test('a tile rendered through instance A is served by instance B from Redis', async () => {
     const tile = 'http://127.0.0.1:8080/styles/osm-liberty/5/16/10.png';
+    // A's processes connect to Redis on their own, after /ready may already say yes; a tile rendered before that is
+    // not shared (the machine renders alone until Redis answers), so A is first asked whether it is connected.
+    const sharedState = async (c: string) => (await podman(['exec', c, 'node', '-e', "fetch('http://127.0.0.1:8080/ping').then((r) => r.json()).then((j) => console.log(JSON.stringify(j.shared_cache)))"], 60_000)).trim();
+    await waitFor(`${a} connected to the shared cache`, async () => (/"state":"connected"/.test(await sharedState(a)) ? true : undefined), 60_000);
     const first = await fetchInside(a, tile);
     assert.equal(first.status, 200);
     assert.doesNotMatch(first.headers['server-timing'] ?? '', /cache;desc="shared"/, 'A rendered it');
@@ -318,7 +322,11 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     const scan = /`redis-cli --scan\s+--pattern '([^']+)'`/.exec(DOCS)?.[1];
     assert.ok(scan, 'docs/deployment.md lists the keys with redis-cli --scan');
     const entries = async () => (await podman(['exec', `${project}_redis_1`, 'redis-cli', '--scan', '--pattern', scan])).split('\n').filter((k) => k && !k.startsWith('tsts:v1:lock:'));
-    const keys = await waitFor('the image entry in Redis', async () => ((await entries()).length > 0 ? await entries() : undefined), 60_000);
+    const keys = await waitFor('the image entry in Redis', async () => ((await entries()).length > 0 ? await entries() : undefined), 60_000).catch(async (err: Error) => {
+      // What A's shared cache says (its state, and how many of its commands failed) is what tells a lost write from
+      // a slow one.
+      throw new Error(`${err.message}; ${a}'s shared cache: ${await sharedState(a).catch((e: Error) => e.message)}`);
+    });
     assert.ok(keys.length > 0, `an image entry among the keys: ${keys.join(' ')}`);
     const second = await fetchInside(b, tile);
     assert.equal(second.status, 200);

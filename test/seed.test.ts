@@ -686,11 +686,13 @@ test("the seed's own renderers all draw bulk frames at once (a server keeps one 
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
     })();
+    // The renderers may still be starting: the seed asks again after Retry-After, as here, for at most a minute (a
+    // pool that never starts fails here, with its last answer, rather than at the test's timeout).
     const ask = async (x: number): Promise<Response> => {
+      const until = Date.now() + 60_000;
       for (;;) {
         const res = await service.get(`/styles/world/8/${x}/90.png`);
-        // The renderers are still starting: the seed asks again after Retry-After, as here.
-        if (res.status !== 503) return res;
+        if (res.status !== 503 || Date.now() > until) return res;
         await res.arrayBuffer();
         await new Promise((resolve) => setTimeout(resolve, 250));
       }

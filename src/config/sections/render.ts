@@ -53,7 +53,7 @@ export const RenderSchema = v.object({
    * zlib level of the PNG tiles the Chromium page writes for bulk renders (seeding, which asks with the bulk
    * priority): an archive is written once and read many times, so bytes weigh more than CPU there.
    */
-  seed_png_compression: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(9)), 6),
+  seed_png_compression: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(9)), 8),
   jpeg_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
   webp_quality: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 85),
   /** AVIF quality when a request gives none (libheif/aom through sharp; its own default is 50). */
