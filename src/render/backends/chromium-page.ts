@@ -77,21 +77,29 @@ let rowsBuffer = (size) => {
 };
 
 // libdeflate's module instantiates its WebAssembly synchronously. One compressor per level and one input and one
-// output block are kept for the page's life: allocated per tile, they were most of what the deflate cost beyond the
-// deflating itself (the last JavaScript deflate's 2 MB hash table was zeroed per tile and faulted in again).
+// output block are kept for the page's life: fflate, the page's deflate before, allocated its tables and output for
+// every tile, and the renderer paid for that memory in page faults (bench/RESULTS.md, the floor's kernel share).
 function libdeflateWriter(lib) {
   const compressors = [];
   let input = 0, inputSize = 0, output = 0, outputSize = 0;
   const fit = (size) => {
     if (size <= inputSize) return;
     // Both blocks are grown together, before any rows are built: a later allocation could grow the memory and
-    // detach the view the rows were written in.
+    // detach the view the rows were written in. When the memory cannot grow, no block is kept, so the next tile
+    // allocates again rather than write past a smaller one.
     if (input) lib._free(input);
     if (output) lib._free(output);
+    input = output = inputSize = outputSize = 0;
     const bound = lib._libdeflate_zlib_compress_bound(0, size);
-    input = lib._malloc(size);
-    output = lib._malloc(bound);
-    if (!input || !output) throw new Error('libdeflate could not allocate ' + (size + bound) + ' bytes');
+    const i = lib._malloc(size);
+    const o = lib._malloc(bound);
+    if (!i || !o) {
+      if (i) lib._free(i);
+      if (o) lib._free(o);
+      throw new Error('libdeflate could not allocate ' + (size + bound) + ' bytes');
+    }
+    input = i;
+    output = o;
     inputSize = size;
     outputSize = bound;
   };
