@@ -85,8 +85,8 @@ window.encode = async (b64, W, H, tiles, opaque, level) => {
   }
   return out;
 };
-// A frame made in the page (too large to send cheaply): opaque, rows bottom to top as readPixels leaves them, the
-// pattern bigFrameRows below makes top to bottom; its tiles as base64 PNGs.
+// A frame made in the page (too large to send cheaply): opaque, rows bottom to top as readPixels leaves them, each
+// pixel (x & 255, y & 255, x * y & 255) counted from the top left, as the test checks it; its tiles as base64 PNGs.
 window.encodeMade = async (W, H, tiles, level) => {
   const px = new Uint8Array(W * H * 4);
   for (let y = 0; y < H; y++) {
